@@ -1,0 +1,485 @@
+// The carlab wire protocol: a compact binary codec shared by the browser app,
+// the Node clients and the relay. No DOM and no Node built-ins: only
+// DataView, TextEncoder and TextDecoder, which both runtimes have.
+//
+// Byte layout (big-endian, "network order") is documented in docs/protocol.md;
+// keep the two in step.
+
+/** Protocol version carried in the first byte of every frame. */
+export const VERSION = 1;
+
+/** Message type codes (second byte of a frame, first byte of a batched body). */
+export const MsgType = Object.freeze({
+  HELLO: 1,
+  WELCOME: 2,
+  MEMBER_JOINED: 3,
+  MEMBER_LEFT: 4,
+  UPDATE: 5,
+  ACK: 6,
+  ACKED_ALL: 7,
+  BATCH: 8,
+  ERROR: 9,
+  STATS: 10,
+  SIGNAL: 11,
+});
+
+/** @type {Record<number, string>} */
+export const MsgTypeName = Object.freeze(
+  Object.fromEntries(Object.entries(MsgType).map(([k, v]) => [v, k])),
+);
+
+/** HELLO flag bits. */
+export const HelloFlag = Object.freeze({
+  /** The relay may coalesce frames into BATCH and aggregate ACKs (mode `relay`). */
+  BATCHED: 1,
+  /** Membership only: the client exchanges updates elsewhere (p2p), not via the relay. */
+  MEMBERSHIP_ONLY: 2,
+});
+
+/** UPDATE flag bits. */
+export const UpdateFlag = Object.freeze({
+  /** The update also carries the shared object's pose and version. */
+  OBJECT: 1,
+});
+
+/**
+ * WebSocket close codes the relay uses. 1009 (message too big) and 1001
+ * (going away, on shutdown) are the standard ones; 4000-4099 are carlab's.
+ */
+export const CloseCode = Object.freeze({
+  GOING_AWAY: 1001,
+  TOO_BIG: 1009,
+  BAD_FRAME: 4000,
+  BAD_VERSION: 4001,
+  NOT_JOINED: 4002,
+  SPOOFED_SENDER: 4003,
+  SLOW_CONSUMER: 4004,
+  RATE_LIMITED: 4005,
+  FORBIDDEN: 4006,
+  ID_TAKEN: 4007,
+  PROTOCOL_VIOLATION: 4008,
+});
+
+/** Limits of the codec itself (the relay may set tighter ones). */
+export const Limits = Object.freeze({
+  /** Longest string field in bytes (str8). */
+  STR8: 255,
+  /** Most messages in one BATCH. */
+  BATCH_MAX: 65535,
+  /** Largest STATS JSON in bytes. */
+  STATS_MAX: 1 << 20,
+});
+
+/** Bytes of a pose: position xyz and orientation quaternion xyzw, float32 each. */
+export const POSE_BYTES = 28;
+
+/**
+ * A decoding failure. `decode` returns (never throws) one of these.
+ */
+export class ProtocolError extends Error {
+  /**
+   * @param {string} code one of TRUNCATED, EMPTY, BAD_VERSION, UNKNOWN_TYPE,
+   *   TRAILING_BYTES, BAD_STRING, NESTED_BATCH, BAD_VALUE
+   * @param {string} message human-readable reason
+   */
+  constructor(code, message) {
+    super(message);
+    this.name = 'ProtocolError';
+    this.code = code;
+  }
+
+  /** The WebSocket close code a relay uses when a peer sends this. */
+  get closeCode() {
+    return this.code === 'BAD_VERSION' ? CloseCode.BAD_VERSION : CloseCode.BAD_FRAME;
+  }
+}
+
+/**
+ * @typedef {[number, number, number, number, number, number, number]} Pose
+ *   position x, y, z then orientation quaternion x, y, z, w
+ * @typedef {{ id: number, name: string }} Member
+ * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string }} HelloMsg
+ * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[] }} WelcomeMsg
+ * @typedef {{ type: 3, id: number, name: string }} MemberJoinedMsg
+ * @typedef {{ type: 4, id: number }} MemberLeftMsg
+ * @typedef {{ type: 5, sender: number, seq: number, sendTime: number, pose: Pose,
+ *   object: null | { pose: Pose, version: number } }} UpdateMsg
+ * @typedef {{ type: 6, sender: number, seq: number, acker: number }} AckMsg
+ * @typedef {{ type: 7, sender: number, seq: number, acked: number, dropped: number }} AckedAllMsg
+ * @typedef {{ type: 8, messages: Message[] }} BatchMsg
+ * @typedef {{ type: 9, code: number, reason: string }} ErrorMsg
+ * @typedef {{ type: 10, clientId: number, stats: any }} StatsMsg
+ * @typedef {{ type: 11, from: number, to: number, payload: string }} SignalMsg
+ * @typedef {HelloMsg | WelcomeMsg | MemberJoinedMsg | MemberLeftMsg | UpdateMsg | AckMsg
+ *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg} Message
+ *   Decoded messages also carry `body`: a view of their bytes without the
+ *   version byte (type + payload), so a relay can forward them unchanged.
+ */
+
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+
+// ---------------------------------------------------------------- encoding
+
+/** Growable writer; most frames fit the initial buffer. */
+class Writer {
+  constructor(size = 64) {
+    this.buf = new Uint8Array(size);
+    this.view = new DataView(this.buf.buffer);
+    this.pos = 0;
+  }
+
+  /** @param {number} n */
+  ensure(n) {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.pos));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+
+  /** @param {number} v */
+  u8(v) { this.ensure(1); this.view.setUint8(this.pos, v); this.pos += 1; }
+  /** @param {number} v */
+  u16(v) { this.ensure(2); this.view.setUint16(this.pos, v); this.pos += 2; }
+  /** @param {number} v */
+  u32(v) { this.ensure(4); this.view.setUint32(this.pos, v >>> 0); this.pos += 4; }
+  /** @param {number} v */
+  f32(v) { this.ensure(4); this.view.setFloat32(this.pos, v); this.pos += 4; }
+  /** @param {number} v */
+  f64(v) { this.ensure(8); this.view.setFloat64(this.pos, v); this.pos += 8; }
+  /** @param {Uint8Array} b */
+  bytes(b) { this.ensure(b.length); this.buf.set(b, this.pos); this.pos += b.length; }
+
+  /** @param {string} s @param {string} field */
+  str8(s, field) {
+    const b = utf8Encoder.encode(s ?? '');
+    if (b.length > Limits.STR8) throw new RangeError(`${field} is longer than ${Limits.STR8} bytes`);
+    this.u8(b.length);
+    this.bytes(b);
+  }
+
+  /** @param {string} s @param {string} field */
+  str16(s, field) {
+    const b = utf8Encoder.encode(s ?? '');
+    if (b.length > 0xffff) throw new RangeError(`${field} is longer than 65535 bytes`);
+    this.u16(b.length);
+    this.bytes(b);
+  }
+
+  /** @param {ArrayLike<number>} pose */
+  pose(pose) {
+    for (let i = 0; i < 7; i++) this.f32(pose[i]);
+  }
+
+  result() { return this.buf.slice(0, this.pos); }
+}
+
+/**
+ * Writes the type and payload of one message (no version byte).
+ * @param {Writer} w
+ * @param {any} m
+ */
+function writeBody(w, m) {
+  w.u8(m.type);
+  switch (m.type) {
+    case MsgType.HELLO:
+      w.u8(m.flags ?? 0);
+      w.u32(m.clientId ?? 0);
+      w.str8(m.group, 'group');
+      w.str8(m.name ?? '', 'name');
+      w.str8(m.token ?? '', 'token');
+      break;
+    case MsgType.WELCOME:
+      w.u32(m.clientId);
+      w.f64(m.serverTime);
+      w.u16(m.members.length);
+      for (const member of m.members) {
+        w.u32(member.id);
+        w.str8(member.name, 'member name');
+      }
+      break;
+    case MsgType.MEMBER_JOINED:
+      w.u32(m.id);
+      w.str8(m.name, 'name');
+      break;
+    case MsgType.MEMBER_LEFT:
+      w.u32(m.id);
+      break;
+    case MsgType.UPDATE:
+      w.u32(m.sender);
+      w.u32(m.seq);
+      w.f64(m.sendTime);
+      w.pose(m.pose);
+      w.u8(m.object ? UpdateFlag.OBJECT : 0);
+      if (m.object) {
+        w.pose(m.object.pose);
+        w.u32(m.object.version);
+      }
+      break;
+    case MsgType.ACK:
+      w.u32(m.sender);
+      w.u32(m.seq);
+      w.u32(m.acker);
+      break;
+    case MsgType.ACKED_ALL:
+      w.u32(m.sender);
+      w.u32(m.seq);
+      w.u16(m.acked ?? 0);
+      w.u16(m.dropped ?? 0);
+      break;
+    case MsgType.BATCH:
+      if (m.messages.length > Limits.BATCH_MAX) throw new RangeError('batch has too many messages');
+      w.u16(m.messages.length);
+      for (const sub of m.messages) {
+        if (sub.type === MsgType.BATCH) throw new TypeError('a BATCH cannot contain a BATCH');
+        const inner = new Writer();
+        writeBody(inner, sub);
+        if (inner.pos > 0xffff) throw new RangeError('batched message is longer than 65535 bytes');
+        w.u16(inner.pos);
+        w.bytes(inner.buf.subarray(0, inner.pos));
+      }
+      break;
+    case MsgType.ERROR:
+      w.u16(m.code);
+      w.str8(truncateUtf8(m.reason ?? '', Limits.STR8), 'reason');
+      break;
+    case MsgType.STATS: {
+      w.u32(m.clientId);
+      const json = utf8Encoder.encode(JSON.stringify(m.stats ?? {}));
+      if (json.length > Limits.STATS_MAX) throw new RangeError('stats are too large');
+      w.u32(json.length);
+      w.bytes(json);
+      break;
+    }
+    case MsgType.SIGNAL:
+      w.u32(m.from);
+      w.u32(m.to);
+      w.str16(m.payload, 'payload');
+      break;
+    default:
+      throw new TypeError(`unknown message type ${m.type}`);
+  }
+}
+
+/**
+ * Cuts a string so its UTF-8 form fits in `max` bytes, on a character boundary.
+ * @param {string} s
+ * @param {number} max
+ */
+function truncateUtf8(s, max) {
+  let b = utf8Encoder.encode(s);
+  if (b.length <= max) return s;
+  while (b.length > max) {
+    s = s.slice(0, -1);
+    b = utf8Encoder.encode(s);
+  }
+  return s;
+}
+
+/**
+ * Encodes one message as a frame (version byte, type, payload).
+ * Throws TypeError/RangeError on a message the protocol cannot carry
+ * (programming errors on the sending side; decoding never throws).
+ * @param {any} msg a Message without `body`
+ * @returns {Uint8Array}
+ */
+export function encode(msg) {
+  const w = new Writer(msg.type === MsgType.UPDATE ? 80 : 64);
+  w.u8(VERSION);
+  writeBody(w, msg);
+  return w.result();
+}
+
+/**
+ * Builds a BATCH frame from message bodies that are already encoded
+ * (type + payload, as found in a decoded message's `body`). This is the
+ * relay's fan-out path: it forwards bytes without re-encoding them.
+ * @param {Uint8Array[]} bodies
+ * @returns {Uint8Array}
+ */
+export function encodeBatchOfBodies(bodies) {
+  let size = 4;
+  for (const b of bodies) size += 2 + b.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  out[0] = VERSION;
+  out[1] = MsgType.BATCH;
+  view.setUint16(2, bodies.length);
+  let pos = 4;
+  for (const b of bodies) {
+    view.setUint16(pos, b.length);
+    out.set(b, pos + 2);
+    pos += 2 + b.length;
+  }
+  return out;
+}
+
+/**
+ * Turns a message body (type + payload) back into a stand-alone frame.
+ * @param {Uint8Array} body
+ * @returns {Uint8Array}
+ */
+export function frameOfBody(body) {
+  const out = new Uint8Array(body.length + 1);
+  out[0] = VERSION;
+  out.set(body, 1);
+  return out;
+}
+
+// ---------------------------------------------------------------- decoding
+
+class Truncated extends Error {}
+const TRUNCATED = new Truncated();
+
+/** Bounds-checked reader; running past the end throws TRUNCATED internally. */
+class Reader {
+  /** @param {Uint8Array} bytes @param {number} start @param {number} end */
+  constructor(bytes, start, end) {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.pos = start;
+    this.end = end;
+  }
+
+  /** @param {number} n */
+  need(n) { if (this.pos + n > this.end) throw TRUNCATED; }
+  u8() { this.need(1); return this.view.getUint8(this.pos++); }
+  u16() { this.need(2); const v = this.view.getUint16(this.pos); this.pos += 2; return v; }
+  u32() { this.need(4); const v = this.view.getUint32(this.pos); this.pos += 4; return v; }
+  f32() { this.need(4); const v = this.view.getFloat32(this.pos); this.pos += 4; return v; }
+  f64() { this.need(8); const v = this.view.getFloat64(this.pos); this.pos += 8; return v; }
+  /** @param {number} n */
+  take(n) { this.need(n); const b = this.bytes.subarray(this.pos, this.pos + n); this.pos += n; return b; }
+  str8() { return utf8Decoder.decode(this.take(this.u8())); }
+  str16() { return utf8Decoder.decode(this.take(this.u16())); }
+  /** @returns {Pose} */
+  pose() {
+    this.need(POSE_BYTES);
+    return [this.f32(), this.f32(), this.f32(), this.f32(), this.f32(), this.f32(), this.f32()];
+  }
+}
+
+/**
+ * Reads one body (type + payload) spanning exactly [start, end).
+ * @param {Uint8Array} bytes
+ * @param {number} start
+ * @param {number} end
+ * @param {boolean} inBatch
+ * @returns {Message | ProtocolError}
+ */
+function readBody(bytes, start, end, inBatch) {
+  const r = new Reader(bytes, start, end);
+  /** @type {any} */
+  let m;
+  try {
+    const type = r.u8();
+    switch (type) {
+      case MsgType.HELLO:
+        m = { type, flags: r.u8(), clientId: r.u32(), group: r.str8(), name: r.str8(), token: r.str8() };
+        if (m.group.length === 0) return new ProtocolError('BAD_VALUE', 'HELLO has an empty group');
+        break;
+      case MsgType.WELCOME: {
+        m = { type, clientId: r.u32(), serverTime: r.f64(), members: [] };
+        const count = r.u16();
+        for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
+        break;
+      }
+      case MsgType.MEMBER_JOINED:
+        m = { type, id: r.u32(), name: r.str8() };
+        break;
+      case MsgType.MEMBER_LEFT:
+        m = { type, id: r.u32() };
+        break;
+      case MsgType.UPDATE: {
+        m = { type, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), object: null };
+        const flags = r.u8();
+        if (flags & ~UpdateFlag.OBJECT) return new ProtocolError('BAD_VALUE', `UPDATE has unknown flags ${flags}`);
+        if (flags & UpdateFlag.OBJECT) m.object = { pose: r.pose(), version: r.u32() };
+        break;
+      }
+      case MsgType.ACK:
+        m = { type, sender: r.u32(), seq: r.u32(), acker: r.u32() };
+        break;
+      case MsgType.ACKED_ALL:
+        m = { type, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() };
+        break;
+      case MsgType.BATCH: {
+        if (inBatch) return new ProtocolError('NESTED_BATCH', 'a BATCH cannot contain a BATCH');
+        const count = r.u16();
+        m = { type, messages: [] };
+        for (let i = 0; i < count; i++) {
+          const len = r.u16();
+          if (len === 0) return new ProtocolError('TRUNCATED', `batched message ${i} is empty`);
+          r.need(len);
+          const sub = readBody(bytes, r.pos, r.pos + len, true);
+          if (sub instanceof ProtocolError) return sub;
+          m.messages.push(sub);
+          r.pos += len;
+        }
+        break;
+      }
+      case MsgType.ERROR:
+        m = { type, code: r.u16(), reason: r.str8() };
+        break;
+      case MsgType.STATS: {
+        const clientId = r.u32();
+        const len = r.u32();
+        if (len > Limits.STATS_MAX) return new ProtocolError('BAD_VALUE', 'STATS is too large');
+        const text = utf8Decoder.decode(r.take(len));
+        let stats;
+        try {
+          stats = JSON.parse(text);
+        } catch {
+          return new ProtocolError('BAD_VALUE', 'STATS is not valid JSON');
+        }
+        m = { type, clientId, stats };
+        break;
+      }
+      case MsgType.SIGNAL:
+        m = { type, from: r.u32(), to: r.u32(), payload: r.str16() };
+        break;
+      default:
+        return new ProtocolError('UNKNOWN_TYPE', `unknown message type ${type}`);
+    }
+  } catch (err) {
+    if (err === TRUNCATED) return new ProtocolError('TRUNCATED', 'frame ends before its message does');
+    if (err instanceof TypeError) return new ProtocolError('BAD_STRING', 'string is not valid UTF-8');
+    return new ProtocolError('BAD_VALUE', String(err && err.message));
+  }
+  if (r.pos !== end) {
+    return new ProtocolError('TRAILING_BYTES', `${end - r.pos} bytes after the end of the message`);
+  }
+  m.body = bytes.subarray(start, end);
+  return m;
+}
+
+/**
+ * Decodes one frame. Never throws: malformed input yields a ProtocolError.
+ * @param {Uint8Array | ArrayBuffer | ArrayBufferView} input
+ * @returns {Message | ProtocolError}
+ */
+export function decode(input) {
+  let bytes;
+  if (input instanceof Uint8Array) bytes = input;
+  else if (input instanceof ArrayBuffer) bytes = new Uint8Array(input);
+  else if (input && ArrayBuffer.isView(input)) bytes = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  else return new ProtocolError('BAD_VALUE', 'frame is not binary');
+  if (bytes.length === 0) return new ProtocolError('EMPTY', 'empty frame');
+  if (bytes[0] !== VERSION) {
+    return new ProtocolError('BAD_VERSION', `protocol version ${bytes[0]}, expected ${VERSION}`);
+  }
+  if (bytes.length < 2) return new ProtocolError('TRUNCATED', 'frame has no message type');
+  return readBody(bytes, 1, bytes.length, false);
+}
+
+/**
+ * Yields the messages of a decoded frame: the BATCH's members, or the message itself.
+ * @param {Message} msg
+ * @returns {Message[]}
+ */
+export function unbatch(msg) {
+  return msg.type === MsgType.BATCH ? msg.messages : [msg];
+}
