@@ -1,0 +1,196 @@
+// Working groups: membership, the fan-out of UPDATEs, ACK forwarding or
+// aggregation, and RTS. This is the relay's one place for group logic; the
+// WebRTC relay (relay-udp) reuses it through the same Session interface.
+
+import { MsgType, encode } from '../web/src/core/protocol.js';
+
+/** @typedef {import('./session.js').Session} Session */
+/** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
+
+/**
+ * One working group: the members that exchange updates with each other.
+ */
+export class Group {
+  /** @param {string} key */
+  constructor(key) {
+    this.key = key;
+    /** @type {Map<number, Session>} */
+    this.members = new Map();
+  }
+}
+
+/**
+ * All groups of a relay, plus the operations on them.
+ */
+export class GroupRegistry {
+  /** @param {import('./index.js').RelayContext} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    /** @type {Map<string, Group>} */
+    this.groups = new Map();
+    this.nextId = 1;
+  }
+
+  /**
+   * Adds a session to a group. Membership-only clients (p2p) live in their own
+   * key space so they never receive relayed updates.
+   * @param {Session} session
+   * @param {string} name group name from HELLO
+   * @param {number} requestedId 0 = assign one
+   * @returns {string | null} an error reason, or null on success
+   */
+  join(session, name, requestedId) {
+    const key = (session.membershipOnly ? 'm:' : 'r:') + name;
+    let group = this.groups.get(key);
+    if (!group) {
+      group = new Group(key);
+      this.groups.set(key, group);
+    }
+    let id = requestedId;
+    if (id === 0) {
+      do id = this.nextId++ >>> 0; while (id === 0 || group.members.has(id));
+    } else if (group.members.has(id)) {
+      if (group.members.size === 0) this.groups.delete(key);
+      return `client id ${id} is taken in group ${name}`;
+    }
+    session.id = id;
+    session.group = group;
+    const joined = encode({ type: MsgType.MEMBER_JOINED, id, name: session.name }).subarray(1);
+    for (const other of group.members.values()) other.push(joined);
+    group.members.set(id, session);
+    session.push(encode({
+      type: MsgType.WELCOME,
+      clientId: id,
+      serverTime: Date.now(),
+      members: [...group.members.values()].map((m) => ({ id: m.id, name: m.name })),
+    }).subarray(1));
+    return null;
+  }
+
+  /**
+   * Removes a session from its group: it leaves every ACK set at once.
+   * @param {Session} session
+   */
+  leave(session) {
+    const group = session.group;
+    if (!group) return;
+    session.group = null;
+    group.members.delete(session.id);
+    // Updates queued for it will never be delivered.
+    for (const entry of session.takeQueuedEntries()) this.dropDestination(entry, session);
+    // Its own updates need no more ACKs.
+    session.pending.clear();
+    const left = encode({ type: MsgType.MEMBER_LEFT, id: session.id }).subarray(1);
+    for (const other of group.members.values()) {
+      for (const entry of other.pending.values()) {
+        if (entry.dest.has(session)) this.dropDestination(entry, session);
+      }
+      other.push(left);
+    }
+    if (group.members.size === 0) this.groups.delete(group.key);
+  }
+
+  /**
+   * Fans an UPDATE out to the sender's neighbours.
+   * @param {Session} sender
+   * @param {import('../web/src/core/protocol.js').UpdateMsg & { body: Uint8Array }} msg
+   */
+  update(sender, msg) {
+    const group = /** @type {Group} */ (sender.group);
+    const stats = this.ctx.stats;
+    stats.updatesIn++;
+    /** @type {PendingUpdate} */
+    const entry = {
+      sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(),
+    };
+    for (const member of group.members.values()) {
+      if (member !== sender) entry.dest.set(member, NaN);
+    }
+    if (entry.dest.size === 0) {
+      // Alone in the group: nothing to wait for.
+      this.complete(entry);
+      return;
+    }
+    sender.pending.set(msg.seq, entry);
+    for (const member of entry.dest.keys()) member.push(msg.body, entry);
+  }
+
+  /**
+   * Handles a destination's ACK: RTS, forwarding (faithful) or aggregation.
+   * @param {Session} acker
+   * @param {import('../web/src/core/protocol.js').AckMsg & { body: Uint8Array }} msg
+   */
+  ack(acker, msg) {
+    const stats = this.ctx.stats;
+    stats.acksIn++;
+    const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
+    const entry = sender?.pending.get(msg.seq);
+    const forwardedAt = entry?.dest.get(acker);
+    if (!entry || forwardedAt === undefined || Number.isNaN(forwardedAt)) {
+      stats.unexpectedAcks++;
+      return;
+    }
+    stats.recordRts(performance.now() - forwardedAt);
+    entry.dest.delete(acker);
+    entry.acked++;
+    if (!sender.batched) {
+      stats.acksForwarded++;
+      sender.push(msg.body);
+    }
+    if (entry.dest.size === 0) this.complete(entry);
+  }
+
+  /**
+   * A destination will never ACK this update (it left, or its stale copy was replaced).
+   * @param {PendingUpdate} entry
+   * @param {Session} dest
+   */
+  dropDestination(entry, dest) {
+    if (!entry.dest.delete(dest)) return;
+    entry.dropped++;
+    if (entry.dest.size === 0) this.complete(entry);
+  }
+
+  /**
+   * Every destination has answered: forget the entry, and in mode `relay`
+   * tell the sender with one ACKED_ALL (never before the last ACK arrived).
+   * @param {PendingUpdate} entry
+   */
+  complete(entry) {
+    const sender = entry.sender;
+    if (sender.pending.get(entry.seq) === entry) sender.pending.delete(entry.seq);
+    if (sender.batched && !sender.closed && sender.group) {
+      this.ctx.stats.ackedAllSent++;
+      sender.push(encode({
+        type: MsgType.ACKED_ALL, sender: sender.id, seq: entry.seq,
+        acked: Math.min(entry.acked, 0xffff), dropped: Math.min(entry.dropped, 0xffff),
+      }).subarray(1));
+    }
+  }
+
+  /**
+   * Gives up on ACKs older than the ACK timeout so pending state cannot leak.
+   * @param {number} ackTimeoutMs
+   */
+  sweep(ackTimeoutMs) {
+    const cutoff = performance.now() - ackTimeoutMs;
+    for (const group of this.groups.values()) {
+      for (const member of group.members.values()) {
+        for (const entry of member.pending.values()) {
+          if (entry.createdAt > cutoff) continue;
+          this.ctx.stats.ackTimeouts += entry.dest.size;
+          entry.dropped += entry.dest.size;
+          entry.dest.clear();
+          this.complete(entry);
+        }
+      }
+    }
+  }
+
+  /** Number of connected, joined clients. */
+  get memberCount() {
+    let n = 0;
+    for (const g of this.groups.values()) n += g.members.size;
+    return n;
+  }
+}
