@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { WebSocket } from 'ws';
+
+import { listLanAddresses } from './net.js';
+import { belongsToServices, createCarlabServer, createCpuMeter } from './server.js';
+
+// The `peer` package keeps self-rescheduling timers it offers no way to
+// stop, so a process that created a PeerServer never exits on its own. Once
+// every test here has run, exit if something still holds the loop open.
+after(() => {
+  setTimeout(() => process.exit(), 500).unref();
+});
+
+const base = mkdtempSync(path.join(tmpdir(), 'carlab-server-'));
+const webRoot = path.join(base, 'dist');
+const { mkdirSync } = await import('node:fs');
+mkdirSync(webRoot);
+writeFileSync(path.join(webRoot, 'index.html'), '<!doctype html><title>carlab test page</title>');
+after(() => rmSync(base, { recursive: true, force: true }));
+
+/**
+ * Try a WebSocket handshake and report how it ended.
+ *
+ * @param {string} url
+ * @param {import('ws').ClientOptions} [options]
+ * @returns {Promise<{ opened: true, ws: WebSocket, firstMessage: Promise<string> } | { opened: false, status: number }>}
+ */
+function handshake(url, options = {}) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, options);
+    // Frames can arrive in the same chunk as the 101: listen from the start.
+    const firstMessage = new Promise((resolveMessage) => ws.once('message', (data) => resolveMessage(String(data))));
+    ws.once('open', () => resolve({ opened: true, ws, firstMessage }));
+    ws.once('unexpected-response', (_req, res) => {
+      resolve({ opened: false, status: res.statusCode ?? 0 });
+      res.resume();
+      ws.terminate();
+    });
+    ws.once('error', reject);
+  });
+}
+
+describe('HTTP server', () => {
+  /** @type {import('./server.js').CarlabServer} */
+  let carlab;
+  before(async () => {
+    carlab = await createCarlabServer({ http: true, webRoot, iceServers: [{ urls: 'stun:127.0.0.1:3478' }] });
+  });
+  after(() => carlab.close());
+
+  test('listens on a real port and reports its URL', () => {
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    assert.ok(port > 0);
+    assert.equal(carlab.url, `http://127.0.0.1:${port}/`);
+    assert.deepEqual(carlab.urls, [carlab.url]);
+    assert.equal(carlab.tls, null);
+  });
+
+  test('GET /healthz', async () => {
+    const res = await fetch(new URL('/healthz', carlab.url));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    const body = await res.json();
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    assert.equal(body.status, 'ok');
+    assert.equal(body.version, version);
+    assert.equal(typeof body.uptimeS, 'number');
+    assert.ok(body.uptimeS >= 0);
+  });
+
+  test('GET /metrics', async () => {
+    const res = await fetch(new URL('/metrics', carlab.url));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    const body = await res.json();
+    assert.equal(typeof body.relay, 'object');
+    assert.equal(typeof body.signaling, 'object');
+    assert.ok(body.process.rssBytes > 0);
+    assert.equal(typeof body.process.cpuPct, 'number');
+    assert.deepEqual(Object.keys(body).sort(), ['process', 'relay', 'signaling']);
+  });
+
+  test('GET /config.json', async () => {
+    const res = await fetch(new URL('/config.json', carlab.url));
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), {
+      iceServers: [{ urls: 'stun:127.0.0.1:3478' }],
+      relayPath: '/relay',
+      peerjs: { path: '/peerjs', key: 'peerjs' },
+    });
+  });
+
+  test('JSON routes allow GET and HEAD only', async () => {
+    const res = await fetch(new URL('/healthz', carlab.url), { method: 'POST' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'GET, HEAD');
+  });
+
+  test('GET /peerjs/peerjs/id returns an id from PeerServer', async () => {
+    const res = await fetch(new URL('/peerjs/peerjs/id', carlab.url));
+    assert.equal(res.status, 200);
+    const id = (await res.text()).trim();
+    assert.match(id, /^[\w-]{8,}$/);
+  });
+
+  test('the index page is served at /', async () => {
+    const res = await fetch(carlab.url);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.match(await res.text(), /carlab test page/);
+  });
+
+  test('an unknown path is 404', async () => {
+    assert.equal((await fetch(new URL('/no/such/page', carlab.url))).status, 404);
+  });
+
+  test('an unknown WebSocket path gets 404', async () => {
+    const base = carlab.url.replace(/^http/, 'ws');
+    for (const target of ['/nope', '/', '/relay/extra', '/peerjs/other']) {
+      const result = await handshake(new URL(target, base).href);
+      assert.equal(result.opened, false, target);
+      assert.equal(result.opened === false && result.status, 404, target);
+    }
+  });
+
+  test('the relay path accepts WebSockets', async () => {
+    const result = await handshake(new URL('/relay', carlab.url.replace(/^http/, 'ws')).href);
+    assert.equal(result.opened, true);
+    if (result.opened) result.ws.terminate();
+  });
+
+  test('the PeerJS WebSocket path accepts a peer', async () => {
+    const url = new URL('/peerjs/peerjs?key=peerjs&id=peer-a&token=t1', carlab.url.replace(/^http/, 'ws'));
+    const result = await handshake(url.href);
+    assert.equal(result.opened, true);
+    if (!result.opened) return;
+    const first = JSON.parse(await result.firstMessage);
+    assert.equal(first.type, 'OPEN');
+    result.ws.terminate();
+  });
+});
+
+describe('HTTPS with the generated certificate', () => {
+  const certDir = path.join(base, 'certs');
+  /** @type {import('./server.js').CarlabServer} */
+  let carlab;
+  before(async () => {
+    carlab = await createCarlabServer({ certDir, webRoot });
+  });
+  after(() => carlab.close());
+
+  test('the certificate covers localhost, 127.0.0.1 and every LAN IPv4', () => {
+    assert.equal(carlab.tls?.source, 'generated');
+    assert.equal(carlab.tls?.certPath, path.join(certDir, 'cert.pem'));
+    const x509 = new X509Certificate(readFileSync(path.join(certDir, 'cert.pem')));
+    assert.equal(x509.checkHost('localhost'), 'localhost');
+    for (const ip of ['127.0.0.1', ...listLanAddresses()]) assert.equal(x509.checkIP(ip), ip);
+  });
+
+  test('a client trusting the certificate connects with servername localhost', async () => {
+    const ca = readFileSync(path.join(certDir, 'cert.pem'));
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    assert.equal(carlab.url, `https://127.0.0.1:${port}/`);
+    const body = await new Promise((resolve, reject) => {
+      const req = https.get({ host: '127.0.0.1', port, path: '/healthz', ca, servername: 'localhost', agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => { text += chunk; });
+        res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+    });
+    assert.deepEqual({ status: body.status, ok: body.json.status }, { status: 200, ok: 'ok' });
+  });
+
+  test('a client not trusting it is refused', async () => {
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    await assert.rejects(new Promise((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port, path: '/healthz', servername: 'localhost', agent: false }, resolve).on('error', reject);
+    }), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+  });
+
+  test('wss:// on the relay works with the certificate', async () => {
+    const ca = readFileSync(path.join(certDir, 'cert.pem'));
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    const result = await handshake(`wss://127.0.0.1:${port}/relay`, /** @type {any} */ ({ ca, servername: 'localhost' }));
+    assert.equal(result.opened, true);
+    if (result.opened) result.ws.terminate();
+  });
+
+  test('a second server reuses the stored certificate', async () => {
+    const again = await createCarlabServer({ certDir, webRoot });
+    try {
+      assert.equal(again.tls?.source, 'reused');
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+describe('lifecycle', () => {
+  test('a busy port rejects with EADDRINUSE', async () => {
+    const first = await createCarlabServer({ http: true, webRoot });
+    try {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (first.server.address());
+      await assert.rejects(createCarlabServer({ http: true, webRoot, port }), { code: 'EADDRINUSE' });
+    } finally {
+      await first.close();
+    }
+  });
+
+  test('close() is bounded, disconnects WebSocket clients and is idempotent', async () => {
+    const carlab = await createCarlabServer({ http: true, webRoot, closeTimeoutMs: 1500 });
+    const wsBase = carlab.url.replace(/^http/, 'ws');
+    const relayClient = await handshake(new URL('/relay', wsBase).href);
+    const peerClient = await handshake(new URL('/peerjs/peerjs?key=peerjs&id=p1&token=t', wsBase).href);
+    assert.ok(relayClient.opened && peerClient.opened);
+    const closed = Promise.all([relayClient, peerClient].map((c) => c.opened && new Promise((resolve) => c.ws.once('close', resolve))));
+
+    const started = Date.now();
+    await Promise.all([carlab.close(), carlab.close()]);
+    assert.ok(Date.now() - started < 3000, `close took ${Date.now() - started} ms`);
+    await closed;
+    assert.equal(carlab.server.listening, false);
+    await assert.rejects(fetch(carlab.url));
+  });
+
+  test('close() cuts off a client that ignores the shutdown', async () => {
+    const carlab = await createCarlabServer({ http: true, webRoot, closeTimeoutMs: 300 });
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    // A raw TCP client holding a half-sent request open.
+    const net = await import('node:net');
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    const started = Date.now();
+    await carlab.close();
+    await ended;
+    assert.ok(Date.now() - started < 2000, `close took ${Date.now() - started} ms`);
+  });
+});
+
+test('belongsToServices', () => {
+  assert.equal(belongsToServices('/relay', '/relay', '/peerjs/peerjs'), true);
+  assert.equal(belongsToServices('/relay?x=1', '/relay', '/peerjs/peerjs'), true);
+  assert.equal(belongsToServices('/peerjs/peerjs?key=k', '/relay', '/peerjs/peerjs'), true);
+  assert.equal(belongsToServices('/peerjs/other', '/relay', '/peerjs/peerjs'), false);
+  assert.equal(belongsToServices('/peerjs/other', '/relay', '/peerjs'), true);
+  assert.equal(belongsToServices('/relayx', '/relay', '/peerjs'), false);
+  assert.equal(belongsToServices('/', '/relay', '/peerjs'), false);
+});
+
+test('createCpuMeter reports percent of one core since the last call', async () => {
+  const meter = createCpuMeter();
+  const until = Date.now() + 50;
+  while (Date.now() < until) { /* burn */ }
+  const busy = meter();
+  assert.ok(busy > 20 && busy < 400, `busy ${busy}`);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(meter() < busy);
+});
