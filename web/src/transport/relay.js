@@ -9,6 +9,8 @@ import { CloseCode, HelloFlag, MsgType, ProtocolError, decode, encode } from '..
  * @property {boolean} [batched] true = mode `relay` (the server coalesces
  *   frames and aggregates ACKs; we batch our ACKs per turn too);
  *   false = `relay-faithful` (one frame per message, every ACK forwarded)
+ * @property {boolean} [membershipOnly] join for membership only (the p2p
+ *   transport exchanges updates elsewhere); sendUpdate/sendAck must not be used
  * @property {any} [WebSocket] WebSocket constructor, default globalThis.WebSocket
  * @property {() => number} [now] clock for arrival times, default performance.now
  */
@@ -62,7 +64,7 @@ export function createRelayTransport(options) {
         ws.onopen = () => {
           ws.send(encode({
             type: MsgType.HELLO,
-            flags: batched ? HelloFlag.BATCHED : 0,
+            flags: (batched ? HelloFlag.BATCHED : 0) | (options.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : 0),
             clientId: join.clientId ?? 0,
             group: join.group,
             name: join.name,

@@ -1,0 +1,60 @@
+// Transport selection by name: the one place the app, the browser fleet page
+// and the Node clients turn a transport name into a transport.
+
+import { createRelayTransport } from './relay.js';
+import { createP2PTransport } from './p2p.js';
+
+/** Transport names a client can pick, in the order the UI lists them. */
+export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'p2p', 'p2p-reliable']);
+
+/**
+ * @typedef {object} ServerConfig what the server publishes at /config.json
+ * @property {RTCIceServer[]} iceServers
+ * @property {string} relayPath
+ * @property {{ path: string, key: string }} peerjs
+ */
+
+/**
+ * @typedef {object} TransportEnv
+ * @property {string} baseUrl http(s) URL of the carlab server, e.g. location.origin
+ * @property {ServerConfig} config
+ * @property {any} [WebSocket] WebSocket constructor (Node: the `ws` package)
+ * @property {any} [Peer] PeerJS Peer class (browsers only)
+ * @property {number} [discardIncomingFraction] test knob of the p2p transports
+ */
+
+/**
+ * @param {string} name one of TRANSPORTS
+ * @param {TransportEnv} env
+ * @returns {import('../core/client.js').Transport}
+ */
+export function createTransport(name, env) {
+  const base = new URL(env.baseUrl);
+  const wsBase = `${base.protocol === 'https:' ? 'wss:' : 'ws:'}//${base.host}`;
+  const relayUrl = `${wsBase}${env.config.relayPath ?? '/relay'}`;
+  switch (name) {
+    case 'relay':
+    case 'relay-faithful':
+      return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket });
+    case 'p2p':
+    case 'p2p-reliable':
+      if (!env.Peer) throw new Error(`transport ${name} needs WebRTC (a browser)`);
+      return createP2PTransport({
+        mode: name,
+        relayUrl,
+        WebSocket: env.WebSocket,
+        Peer: env.Peer,
+        iceServers: env.config.iceServers ?? [],
+        peerjs: {
+          host: base.hostname,
+          port: Number(base.port) || (base.protocol === 'https:' ? 443 : 80),
+          path: env.config.peerjs?.path ?? '/peerjs',
+          key: env.config.peerjs?.key ?? 'peerjs',
+          secure: base.protocol === 'https:',
+        },
+        discardIncomingFraction: env.discardIncomingFraction,
+      });
+    default:
+      throw new Error(`unknown transport "${name}"; known: ${TRANSPORTS.join(', ')}`);
+  }
+}
