@@ -50,7 +50,6 @@ export class GroupRegistry {
     if (id === 0) {
       do id = this.nextId++ >>> 0; while (id === 0 || group.members.has(id));
     } else if (group.members.has(id)) {
-      if (group.members.size === 0) this.groups.delete(key);
       return `client id ${id} is taken in group ${name}`;
     }
     session.id = id;
@@ -155,11 +154,12 @@ export class GroupRegistry {
    * Every destination has answered: forget the entry, and in mode `relay`
    * tell the sender with one ACKED_ALL (never before the last ACK arrived).
    * @param {PendingUpdate} entry
+   * @param {boolean} [notify] false when giving up: the sender times out on its own
    */
-  complete(entry) {
+  complete(entry, notify = true) {
     const sender = entry.sender;
     if (sender.pending.get(entry.seq) === entry) sender.pending.delete(entry.seq);
-    if (sender.batched && !sender.closed && sender.group) {
+    if (notify && sender.batched && !sender.closed && sender.group) {
       this.ctx.stats.ackedAllSent++;
       sender.push(encode({
         type: MsgType.ACKED_ALL, sender: sender.id, seq: entry.seq,
@@ -181,7 +181,7 @@ export class GroupRegistry {
           this.ctx.stats.ackTimeouts += entry.dest.size;
           entry.dropped += entry.dest.size;
           entry.dest.clear();
-          this.complete(entry);
+          this.complete(entry, false);
         }
       }
     }

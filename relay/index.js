@@ -112,7 +112,7 @@ export function createRelay(options = {}) {
     closeSession(s, code, reason) {
       if (s.closed) return;
       stats.recordClose(code);
-      s.ws.close(code, reason);
+      s.ws.close(code, closeReason(reason));
       detach(s);
     },
     dropDestination(entry, dest) { groups.dropDestination(entry, dest); },
@@ -187,6 +187,7 @@ export function createRelay(options = {}) {
       case MsgType.UPDATE:
         if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
         if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
+        if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
         groups.update(s, m);
         return null;
       case MsgType.ACK:
@@ -244,6 +245,19 @@ export function createRelay(options = {}) {
       return closing;
     },
   };
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * A WebSocket close reason must fit in 123 bytes of UTF-8 (ws throws otherwise).
+ * @param {string} reason
+ */
+export function closeReason(reason) {
+  if (utf8.encode(reason).length <= 123) return reason;
+  let cut = reason.slice(0, 120);
+  while (utf8.encode(`${cut}...`).length > 123) cut = cut.slice(0, -1);
+  return `${cut}...`;
 }
 
 /** @param {number} type */

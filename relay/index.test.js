@@ -151,6 +151,10 @@ describe('bad input closes only its sender', () => {
     ['spoofed acker', (c) => c.ws.send(encode({ type: MsgType.ACK, sender: 1, seq: 1, acker: c.id + 1000 })), CloseCode.SPOOFED_SENDER],
     ['second HELLO', (c) => c.ws.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: 'x', name: '', token: '' })), CloseCode.PROTOCOL_VIOLATION],
     ['server-only message', (c) => c.ws.send(encode({ type: MsgType.MEMBER_LEFT, id: 1 })), CloseCode.PROTOCOL_VIOLATION],
+    ['reused seq', (c) => {
+      const u = { type: MsgType.UPDATE, sender: c.id, seq: 5, sendTime: 0, pose: pose(), object: null };
+      c.ws.send(encode({ type: MsgType.BATCH, messages: [u, u] }));
+    }, CloseCode.PROTOCOL_VIOLATION],
     ['oversized frame', (c) => c.ws.send(new Uint8Array(4096)), CloseCode.TOO_BIG],
   ];
 
@@ -196,16 +200,19 @@ describe('bad input closes only its sender', () => {
     assert.equal(code, CloseCode.NOT_JOINED);
   });
 
-  test('a taken client id -> close 4007', async () => {
+  test('a taken client id -> close 4007, with a reason cut to fit the close frame', async () => {
+    const group = 'ü'.repeat(127); // 254 bytes: the reason naming it would not fit in 123
     const a = new WebSocket(env.url);
     await once(a, 'open');
-    a.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 77, group: 'ids', name: 'a', token: '' }));
+    a.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 77, group, name: 'a', token: '' }));
     await once(a, 'message');
     const b = new WebSocket(env.url);
     await once(b, 'open');
-    b.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 77, group: 'ids', name: 'b', token: '' }));
-    const [code] = await once(b, 'close');
+    b.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 77, group, name: 'b', token: '' }));
+    const [code, reason] = await once(b, 'close');
     assert.equal(code, CloseCode.ID_TAKEN);
+    assert.ok(Buffer.byteLength(String(reason)) <= 123);
+    assert.equal(a.readyState, WebSocket.OPEN, 'the holder of the id is untouched');
     a.close();
   });
 });

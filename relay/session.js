@@ -21,6 +21,9 @@ import { encodeBatchOfBodies, frameOfBody } from '../web/src/core/protocol.js';
  * @property {PendingUpdate | null} entry set for UPDATEs
  */
 
+/** Most messages the relay puts in one BATCH frame (the count is a u16). */
+export const MAX_BATCH = 4096;
+
 /** WebSocket readyState OPEN. */
 const OPEN = 1;
 
@@ -125,10 +128,14 @@ export class Session {
     }
     stats.messagesOut += queue.length;
     if (this.batched && queue.length > 1) {
-      const frame = encodeBatchOfBodies(queue.map((item) => item.body));
-      stats.framesOut++;
-      stats.bytesOut += frame.length;
-      this.ws.send(frame);
+      // A BATCH counts its messages in a u16: split very long queues.
+      for (let i = 0; i < queue.length; i += MAX_BATCH) {
+        const part = queue.slice(i, i + MAX_BATCH);
+        const frame = part.length === 1 ? frameOfBody(part[0].body) : encodeBatchOfBodies(part.map((item) => item.body));
+        stats.framesOut++;
+        stats.bytesOut += frame.length;
+        this.ws.send(frame);
+      }
     } else {
       for (const item of queue) {
         const frame = frameOfBody(item.body);

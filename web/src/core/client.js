@@ -109,7 +109,7 @@ export class CarClient {
       {
         onUpdate: (m, arrivalTime) => this.receiveUpdate(m, arrivalTime),
         onAck: (m) => { if (m.sender === this.id) this.cycle.ack(m.acker, m.seq); },
-        onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq); },
+        onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq, m.dropped); },
         onMemberJoined: (m) => this.addMember(m.id, m.name),
         onMemberLeft: (id) => this.removeMember(id),
         onClose: (code, reason) => {

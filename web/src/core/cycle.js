@@ -112,13 +112,16 @@ export class ActionCycle {
   }
 
   /**
-   * The relay says every neighbour acknowledged update `seq` (mode `relay`).
+   * The relay says every neighbour acknowledged update `seq` (mode `relay`),
+   * or left, or had the update replaced as stale (`dropped` of them).
    * @param {number} seq
+   * @param {number} [dropped]
    */
-  ackedAll(seq) {
+  ackedAll(seq, dropped = 0) {
     const out = this.outstanding;
     if (!out || out.seq !== seq) return;
-    for (const id of out.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
+    // Only when nobody was dropped do we know each neighbour's ACK arrived.
+    if (dropped === 0) for (const id of out.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
     out.waiting.clear();
     this.complete(this.options.now());
   }

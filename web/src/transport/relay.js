@@ -1,7 +1,7 @@
 // Transport `relay` / `relay-faithful`: the WebSocket relay. Works with the
 // browser's WebSocket and, in Node, with the `ws` package's (passed in).
 
-import { CloseCode, HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
+import { HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
 
 /**
  * @typedef {object} RelayTransportOptions
@@ -75,7 +75,7 @@ export function createRelayTransport(options) {
           const arrival = now();
           const frame = decode(event.data);
           if (frame instanceof ProtocolError) {
-            ws.close(frame.closeCode === CloseCode.BAD_VERSION ? 4001 : 4000, frame.message.slice(0, 120));
+            ws.close(frame.closeCode, frame.message.slice(0, 120));
             return;
           }
           const messages = frame.type === MsgType.BATCH ? frame.messages : [frame];
