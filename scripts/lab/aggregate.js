@@ -1,0 +1,131 @@
+// Turns what one sweep point measured (every client's stats, the relay's
+// window metrics, CPU) into one run record of results.json (DESIGN: "Results
+// files"). Pure functions: unit tested without running anything.
+
+import { aggregateStreams, summarize } from '../../web/src/core/metrics.js';
+
+/**
+ * Summary of a list of numbers, or null when there are none.
+ * @param {number[]} values
+ */
+function summaryOrNull(values) {
+  const s = summarize(values);
+  return s.n ? s : null;
+}
+
+/**
+ * Setup delays over every client (p2p transports): signaling open and
+ * channel open per connection, plus the phases, and candidate types seen.
+ * @param {any[]} clients
+ */
+export function aggregateSetup(clients) {
+  const signaling = [];
+  /** @type {Record<string, number[]>} */
+  const phases = { offerAnswerMs: [], iceConnectedMs: [], dtlsConnectedMs: [], channelOpenMs: [] };
+  /** @type {Record<string, number>} */
+  const candidateTypes = {};
+  const bytes = { sent: [], received: [], packetsSent: [], packetsReceived: [] };
+  for (const c of clients) {
+    if (!c.setup) continue;
+    if (typeof c.setup.signalingMs === 'number') signaling.push(c.setup.signalingMs);
+    for (const p of c.setup.peers ?? []) {
+      for (const k of Object.keys(phases)) if (typeof p[k] === 'number') phases[k].push(p[k]);
+      if (p.candidateType) candidateTypes[p.candidateType] = (candidateTypes[p.candidateType] ?? 0) + 1;
+      if (typeof p.setupBytesSent === 'number') bytes.sent.push(p.setupBytesSent);
+      if (typeof p.setupBytesReceived === 'number') bytes.received.push(p.setupBytesReceived);
+      if (typeof p.setupPacketsSent === 'number') bytes.packetsSent.push(p.setupPacketsSent);
+      if (typeof p.setupPacketsReceived === 'number') bytes.packetsReceived.push(p.setupPacketsReceived);
+    }
+  }
+  if (signaling.length === 0 && phases.channelOpenMs.length === 0) return null;
+  return {
+    signaling: summaryOrNull(signaling),
+    peer: summaryOrNull(phases.channelOpenMs),
+    phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, summaryOrNull(v)])),
+    candidateTypes,
+    setupBytes: {
+      sent: summaryOrNull(bytes.sent), received: summaryOrNull(bytes.received),
+      packetsSent: summaryOrNull(bytes.packetsSent), packetsReceived: summaryOrNull(bytes.packetsReceived),
+    },
+  };
+}
+
+/**
+ * The channel parameters every client reported, if they all agree; else
+ * `{ mixed: [...] }`. Null for transports without a channel.
+ * @param {any[]} clients
+ */
+export function aggregateChannel(clients) {
+  const seen = new Map();
+  for (const c of clients) {
+    const ch = c.channel;
+    if (!ch || ch.kind !== 'rtcdatachannel' || !ch.channels) continue;
+    const key = `${ch.ordered}/${ch.maxRetransmits}/${ch.maxPacketLifeTime}/${ch.uniform}`;
+    if (!seen.has(key)) seen.set(key, { ordered: ch.ordered, maxRetransmits: ch.maxRetransmits, maxPacketLifeTime: ch.maxPacketLifeTime, uniform: ch.uniform, clients: 0 });
+    seen.get(key).clients++;
+  }
+  if (seen.size === 0) return null;
+  if (seen.size === 1) return [...seen.values()][0];
+  return { mixed: [...seen.values()] };
+}
+
+/**
+ * One run record.
+ * @param {object} input
+ * @param {import('./flags.js').SweepPoint} input.point
+ * @param {any[]} input.clients every client's CarClient.stats()
+ * @param {any} input.relay relay metrics over the measured window, or null
+ * @param {{ server: number | null, clients: number | null }} input.cpu mean CPU % (100 = one core)
+ * @param {Record<string, any>} [input.extra] fields to add (browser/sim, durationS, ...)
+ */
+export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
+  const rt = summarize(clients.flatMap((c) => c.rt));
+  const rtWarmup = summarize(clients.flatMap((c) => c.rtWarmup ?? []));
+  const streams = aggregateStreams(clients);
+  const connected = clients.filter((c) => c.id > 0).length;
+  const rts = relay && relay.rts && relay.rts.n > 0 ? { mean: relay.rts.mean, max: relay.rts.max, n: relay.rts.n } : null;
+  return {
+    transport: point.transport,
+    clients: point.clients,
+    group: point.group,
+    cycleMs: point.cycleMs,
+    ...extra,
+    connected,
+    rt,
+    rtWarmup,
+    rts,
+    cpu,
+    lossPct: streams.lossPct,
+    ackLossPct: streams.ackLossPct,
+    dups: streams.duplicates,
+    reorders: streams.reorders,
+    jitterMs: streams.jitterMs,
+    updates: {
+      sent: clients.reduce((s, c) => s + (c.updatesSent ?? 0), 0),
+      completed: clients.reduce((s, c) => s + (c.completed ?? 0), 0),
+      ackTimeouts: clients.reduce((s, c) => s + (c.ackTimeouts ?? 0), 0),
+      skippedCycles: clients.reduce((s, c) => s + (c.skippedCycles ?? 0), 0),
+      expected: streams.expected,
+      received: streams.received,
+      lost: streams.lost,
+    },
+    relay: relay
+      ? {
+        droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesOut: relay.framesOut,
+        messagesOut: relay.messagesOut, bytesIn: relay.bytesIn, bytesOut: relay.bytesOut, closedByCode: relay.closedByCode,
+      }
+      : null,
+    setupMs: aggregateSetup(clients),
+    channel: aggregateChannel(clients),
+  };
+}
+
+/**
+ * Splits a population into working groups of `size`; the last may be smaller.
+ * @param {number} clients
+ * @param {number} size
+ * @returns {number[]} group index per client
+ */
+export function assignGroups(clients, size) {
+  return Array.from({ length: clients }, (_, i) => Math.floor(i / size));
+}

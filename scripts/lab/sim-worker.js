@@ -1,0 +1,85 @@
+// A load-generator thread: runs a slice of the simulated population as
+// Node clients on the shared client core (web/src/core) with the `ws`
+// WebSocket, and reports their stats. Driven by scripts/lab/sim.js.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import WebSocket from 'ws';
+import { CarClient } from '../../web/src/core/client.js';
+import { scriptedPose } from '../../web/src/core/path.js';
+import { createTransport } from '../../web/src/transport/index.js';
+
+/** @type {{ url: string, config: any, transport: string, from: number, to: number, clients: number,
+ *   groupSize: number, runId: string, cycleMs: number, ackTimeoutMs: number, warmupMs: number,
+ *   maxUpdates: number }} */
+const job = workerData;
+const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
+
+/** @type {CarClient[]} */
+const clients = [];
+const groupOf = (i) => Math.floor(i / job.groupSize);
+const groupSizeOf = (g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
+
+async function connectAll() {
+  const CONCURRENCY = 64;
+  let next = job.from;
+  const one = async () => {
+    while (next < job.to) {
+      const i = next++;
+      const client = new CarClient({
+        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket }),
+        group: `${job.runId}-g${groupOf(i)}`,
+        name: `sim${i}`,
+        cycleMs: job.cycleMs,
+        ackTimeoutMs: job.ackTimeoutMs,
+        warmupMs: job.warmupMs,
+        maxUpdates: job.maxUpdates,
+        pose: () => scriptedPose(i, performance.now()),
+      });
+      clients.push(client);
+      await client.connect();
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, one));
+}
+
+/** Every client sees its whole group (the other members may live in other threads). */
+function allMeshed() {
+  return clients.every((c, k) => c.members.size === groupSizeOf(groupOf(job.from + k)) - 1);
+}
+
+let progressTimer = null;
+let lastRtIndex = new Map();
+
+port.on('message', async (m) => {
+  if (m.cmd === 'start') {
+    for (const c of clients) c.start();
+    progressTimer = setInterval(() => {
+      // RTs since the last report, for the live progress line
+      let sum = 0; let n = 0; let sent = 0;
+      for (const c of clients) {
+        const from = lastRtIndex.get(c) ?? 0;
+        for (let i = from; i < c.rt.length; i++) { sum += c.rt[i]; n++; }
+        lastRtIndex.set(c, c.rt.length);
+        sent += c.cycle.updatesSent;
+      }
+      port.postMessage({ type: 'progress', rtSum: sum, rtN: n, sent, done: clients.every((c) => !c.cycle.running) });
+    }, 1000);
+  } else if (m.cmd === 'stop') {
+    clearInterval(progressTimer);
+    for (const c of clients) c.stop();
+    // let in-flight updates and ACKs land (bounded)
+    const end = Date.now() + Math.min(3000, job.ackTimeoutMs);
+    while (Date.now() < end && clients.some((c) => c.cycle.outstanding)) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
+    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()) });
+  } else if (m.cmd === 'close') {
+    for (const c of clients) c.close();
+    setTimeout(() => process.exit(0), 100);
+  }
+});
+
+connectAll().then(async () => {
+  const end = Date.now() + 30000;
+  while (!allMeshed() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  port.postMessage({ type: 'connected', count: clients.length, meshed: allMeshed() });
+}, (err) => port.postMessage({ type: 'error', message: String(err?.message ?? err) }));
