@@ -88,7 +88,7 @@ export function createRelay(options = {}) {
   const retryBlocked = setInterval(() => {
     for (const s of blocked) {
       if (s.closed) { blocked.delete(s); continue; }
-      if (s.ws.bufferedAmount <= opts.queueSoftBytes) {
+      if (s.socket.bufferedAmount <= opts.queueSoftBytes) {
         blocked.delete(s);
         s.flush();
       }
@@ -112,7 +112,7 @@ export function createRelay(options = {}) {
     closeSession(s, code, reason) {
       if (s.closed) return;
       stats.recordClose(code);
-      s.ws.close(code, closeReason(reason));
+      s.socket.close(code, closeReason(reason));
       detach(s);
     },
     dropDestination(entry, dest) { groups.dropDestination(entry, dest); },

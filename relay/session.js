@@ -28,15 +28,25 @@ export const MAX_BATCH = 4096;
 const OPEN = 1;
 
 /**
+ * What a session writes to: a `ws` WebSocket has this shape, and so can an
+ * adapter around another channel (the relay-udp transport's data channels).
+ * @typedef {object} SessionSocket
+ * @property {(bytes: Uint8Array) => void} send
+ * @property {number} bufferedAmount bytes accepted but not yet written out
+ * @property {number} readyState 1 = open
+ * @property {(code: number, reason: string) => void} close
+ */
+
+/**
  * A client connection. Created by the relay on upgrade; joins a group on HELLO.
  */
 export class Session {
   /**
-   * @param {import('ws').WebSocket} ws
+   * @param {SessionSocket} socket
    * @param {import('./index.js').RelayContext} ctx
    */
-  constructor(ws, ctx) {
-    this.ws = ws;
+  constructor(socket, ctx) {
+    this.socket = socket;
     this.ctx = ctx;
     /** Client id in its group (0 until joined). */
     this.id = 0;
@@ -88,7 +98,7 @@ export class Session {
     if (this.blocked) {
       // Only a client that is not reading can reach the hard limit: a fast one
       // has its queue handed to the socket at the latest once it passes the soft bound.
-      if (this.queuedBytes + this.ws.bufferedAmount > this.ctx.options.queueHardBytes) {
+      if (this.queuedBytes + this.socket.bufferedAmount > this.ctx.options.queueHardBytes) {
         this.ctx.closeSession(this, 4004, 'slow consumer: outgoing queue over its hard limit');
       }
       return;
@@ -104,8 +114,8 @@ export class Session {
   flush() {
     this.flushScheduled = false;
     if (this.closed || this.queue.length === 0) return;
-    if (this.ws.readyState !== OPEN) return;
-    if (this.ws.bufferedAmount > this.ctx.options.queueSoftBytes) {
+    if (this.socket.readyState !== OPEN) return;
+    if (this.socket.bufferedAmount > this.ctx.options.queueSoftBytes) {
       if (!this.blocked) {
         this.blocked = true;
         this.indexQueuedUpdates();
@@ -134,14 +144,14 @@ export class Session {
         const frame = part.length === 1 ? frameOfBody(part[0].body) : encodeBatchOfBodies(part.map((item) => item.body));
         stats.framesOut++;
         stats.bytesOut += frame.length;
-        this.ws.send(frame);
+        this.socket.send(frame);
       }
     } else {
       for (const item of queue) {
         const frame = frameOfBody(item.body);
         stats.framesOut++;
         stats.bytesOut += frame.length;
-        this.ws.send(frame);
+        this.socket.send(frame);
       }
     }
   }
