@@ -36,10 +36,10 @@ import { fileURLToPath } from 'node:url';
  */
 export const COMMANDS = Object.freeze({
   start: { summary: 'serve the AR app, relay and PeerJS signaling on one HTTPS port', load: () => import('./start.js') },
-  bench: { summary: 'measure transports with a fleet of headless browsers', load: null },
-  sim: { summary: 'measure transports with lightweight Node clients at scale', load: null },
-  browsers: { summary: 'check the installed Chromium and Firefox', load: null },
-  report: { summary: 'render results.json into tables and charts', load: null },
+  bench: { summary: 'measure transports with a fleet of headless browsers', load: () => import('./bench.js') },
+  sim: { summary: 'measure transports with lightweight Node clients at scale', load: () => import('./sim.js') },
+  browsers: { summary: 'compare Chrome and Firefox: the WebRTC-on-mobile study', load: null },
+  report: { summary: 'render results.json into tables and charts', load: () => import('./report.js') },
   markers: { summary: 'generate the marker pattern and camera parameters', load: null },
   video: { summary: 'make the fake-camera .y4m video for headless browsers', load: null },
 });

@@ -25,8 +25,9 @@ export function parseNumberList(text, flag) {
   for (const part of String(text).split(',').map((s) => s.trim()).filter(Boolean)) {
     const range = /^(\d+(?:\.\d+)?)\.\.(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?$/.exec(part);
     if (range) {
-      const [start, end, step = '1'] = range.slice(1).map(Number).map(String);
-      const a = Number(start); const b = Number(end); const s = Number(step);
+      const a = Number(range[1]);
+      const b = Number(range[2]);
+      const s = range[3] === undefined ? 1 : Number(range[3]);
       if (s <= 0 || b < a) throw new UsageError(`${flag}: bad range "${part}" (start..end:step with end >= start, step > 0)`);
       for (let v = a; v <= b + 1e-9; v += s) out.push(Math.round(v * 1e6) / 1e6);
       continue;

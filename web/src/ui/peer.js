@@ -3,7 +3,9 @@
 //   group      group name (peers=K > 1: K peers split into groups of `size`)
 //   transport  relay | relay-faithful | p2p | p2p-reliable
 //   peers      peers hosted in this page (default 1)
-//   size       group size when peers > 1 (default: all in one group)
+//   size       group size (default: all in one group); offset: index of this
+//              page's first peer in the population; total: population size
+//              (so the last, smaller group knows its size)
 //   cycle      action cycle ms (default 167);  ackTimeout ms (default 20000)
 //   warmup     ms;  updates  max updates per peer (0 = until stopped)
 //   autostart  0 to wait for window.carlab.start() (default 1)
@@ -24,6 +26,7 @@ const settings = {
   peers: num('peers', 1),
   size: num('size', 0),
   offset: num('offset', 0),
+  total: num('total', 0),
   cycleMs: num('cycle', 167),
   ackTimeoutMs: num('ackTimeout', 20000),
   warmupMs: num('warmup', 0),
@@ -91,6 +94,20 @@ window.carlab = {
   start() { for (const c of clients) c.start(); },
   stop() { for (const c of clients) c.stop(); },
   stats() { return clients.map((c) => c.stats()); },
+  /** Every hosted peer sees its whole working group (channels open, for p2p). */
+  meshed() {
+    return clients.every((c, i) => {
+      if (settings.size <= 0 || settings.total <= 0) return true;
+      const g = Math.floor((settings.offset + i) / settings.size);
+      return c.members.size === Math.min(settings.size, settings.total - g * settings.size) - 1;
+    });
+  },
+  /** Live RT of the last second, for progress bars. */
+  liveRt() {
+    let sum = 0; let n = 0;
+    for (const c of clients) for (let i = Math.max(0, c.rt.length - 6); i < c.rt.length; i++) { sum += c.rt[i]; n++; }
+    return { sum, n };
+  },
   close() { for (const c of clients) c.close(); },
 };
 ready.then(() => {

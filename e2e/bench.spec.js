@@ -1,0 +1,46 @@
+// A smoke `carlab bench`: about 10 browser peers, 2 transports, end to end.
+import { test, expect } from '@playwright/test';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { run } from '../scripts/bench.js';
+import { resultsSchemaProblems } from '../scripts/lab/schema.js';
+
+const sink = () => {
+  const chunks = [];
+  return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
+};
+
+test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) => {
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
+  test.setTimeout(180_000);
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-bench-'));
+  try {
+    const stdout = sink();
+    const stderr = sink();
+    const code = await run(['--transport', 'relay,p2p', '--clients', '10', '--group', '5', '--duration', '6',
+      '--warmup', '1', '--peers-per-page', '5', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    expect(code, stderr.text()).toBe(0);
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    expect(resultsSchemaProblems(results)).toEqual([]);
+    expect(results.env.peersPerPage).toBe(5);
+    const [relay, p2p] = results.runs;
+    for (const r of [relay, p2p]) {
+      expect(r.connected).toBe(10);
+      expect(r.rt.n).toBeGreaterThan(0);
+      expect(r.cpu.clients).toBeGreaterThan(0);
+      expect(r.pageErrors).toEqual([]);
+    }
+    expect(relay.lossPct).toBe(0);
+    expect(relay.rts.mean).toBeGreaterThanOrEqual(0);
+    expect(relay.cpu.server).toBeGreaterThan(0);
+    expect(p2p.channel).toMatchObject({ ordered: false, maxRetransmits: 0, uniform: true });
+    expect(p2p.setupMs.signaling.n).toBe(10);
+    expect(p2p.setupMs.peer.n).toBe(40); // 2 groups x 10 connections, timed on both ends
+    expect(await readFile(path.join(out, 'tables.md'), 'utf8')).toContain('### p2p · group 5 · cycle 167 ms');
+    expect(stdout.text()).toContain('| Size |');
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,79 @@
+// `carlab bench`: the location-update study with real headless browsers.
+// The sweep, progress and output are shared with `carlab sim`
+// (scripts/lab/command.js); the point runner is scripts/lab/bench.js.
+
+import { LAB_FLAGS_HELP, parseNameList } from './lab/flags.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, runBenchPoint } from './lab/bench.js';
+import { runLabCommand } from './lab/command.js';
+import { WEB_DIR, buildWebApp, isBuildStale } from './start.js';
+
+/** Help text of `carlab bench`. */
+export function benchHelp() {
+  return `Usage: carlab bench [flags]
+
+Drives simulated peers (scripted poses, no camera) in headless Debian
+Chromium / Firefox ESR against a carlab server it starts on a free loopback
+port (or --url of a running one), and reports RT, RTS, CPU, loss, jitter
+and setup delay per sweep point.
+
+Transports: ${BENCH_TRANSPORTS.join(', ')}
+
+${LAB_FLAGS_HELP}
+Fleet:
+  --browsers LIST      chromium, firefox or both (pages take them in turn; default chromium)
+  --peers-per-page K   simulated peers hosted in one page (default 1); several per page
+                       share one renderer process, its event loop and its CPU
+  --pages-per-browser N  pages per browser process (default 50)
+  --url URL            measure a running carlab server (no server CPU or RTS then)
+
+Example:
+  carlab bench --transport relay,p2p --clients 50,100,200 --group 5,10 --cycle 167 --duration 60 --out results/x`;
+}
+
+/** @type {import('./lab/command.js').LabCommand} */
+export const benchCommand = {
+  name: 'bench',
+  transports: BENCH_TRANSPORTS,
+  defaults: { transport: 'relay', clients: '10', group: '5', duration: '20', warmup: '3' },
+  extraFlags: {
+    browsers: { type: 'string', default: 'chromium' },
+    'peers-per-page': { type: 'string', default: '1' },
+    'pages-per-browser': { type: 'string', default: '50' },
+  },
+  help: benchHelp,
+  validate(o) {
+    try {
+      o.browsers = parseNameList(o.values.browsers, '--browsers', BENCH_BROWSERS);
+    } catch (err) {
+      return /** @type {Error} */ (err).message;
+    }
+    for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
+      const n = Number(o.values[flag]);
+      if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
+      o[key] = n;
+    }
+    return null;
+  },
+  describe: (o) => ({ generator: 'browsers', browsers: o.browsers, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser }),
+  async prepare(o, stderr) {
+    if (o.url) return;
+    if (await isBuildStale({ webDir: WEB_DIR })) {
+      stderr.write('carlab bench: building the web app (web/dist)...\n');
+      await buildWebApp({ webDir: WEB_DIR });
+    }
+  },
+  secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
+  runPoint: ({ point, options, onProgress, shouldStop }) => runBenchPoint({
+    point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
+    pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop,
+  }),
+};
+
+/**
+ * @param {string[]} argv
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WriteStream }} [io]
+ */
+export function run(argv, io) {
+  return runLabCommand(benchCommand, argv, io);
+}

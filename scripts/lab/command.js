@@ -1,0 +1,98 @@
+// The sweep command shared by `carlab sim` and `carlab bench`: parse the
+// flags, run every point of the cross product with a progress bar, stop
+// cleanly on Ctrl-C (keeping what was measured), print the tables, write
+// the results and apply --fail-if. Only `runPoint` differs between them.
+
+import { expandSweep, failedConditions, parseLabFlags } from './flags.js';
+import { describeEnvironment } from './env.js';
+import { createProgress } from './progress.js';
+import { renderTables, writeResults } from './output.js';
+
+/**
+ * @typedef {object} LabCommand
+ * @property {string} name 'sim' | 'bench'
+ * @property {readonly string[]} transports
+ * @property {Record<string, string>} defaults flag defaults
+ * @property {Record<string, { type: 'string' | 'boolean', default?: any }>} [extraFlags]
+ * @property {() => string} help
+ * @property {(options: any) => string | null} [validate] extra checks; returns an error message
+ * @property {(options: any) => Record<string, any>} [describe] extra env fields for results.json
+ * @property {(ctx: { point: import('./flags.js').SweepPoint, options: any,
+ *   onProgress: (p: any) => void, shouldStop: () => boolean }) => Promise<object>} runPoint
+ * @property {(options: any) => number} [secondsPerPoint] estimate for the ETA
+ * @property {(options: any, stderr: NodeJS.WritableStream) => Promise<void>} [prepare] once before the sweep
+ */
+
+/**
+ * Runs a lab sweep command.
+ * @param {LabCommand} command
+ * @param {string[]} argv
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WriteStream }} [io]
+ * @returns {Promise<number>} exit code: 0 ok, 1 a run failed or broke --fail-if, 2 usage, 130 interrupted
+ */
+export async function runLabCommand(command, argv, io = {}) {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const parsed = parseLabFlags(argv, { transports: command.transports, defaults: command.defaults, extra: command.extraFlags });
+  if (parsed.kind === 'help') {
+    stdout.write(`${command.help()}\n`);
+    return 0;
+  }
+  const usage = (/** @type {string} */ message) => {
+    stderr.write(`carlab ${command.name}: ${message}\n\n${command.help()}\n`);
+    return 2;
+  };
+  if (parsed.kind === 'error') return usage(parsed.error.message);
+  const options = parsed.options;
+  const problem = command.validate?.(options);
+  if (problem) return usage(problem);
+
+  await command.prepare?.(options, stderr);
+  const points = expandSweep({ transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles });
+  const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
+  const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: /** @type {any} */ (stderr) });
+
+  let interrupted = false;
+  const onSigint = () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    stderr.write(`\ncarlab ${command.name}: stopping this point and writing what was measured (Ctrl-C again to abort)\n`);
+  };
+  process.on('SIGINT', onSigint);
+
+  /** @type {any[]} */
+  const runs = [];
+  try {
+    for (const point of points) {
+      if (interrupted) break;
+      const label = `${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
+      progress.point(label);
+      try {
+        runs.push(await command.runPoint({
+          point, options, onProgress: (p) => progress.update(p), shouldStop: () => interrupted,
+        }));
+      } catch (err) {
+        runs.push({ ...point, error: String(/** @type {Error} */ (err)?.message ?? err) });
+        stderr.write(`\ncarlab ${command.name}: ${label}: ${/** @type {Error} */ (err)?.message ?? err}\n`);
+      }
+      progress.advance(perPoint);
+    }
+  } finally {
+    progress.stop();
+    process.off('SIGINT', onSigint);
+  }
+
+  const results = { env: describeEnvironment({ command: command.name, ...(command.describe?.(options) ?? {}) }), runs };
+  stdout.write(`${renderTables(results)}\n`);
+  if (options.out) {
+    const files = await writeResults(options.out, results);
+    stdout.write(`wrote ${Object.values(files).join(', ')}\n`);
+  }
+  if (runs.some((r) => r.error)) return 1;
+  const broken = runs.flatMap((r) => failedConditions(options.failIf, r).map((c) => `${r.transport}/${r.clients}/${r.group}: ${c}`));
+  if (broken.length) {
+    stderr.write(`carlab ${command.name}: --fail-if broken:\n  ${broken.join('\n  ')}\n`);
+    return 1;
+  }
+  return interrupted ? 130 : 0;
+}

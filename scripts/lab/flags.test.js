@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  UsageError, expandSweep, failedConditions, parseFailIf, parseLabFlags, parseNameList, parseNumberList,
+} from './flags.js';
+
+const spec = { transports: ['relay', 'relay-faithful', 'p2p'], defaults: { transport: 'relay', clients: '10', group: '5' } };
+
+test('number lists: values, ranges, mixes; errors say what is wrong', () => {
+  assert.deepEqual(parseNumberList('100,200', '--clients'), [100, 200]);
+  assert.deepEqual(parseNumberList('100..1000:100', '--clients'), [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
+  assert.deepEqual(parseNumberList('5, 10..12', '--group'), [5, 10, 11, 12]);
+  assert.throws(() => parseNumberList('abc', '--clients'), /--clients: "abc" is not a positive number/);
+  assert.throws(() => parseNumberList('0', '--clients'), UsageError);
+  assert.throws(() => parseNumberList('10..5', '--clients'), /bad range/);
+  assert.throws(() => parseNumberList('', '--clients'), /empty list/);
+});
+
+test('name lists are checked against the known names', () => {
+  assert.deepEqual(parseNameList('relay,p2p', '--transport', spec.transports), ['relay', 'p2p']);
+  assert.throws(() => parseNameList('relay,udp', '--transport', spec.transports), /unknown "udp" \(one of relay, relay-faithful, p2p\)/);
+});
+
+test('sweep expansion: the cross product, transports outermost, clients ascending', () => {
+  const points = expandSweep({ transports: ['relay', 'p2p'], clients: [200, 100], groups: [5, 10], cycles: [167] });
+  assert.equal(points.length, 8);
+  assert.deepEqual(points.slice(0, 2), [
+    { transport: 'relay', clients: 100, group: 5, cycleMs: 167 },
+    { transport: 'relay', clients: 200, group: 5, cycleMs: 167 },
+  ]);
+  assert.equal(points[4].transport, 'p2p');
+});
+
+test('--fail-if: parsing, evaluation on nested paths, nulls break nothing', () => {
+  const conditions = parseFailIf('rt.mean>250, lossPct>=2');
+  assert.deepEqual(conditions.map((c) => [c.path, c.op, c.value]), [['rt.mean', '>', 250], ['lossPct', '>=', 2]]);
+  assert.deepEqual(failedConditions(conditions, { rt: { mean: 100 }, lossPct: 0 }), []);
+  assert.deepEqual(failedConditions(conditions, { rt: { mean: 300.123 }, lossPct: 2 }), ['rt.mean>250 (rt.mean = 300.12)', 'lossPct>=2 (lossPct = 2)']);
+  assert.deepEqual(failedConditions(conditions, { rt: { mean: null }, lossPct: null }), []);
+  assert.throws(() => parseFailIf('rt.mean=>250'), /cannot read "rt.mean=>250"/);
+});
+
+test('parseLabFlags: defaults, values, help, and errors as results', () => {
+  const ok = /** @type {any} */ (parseLabFlags(['--transport', 'relay,p2p', '--clients', '10..30:10', '--cycle', '167,698'], spec));
+  assert.equal(ok.kind, 'options');
+  assert.deepEqual(ok.options.transports, ['relay', 'p2p']);
+  assert.deepEqual(ok.options.clients, [10, 20, 30]);
+  assert.deepEqual(ok.options.groups, [5]);
+  assert.deepEqual(ok.options.cycles, [167, 698]);
+  assert.equal(ok.options.ackTimeoutMs, 20000);
+  assert.equal(parseLabFlags(['-h'], spec).kind, 'help');
+  for (const bad of [['--bogus'], ['--transport', 'tcp'], ['--duration', '0'], ['--clients'], ['--url', 'not a url'], ['--fail-if', 'x']]) {
+    const r = /** @type {any} */ (parseLabFlags(bad, spec));
+    assert.equal(r.kind, 'error', bad.join(' '));
+    assert.ok(r.error instanceof UsageError);
+    assert.ok(r.error.message.length > 0);
+  }
+});

@@ -1,0 +1,368 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+
+import {
+  CSV_BASE_COLUMNS,
+  csvField,
+  fmt,
+  flatten,
+  isUnreliable,
+  renderCsv,
+  renderSummaryLine,
+  renderTables,
+  runTables,
+  supportedClients,
+  validateResults,
+  writeResults,
+} from './output.js';
+
+const base = mkdtempSync(path.join(tmpdir(), 'carlab-output-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+
+/** A run with defaults; `over` replaces fields. */
+function makeRun(over = {}) {
+  return {
+    transport: 'relay',
+    clients: 100,
+    group: 25,
+    cycleMs: 167,
+    sim: true,
+    rt: { mean: 50, dev: 10, p50: 48, p95: 70, p99: 80, max: 95, n: 1000 },
+    rts: { mean: 1.25, max: 9 },
+    cpu: { server: 20, clients: 60 },
+    lossPct: 0,
+    ackLossPct: 0,
+    dups: 0,
+    reorders: 0,
+    jitterMs: 1.5,
+    setupMs: null,
+    channel: null,
+    ...over,
+  };
+}
+
+/** A minimal RFC 4180 parser, for round trips. */
+function parseCsv(text) {
+  const rows = [];
+  let row = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      row.push(field);
+      field = '';
+    } else if (ch === '\n') {
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else field += ch;
+  }
+  assert.equal(field, '', 'CSV ends with a newline');
+  return rows;
+}
+
+describe('fmt', () => {
+  test('fixed decimals, dash for missing, never -0', () => {
+    assert.equal(fmt(12.6), '13');
+    assert.equal(fmt(0.125, 2), '0.13');
+    assert.equal(fmt(null), '–');
+    assert.equal(fmt(undefined, 2), '–');
+    assert.equal(fmt(NaN), '–');
+    assert.equal(fmt('12'), '–');
+    assert.equal(fmt(-0.001, 2), '0.00');
+    assert.equal(fmt(-0.4), '0');
+  });
+});
+
+describe('isUnreliable', () => {
+  test('by channel maxRetransmits 0 or transport relay-udp', () => {
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: { ordered: false, maxRetransmits: 0 } })), true);
+    assert.equal(isUnreliable(makeRun({ transport: 'relay-udp', channel: null })), true);
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p-reliable', channel: { ordered: true, maxRetransmits: null } })), false);
+    assert.equal(isUnreliable(makeRun({ transport: 'relay' })), false);
+    // p2p without a reported channel is still the unreliable mesh.
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: null })), true);
+    // ...but a channel read back as reliable wins.
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: { ordered: false, maxRetransmits: null } })), false);
+  });
+});
+
+describe('supportedClients', () => {
+  test('largest population with mean RT < 250 ms, per transport x group x cycle', () => {
+    const runs = [
+      makeRun({ clients: 300, rt: { mean: 180 } }),
+      makeRun({ clients: 100, rt: { mean: 60 } }),
+      makeRun({ clients: 500, rt: { mean: 250 } }), // not < 250
+      makeRun({ clients: 100, group: 5, rt: { mean: 20 } }),
+      makeRun({ clients: 500, group: 5, rt: { mean: 90 } }),
+      makeRun({ clients: 100, cycleMs: 698, rt: { mean: 40 } }),
+    ];
+    const result = supportedClients(runs);
+    assert.deepEqual(
+      result.map(({ transport, group, cycleMs, supported, label }) => ({ transport, group, cycleMs, supported, label })),
+      [
+        { transport: 'relay', group: 5, cycleMs: 167, supported: 500, label: '500' },
+        { transport: 'relay', group: 25, cycleMs: 167, supported: 300, label: '300' },
+        { transport: 'relay', group: 25, cycleMs: 698, supported: 100, label: '100' },
+      ],
+    );
+    assert.equal(result[1].smallest, 100);
+    assert.equal(result[1].largest, 500);
+  });
+
+  test("'< smallest' when no population passes, '–' when none has a client count", () => {
+    const [none] = supportedClients([makeRun({ clients: 200, rt: { mean: 400 } }), makeRun({ clients: 400, rt: { mean: 900 } })]);
+    assert.equal(none.supported, null);
+    assert.equal(none.label, '< 200');
+    const [untested] = supportedClients([makeRun({ clients: null })]);
+    assert.equal(untested.label, '–');
+  });
+
+  test('unreliable runs must also lose < 2 %; reliable runs ignore loss', () => {
+    const udp = (clients, lossPct) => makeRun({ transport: 'relay-udp', clients, lossPct, rt: { mean: 100 } });
+    const [entry] = supportedClients([udp(100, 0.5), udp(200, 1.99), udp(300, 2), udp(400, null)]);
+    assert.equal(entry.unreliable, true);
+    assert.equal(entry.supported, 200);
+    const p2p = (clients, lossPct) =>
+      makeRun({ transport: 'p2p', clients, lossPct, rt: { mean: 100 }, channel: { ordered: false, maxRetransmits: 0 } });
+    assert.equal(supportedClients([p2p(10, 0), p2p(20, 5)])[0].supported, 10);
+    const [reliable] = supportedClients([makeRun({ clients: 100, lossPct: 7 })]);
+    assert.equal(reliable.unreliable, false);
+    assert.equal(reliable.supported, 100);
+  });
+
+  test('a missing RT never passes; a size passes only if all its runs pass', () => {
+    const [entry] = supportedClients([
+      makeRun({ clients: 100, rt: { mean: 50 } }),
+      makeRun({ clients: 200, rt: null }),
+      makeRun({ clients: 300, rt: { mean: 120 } }),
+      makeRun({ clients: 300, rt: { mean: 260 } }),
+    ]);
+    assert.equal(entry.supported, 100);
+  });
+
+  test('the largest passing population counts even past a failing one', () => {
+    const [entry] = supportedClients([
+      makeRun({ clients: 100, rt: { mean: 50 } }),
+      makeRun({ clients: 200, rt: { mean: 300 } }),
+      makeRun({ clients: 300, rt: { mean: 200 } }),
+    ]);
+    assert.equal(entry.supported, 300);
+  });
+
+  test('is pure and tolerates junk', () => {
+    const runs = [makeRun({ clients: 100 })];
+    const copy = structuredClone(runs);
+    supportedClients(runs);
+    assert.deepEqual(runs, copy);
+    assert.deepEqual(supportedClients([]), []);
+    assert.deepEqual(supportedClients(/** @type {any} */ (null)), []);
+  });
+});
+
+describe('renderTables', () => {
+  const results = {
+    env: {},
+    runs: [
+      makeRun({ clients: 300, rt: { mean: 168.4, dev: 70.6 }, cpu: { server: 74.25 }, rts: { mean: 3.94 }, lossPct: 0 }),
+      makeRun({ clients: 100, rt: { mean: 72.5, dev: 25.2 }, cpu: { server: 31 }, rts: { mean: 1.8 }, lossPct: 0 }),
+      makeRun({ transport: 'relay-udp', group: 5, clients: 100, rt: { mean: 29 }, rts: null, cpu: null, lossPct: 0.0234 }),
+      makeRun({ transport: 'relay', group: 5, clients: 500, rt: { mean: 300 } }),
+    ],
+  };
+
+  test('one table per transport, group and cycle, sorted by size, in the CAR layout', () => {
+    const md = renderTables(results);
+    const headings = md.split('\n').filter((line) => line.startsWith('### '));
+    assert.deepEqual(headings, [
+      '### relay · group 5 · cycle 167 ms',
+      '### relay · group 25 · cycle 167 ms',
+      '### relay-udp · group 5 · cycle 167 ms',
+    ]);
+    const table = md.split('### relay · group 25 · cycle 167 ms\n\n')[1].split('\n\n')[0].split('\n');
+    assert.equal(table.length, 4);
+    assert.match(table[0], /^\| Size \| +RT \| +Dev \| +CPU \| +RTS \| % loss \|$/);
+    assert.match(table[1], /^\| -+: \|/);
+    const cells = (line) => line.split('|').slice(1, -1).map((cell) => cell.trim());
+    assert.deepEqual(cells(table[2]), ['100', '73', '25', '31.0', '1.8', '0.00']);
+    assert.deepEqual(cells(table[3]), ['300', '168', '71', '74.3', '3.9', '0.00']);
+    const udp = md.split('### relay-udp · group 5 · cycle 167 ms\n\n')[1].split('\n\n')[0].split('\n');
+    assert.deepEqual(cells(udp[2]), ['100', '29', '–', '–', '–', '0.02']);
+  });
+
+  test('ends with the supported clients table', () => {
+    const md = renderTables(results);
+    const supported = md.split('## Supported clients\n')[1];
+    assert.ok(supported);
+    const rows = supported.split('\n').filter((line) => line.startsWith('| ') && !/^\| -/.test(line));
+    assert.match(rows[0], /Transport .*Group .*Cycle \(ms\) .*Tested .*Supported clients/);
+    assert.match(rows[1], /^\| relay +\| +5 \| +167 \| +500 \| +< 500 \|$/);
+    assert.match(rows[2], /^\| relay +\| +25 \| +167 \| 100–300 \| +300 \|$/);
+    assert.match(rows[3], /^\| relay-udp \| +5 \| +167 \| +100 \| +100 \|$/);
+  });
+
+  test('escapes pipes and line breaks from the data; no runs renders a note', () => {
+    const md = renderTables({ runs: [makeRun({ transport: 'a|b\nc' })] });
+    assert.match(md, /^### a\|b c · group 25/m);
+    assert.match(md, /^\| a\\\|b c +\|/m);
+    assert.match(renderTables({ runs: [] }), /_No runs\._/);
+  });
+
+  test('runTables groups runs with a null group or cycle last', () => {
+    const tables = runTables({ runs: [makeRun({ group: null }), makeRun(), makeRun({ group: 5 }), makeRun({ transport: 'zeta' }), makeRun({ transport: 'p2p' })] });
+    assert.deepEqual(tables.map((t) => t.title), [
+      'relay · group 5 · cycle 167 ms',
+      'relay · group 25 · cycle 167 ms',
+      'relay · group – · cycle 167 ms',
+      'p2p · group 25 · cycle 167 ms',
+      'zeta · group 25 · cycle 167 ms',
+    ]);
+  });
+});
+
+describe('CSV', () => {
+  test('csvField quotes commas, quotes, line breaks and outer spaces', () => {
+    assert.equal(csvField('relay'), 'relay');
+    assert.equal(csvField('a,b'), '"a,b"');
+    assert.equal(csvField('say "hi"'), '"say ""hi"""');
+    assert.equal(csvField('two\nlines'), '"two\nlines"');
+    assert.equal(csvField('cr\rhere'), '"cr\rhere"');
+    assert.equal(csvField(' padded'), '" padded"');
+    assert.equal(csvField(null), '');
+    assert.equal(csvField(undefined), '');
+    assert.equal(csvField(12.5), '12.5');
+    assert.equal(csvField(NaN), '');
+    assert.equal(csvField(false), 'false');
+    assert.equal(csvField(['a', 'b']), '"[""a"",""b""]"');
+  });
+
+  test('flatten makes dotted keys and drops nulls', () => {
+    assert.deepEqual(
+      [...flatten({ a: 1, b: { c: 2, d: null, e: { f: 'x' } }, g: null, h: [1, 2] })],
+      [['a', 1], ['b.c', 2], ['b.e.f', 'x'], ['h', [1, 2]]],
+    );
+  });
+
+  test('one row per run, flattened columns in a stable order, round-trips', () => {
+    const p2p = makeRun({
+      transport: 'p2p',
+      browser: 'chromium, "headless"',
+      sim: undefined,
+      rts: null,
+      channel: { ordered: false, maxRetransmits: 0 },
+      setupMs: { signaling: { mean: 14, p50: 13 }, peer: { p95: 262, mean: 182 } },
+      peersPerPage: 4,
+    });
+    const results = { runs: [makeRun({ rtWarmup: { mean: 80, n: 12 } }), p2p] };
+    const rows = parseCsv(renderCsv(results));
+    assert.equal(rows.length, 3);
+    const [header, relay, peer] = rows;
+    for (const column of CSV_BASE_COLUMNS) assert.ok(header.includes(column), column);
+    assert.deepEqual(header.slice(0, 6), ['transport', 'clients', 'group', 'cycleMs', 'browser', 'sim']);
+    assert.deepEqual(header.slice(6, 13), ['rt.mean', 'rt.dev', 'rt.p50', 'rt.p95', 'rt.p99', 'rt.max', 'rt.n']);
+    assert.ok(header.indexOf('cpu.server') < header.indexOf('lossPct'));
+    assert.deepEqual(
+      header.filter((h) => h.startsWith('setupMs.')),
+      ['setupMs.signaling.mean', 'setupMs.signaling.p50', 'setupMs.peer.mean', 'setupMs.peer.p95'],
+    );
+    // Unknown fields follow, related columns together.
+    assert.deepEqual(header.slice(-3), ['rtWarmup.mean', 'rtWarmup.n', 'peersPerPage']);
+    const get = (row, column) => row[header.indexOf(column)];
+    assert.equal(get(relay, 'rt.mean'), '50');
+    assert.equal(get(relay, 'rts.mean'), '1.25');
+    assert.equal(get(relay, 'sim'), 'true');
+    assert.equal(get(peer, 'browser'), 'chromium, "headless"');
+    assert.equal(get(peer, 'rts.mean'), '');
+    assert.equal(get(peer, 'channel.maxRetransmits'), '0');
+    assert.equal(get(peer, 'setupMs.peer.p95'), '262');
+    assert.equal(get(peer, 'rtWarmup.mean'), '');
+    assert.ok(renderCsv(results).includes('"chromium, ""headless"""'));
+  });
+
+  test('the base columns are there even without runs', () => {
+    assert.equal(renderCsv({ runs: [] }), `${CSV_BASE_COLUMNS.join(',')}\n`);
+  });
+});
+
+describe('renderSummaryLine', () => {
+  test('one line with the key numbers', () => {
+    const line = renderSummaryLine(makeRun());
+    assert.equal(
+      line,
+      'relay (sim) 100 clients · group 25 · 167 ms · RT 50 ± 10 ms (p95 70, max 95, n 1000) · RTS 1.3 ms · CPU server 20.0 %, clients 60.0 % · loss 0.00 % · jitter 1.5 ms',
+    );
+    assert.doesNotMatch(line, /\n/);
+  });
+
+  test('marks runs over the limits, shows setup and survives nulls', () => {
+    const line = renderSummaryLine(
+      makeRun({
+        transport: 'p2p',
+        sim: undefined,
+        browser: { name: 'firefox', version: '140' },
+        rt: { mean: 300, dev: 20 },
+        lossPct: 3,
+        channel: { ordered: false, maxRetransmits: 0 },
+        setupMs: { signaling: { p50: 12 }, peer: { mean: 150 } },
+      }),
+    );
+    assert.match(line, /^p2p \(firefox 140\) /);
+    assert.match(line, /setup signaling 12, peer 150 ms/);
+    assert.match(line, /over limit \(RT ≥ 250 ms or loss ≥ 2 %\)$/);
+    assert.match(renderSummaryLine(/** @type {any} */ ({ transport: 'relay' })), /^relay – clients · group – · – ms · RT – ± – ms · loss – %/);
+  });
+});
+
+describe('writeResults', () => {
+  const results = {
+    env: { node: 'v20.20.2' },
+    runs: [makeRun(), makeRun({ transport: 'relay-udp', lossPct: 0.5, channel: { ordered: false, maxRetransmits: 0 } })],
+  };
+
+  test('writes results.json, results.csv, tables.md and report.html', async () => {
+    const dir = path.join(base, 'all', 'nested');
+    const written = await writeResults(dir, results);
+    assert.deepEqual(written, {
+      json: path.join(dir, 'results.json'),
+      csv: path.join(dir, 'results.csv'),
+      md: path.join(dir, 'tables.md'),
+      html: path.join(dir, 'report.html'),
+    });
+    const json = readFileSync(written.json, 'utf8');
+    assert.deepEqual(JSON.parse(json), results);
+    assert.match(json, /^\{\n {2}"env": \{\n/);
+    assert.equal(readFileSync(written.csv, 'utf8'), renderCsv(results));
+    assert.equal(readFileSync(written.md, 'utf8'), renderTables(results));
+    assert.match(readFileSync(written.html, 'utf8'), /^<!doctype html>/);
+  });
+
+  test('can skip results.json and report.html', async () => {
+    const dir = path.join(base, 'some');
+    const written = await writeResults(dir, results, { json: false, html: false });
+    assert.equal(written.json, null);
+    assert.equal(written.html, null);
+    assert.throws(() => readFileSync(path.join(dir, 'results.json')), { code: 'ENOENT' });
+    assert.throws(() => readFileSync(path.join(dir, 'report.html')), { code: 'ENOENT' });
+    readFileSync(written.csv);
+  });
+
+  test('rejects what is not a results object', async () => {
+    await assert.rejects(writeResults(path.join(base, 'bad'), /** @type {any} */ ({ runs: 'no' })), TypeError);
+    assert.equal(validateResults(null), 'results must be a JSON object');
+    assert.equal(validateResults({ runs: [1] }), 'runs[0] is not an object');
+    assert.equal(validateResults({ env: [], runs: [] }), '"env" must be an object');
+    assert.equal(validateResults({ runs: [] }), null);
+  });
+});

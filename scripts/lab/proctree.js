@@ -1,0 +1,97 @@
+// CPU and memory of a process tree (a browser and its renderers), sampled
+// from /proc. Linux only, which is where the lab runs.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+const PAGE_SIZE = 4096;
+
+/**
+ * Parent pid, CPU ticks (utime + stime) and RSS bytes of one process.
+ * @param {number} pid
+ * @returns {{ ppid: number, ticks: number, rssBytes: number } | null}
+ */
+export function readProc(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // comm may contain spaces and parentheses: split after the last ')'
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      ppid: Number(fields[1]),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      rssBytes: Number(fields[21]) * PAGE_SIZE,
+    };
+  } catch {
+    return null; // gone
+  }
+}
+
+/**
+ * Pids of `root` and all its descendants.
+ * @param {number[]} roots
+ */
+export function processTree(roots) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const p = readProc(pid);
+    if (!p) continue;
+    if (!children.has(p.ppid)) children.set(p.ppid, []);
+    /** @type {number[]} */ (children.get(p.ppid)).push(pid);
+  }
+  const out = [];
+  const stack = [...roots];
+  while (stack.length) {
+    const pid = /** @type {number} */ (stack.pop());
+    out.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/**
+ * Samples a process tree's CPU % (100 = one core) and RSS every `intervalMs`.
+ * @param {() => number[]} roots root pids (re-read each time: browsers come and go)
+ * @param {number} [intervalMs]
+ */
+export function sampleProcessTree(roots, intervalMs = 500) {
+  /** @type {Map<number, number>} */
+  let lastTicks = new Map();
+  let lastAt = performance.now();
+  const cpu = [];
+  const rss = [];
+  const sample = () => {
+    const now = performance.now();
+    const ticks = new Map();
+    let delta = 0;
+    let mem = 0;
+    for (const pid of processTree(roots())) {
+      const p = readProc(pid);
+      if (!p) continue;
+      ticks.set(pid, p.ticks);
+      mem += p.rssBytes;
+      const before = lastTicks.get(pid);
+      if (before !== undefined) delta += p.ticks - before;
+    }
+    if (lastTicks.size) {
+      cpu.push(((delta / CLOCK_TICKS) * 1000 / (now - lastAt)) * 100);
+      rss.push(mem);
+    }
+    lastTicks = ticks;
+    lastAt = now;
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    /** Stops sampling; returns mean CPU % and max RSS over the samples. */
+    stop() {
+      clearInterval(timer);
+      sample();
+      const mean = cpu.length ? cpu.reduce((a, b) => a + b, 0) / cpu.length : null;
+      return { cpuPct: mean, rssMaxBytes: rss.length ? Math.max(...rss) : null, samples: cpu.length, cores: os.cpus().length };
+    },
+  };
+}

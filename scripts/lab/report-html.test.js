@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, describe, test } from 'node:test';
+
+import { writeResults } from './output.js';
+import { buildCharts, chartJsPath, envRows, escapeHtml, inlineScript, jsonForScript, renderReportHtml } from './report-html.js';
+
+const CHROMIUM = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
+const SCREENSHOT = '/tmp/carlab-report.png';
+
+const base = mkdtempSync(path.join(tmpdir(), 'carlab-report-html-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+
+/**
+ * A realistic results object: relay and relay-udp, 100/300/500 clients,
+ * groups of 5 and 25 on the 167 ms cycle, and one p2p browser run with
+ * setup delays.
+ */
+function sampleResults() {
+  const rt = (mean, dev, n) => ({ mean, dev, p50: mean * 0.92, p95: mean + 1.9 * dev, p99: mean + 2.6 * dev, max: mean + 4 * dev, n });
+  const relay = (clients, group, rtMean, dev, cpu, rts) => ({
+    transport: 'relay',
+    clients,
+    group,
+    cycleMs: 167,
+    sim: { engine: 'node', processes: 2 },
+    rt: rt(rtMean, dev, Math.round(clients * 60 * 0.98)),
+    rtWarmup: { mean: rtMean * 1.4, n: clients * 3 },
+    rts: { mean: rts, max: rts * 9 },
+    cpu: { server: cpu, clients: 40 + clients / 10 },
+    lossPct: 0,
+    ackLossPct: 0,
+    dups: 0,
+    reorders: 0,
+    jitterMs: rtMean / 30,
+    setupMs: null,
+    channel: null,
+    durationS: 10,
+  });
+  const udp = (clients, group, rtMean, dev, cpu, rts, lossPct) => ({
+    ...relay(clients, group, rtMean, dev, cpu, rts),
+    transport: 'relay-udp',
+    lossPct,
+    ackLossPct: lossPct * 0.9,
+    dups: 0,
+    reorders: Math.round(clients * lossPct),
+    channel: { ordered: false, maxRetransmits: 0 },
+  });
+  return {
+    env: {
+      carlab: '0.1.0',
+      node: 'v20.20.2',
+      chromium: '140.0.7339.185',
+      os: 'Linux 6.1.0 x64',
+      cpus: [
+        { model: 'Intel(R) Xeon(R) CPU @ 2.20GHz', speed: 2200 },
+        { model: 'Intel(R) Xeon(R) CPU @ 2.20GHz', speed: 2200 },
+      ],
+      memGB: 7.8,
+      flags: { transports: ['relay', 'relay-udp', 'p2p'], clients: [100, 300, 500], groups: [5, 25], warmupS: 3 },
+      peersPerPage: 4,
+      startedAt: '2026-03-01T10:00:00Z',
+      note: '</script><script>window.pwned = 1</script> & "quoted"',
+    },
+    runs: [
+      relay(100, 5, 38, 12, 18, 1.8),
+      relay(300, 5, 61, 20, 46, 3.9),
+      relay(500, 5, 104, 41, 78, 8.2),
+      relay(100, 25, 72, 25, 31, 2.6),
+      relay(300, 25, 168, 70, 74, 6.1),
+      relay(500, 25, 291, 130, 97, 14.5),
+      udp(100, 5, 29, 8, 12, 0.9, 0.02),
+      udp(300, 5, 35, 10, 30, 1.3, 0.11),
+      udp(500, 5, 44, 13, 52, 2.2, 0.35),
+      udp(100, 25, 41, 12, 22, 1.4, 0.08),
+      udp(300, 25, 58, 19, 55, 2.7, 0.6),
+      udp(500, 25, 83, 27, 88, 4.9, 1.4),
+      {
+        transport: 'p2p',
+        clients: 10,
+        group: 5,
+        cycleMs: 167,
+        browser: 'chromium',
+        peersPerPage: 5,
+        rt: rt(12, 4, 580),
+        rts: null,
+        cpu: { server: 2.1, clients: 85 },
+        lossPct: 0.3,
+        ackLossPct: 0.25,
+        dups: 0,
+        reorders: 3,
+        jitterMs: 0.8,
+        setupMs: {
+          signaling: { mean: 14, dev: 4, p50: 13, p95: 22, p99: 27, max: 31, n: 10 },
+          peer: { mean: 182, dev: 40, p50: 171, p95: 262, p99: 290, max: 301, n: 20 },
+        },
+        channel: { ordered: false, maxRetransmits: 0 },
+        durationS: 10,
+      },
+    ],
+  };
+}
+
+describe('pieces', () => {
+  test('escapeHtml and jsonForScript keep data from breaking out', () => {
+    assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&#60;a href=&#34;x&#34;&#62;&#39;&#38;&#39;&#60;/a&#62;');
+    assert.equal(escapeHtml(null), '');
+    const json = jsonForScript({ s: '</script><!-- & \u2028' });
+    assert.doesNotMatch(json, /[<>&\u2028]/);
+    assert.deepEqual(JSON.parse(json), { s: '</script><!-- & \u2028' });
+    assert.equal(inlineScript('a="</script>";b="<!--"'), 'a="<\\/script>";b="<\\!--"');
+  });
+
+  test('Chart.js UMD build is where we read it', () => {
+    assert.match(chartJsPath(), /node_modules[\\/]chart\.js[\\/]dist[\\/]chart\.umd\.js$/);
+    assert.match(readFileSync(chartJsPath(), 'utf8').slice(0, 200), /Chart\.js v4\./);
+  });
+
+  test('envRows flattens and summarises CPUs', () => {
+    const rows = new Map(envRows(sampleResults().env));
+    assert.equal(rows.get('cpus'), '2 × Intel(R) Xeon(R) CPU @ 2.20GHz');
+    assert.equal(rows.get('flags.groups'), '5 25');
+    assert.equal(rows.get('peersPerPage'), '4');
+  });
+});
+
+describe('buildCharts', () => {
+  test('RT, loss, setup and CPU charts with the 250 ms line', () => {
+    const charts = buildCharts(sampleResults());
+    assert.deepEqual(charts.map((c) => c.kind), ['rt', 'loss', 'setup', 'cpu']);
+    assert.equal(new Set(charts.map((c) => c.id)).size, charts.length);
+    const rt = charts[0].config;
+    const labels = rt.data.datasets.map((d) => d.label);
+    assert.deepEqual(labels, ['relay · group 5', 'relay · group 25', 'relay-udp · group 5', 'relay-udp · group 25', 'p2p · group 5', '250 ms limit']);
+    const limit = rt.data.datasets.at(-1);
+    assert.deepEqual(limit.data, [{ x: 0, y: 250 }, { x: 500, y: 250 }]);
+    assert.ok(limit.borderDash.length);
+    assert.deepEqual(rt.data.datasets[1].data.map((p) => p.x), [100, 300, 500]);
+
+    const loss = charts[1].config;
+    assert.deepEqual(loss.data.labels, ['group 5', 'group 25']);
+    const udpLoss = loss.data.datasets.find((d) => d.label === 'relay-udp');
+    assert.deepEqual(udpLoss.data, [0.35, 1.4]);
+
+    const setup = charts[2].config;
+    assert.deepEqual(setup.data.labels, ['signaling', 'peer']);
+    assert.deepEqual(setup.data.datasets[0].data, [[13, 22], [171, 262]]);
+
+    // JSON only: the page gets them through a <script type="application/json">.
+    assert.deepEqual(JSON.parse(JSON.stringify(charts)), charts);
+  });
+
+  test('one RT chart per cycle, no setup chart without setupMs, none without data', () => {
+    const results = sampleResults();
+    results.runs = results.runs.filter((run) => !run.setupMs);
+    results.runs.push({ ...results.runs[0], cycleMs: 698 });
+    const kinds = buildCharts(results).map((c) => `${c.kind}:${c.title}`);
+    assert.deepEqual(kinds, [
+      'rt:Response time vs clients · cycle 167 ms',
+      'rt:Response time vs clients · cycle 698 ms',
+      'loss:Loss vs group size · cycle 167 ms',
+      'loss:Loss vs group size · cycle 698 ms',
+      'cpu:CPU vs clients · cycle 167 ms',
+      'cpu:CPU vs clients · cycle 698 ms',
+    ]);
+    assert.deepEqual(buildCharts({ runs: [] }), []);
+    assert.deepEqual(buildCharts({ runs: [{ transport: 'relay', clients: 5, rt: null, cpu: null, lossPct: null }] }), []);
+  });
+});
+
+describe('renderReportHtml', () => {
+  test('self-contained: no external references, scripts balanced, data escaped', () => {
+    const html = renderReportHtml(sampleResults());
+    assert.match(html, /^<!doctype html>/);
+    assert.equal((html.match(/<script[\s>]/g) ?? []).length, 4);
+    assert.equal((html.match(/<\/script>/g) ?? []).length, 4);
+    assert.doesNotMatch(html, /\b(?:src|href)\s*=\s*["']?(?:https?:)?\/\//i);
+    assert.doesNotMatch(html, /<link[^>]+stylesheet/i);
+    assert.doesNotMatch(html, /@import|@font-face/);
+    assert.match(html, /Content-Security-Policy" content="default-src 'none'/);
+    assert.ok(!html.includes('<script>window.pwned'));
+    assert.ok(html.includes('&#60;/script&#62;&#60;script&#62;window.pwned = 1&#60;/script&#62; &#38; &#34;quoted&#34;'));
+    assert.match(html, /<h3>relay · group 25 · cycle 167 ms<\/h3>/);
+    assert.match(html, /<td class="num bad">291<\/td>/);
+  });
+
+  test('hostile strings in runs are escaped everywhere', () => {
+    const evil = '<img src=x onerror=alert(1)>';
+    const html = renderReportHtml({
+      env: { [evil]: evil },
+      runs: [{ transport: evil, clients: 1, group: 2, cycleMs: 3, browser: evil, rt: { mean: 1 }, lossPct: 0, setupMs: { [evil]: { p50: 1, p95: 2 } } }],
+    });
+    assert.ok(!html.includes('<img'), 'no raw tag from the data');
+  });
+
+  test('renders an empty results object', () => {
+    const html = renderReportHtml({ runs: [] });
+    assert.match(html, /No data to chart/);
+    assert.match(html, /0 runs/);
+  });
+});
+
+describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM}` }, () => {
+  test('opens offline from file:// and draws every chart', { timeout: 60_000 }, async () => {
+    const dir = path.join(base, 'browser');
+    const { html } = await writeResults(dir, sampleResults());
+    const { chromium } = await import('@playwright/test');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+      const errors = [];
+      const failed = [];
+      const requests = [];
+      page.on('console', (msg) => {
+        if (msg.type() === 'error' || msg.type() === 'warning') errors.push(`${msg.type()}: ${msg.text()}`);
+      });
+      page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+      page.on('requestfailed', (req) => failed.push(`${req.url()} ${req.failure()?.errorText}`));
+      page.on('request', (req) => requests.push(req.url()));
+
+      const url = pathToFileURL(html).href;
+      await page.goto(url, { waitUntil: 'load' });
+      await page.waitForFunction(() => Array.isArray(window.carlabCharts) && window.carlabCharts.length > 0);
+
+      const state = await page.evaluate(() => {
+        const canvases = [...document.querySelectorAll('canvas')];
+        return {
+          pwned: 'pwned' in window,
+          chartInstances: Object.keys(window.Chart.instances).length,
+          charts: window.carlabCharts.map((chart) => ({
+            id: chart.canvas.id,
+            points: chart.data.datasets.reduce((sum, _, i) => sum + chart.getDatasetMeta(i).data.length, 0),
+          })),
+          canvases: canvases.map((canvas) => {
+            const { width, height } = canvas;
+            const data = canvas.getContext('2d').getImageData(0, 0, width, height).data;
+            let painted = 0;
+            const colors = new Set();
+            for (let i = 0; i < data.length; i += 4) {
+              if (data[i + 3] > 0) {
+                painted++;
+                colors.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+              }
+            }
+            return { id: canvas.id, width, height, painted, colors: colors.size };
+          }),
+          tables: document.querySelectorAll('table').length,
+        };
+      });
+
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+      assert.deepEqual(errors, []);
+      assert.deepEqual(failed, []);
+      assert.deepEqual(requests.filter((r) => r !== url), [], 'no request but the file itself');
+      assert.equal(state.pwned, false);
+      assert.equal(state.canvases.length, 4);
+      assert.equal(state.chartInstances, 4);
+      assert.deepEqual(state.charts.map((c) => c.id), state.canvases.map((c) => c.id));
+      for (const chart of state.charts) assert.ok(chart.points > 0, `${chart.id} has drawn elements`);
+      for (const canvas of state.canvases) {
+        assert.ok(canvas.width > 100 && canvas.height > 100, `${canvas.id} has a size`);
+        // Axes and grid alone are a few grey shades; data lines and bars add colours.
+        assert.ok(canvas.painted > 0.02 * canvas.width * canvas.height, `${canvas.id} is painted: ${canvas.painted}`);
+        assert.ok(canvas.colors > 20, `${canvas.id} has coloured data: ${canvas.colors}`);
+      }
+      // 5 CAR tables + supported clients + all runs + environment.
+      assert.equal(state.tables, 8);
+    } finally {
+      await browser.close();
+    }
+  });
+});
