@@ -2,14 +2,11 @@
 
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 
-const require = createRequire(import.meta.url);
-
-/** @param {string} name */
+/** @param {string} name an installed package (read directly: some block `pkg/package.json` in their exports) */
 function versionOf(name) {
   try {
-    return JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version;
+    return JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')).version;
   } catch {
     return null;
   }
@@ -29,7 +26,7 @@ export function describeEnvironment(extra = {}) {
     platform: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
     carlab: JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version,
-    libraries: Object.fromEntries(['ws', 'peer', 'peerjs', '@playwright/test'].map((n) => [n, versionOf(n)])),
+    libraries: Object.fromEntries(['ws', 'peer', 'peerjs', '@playwright/test', 'node-datachannel', 'socket.io', 'three', '@ar-js-org/ar.js'].map((n) => [n, versionOf(n)])),
     argv: process.argv.slice(2),
     ...extra,
   };
