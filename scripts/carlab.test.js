@@ -44,8 +44,11 @@ describe('dispatch', () => {
     for (const name of ['start', 'bench', 'sim', 'browsers', 'report', 'markers', 'video']) {
       assert.match(help, new RegExp(`^  ${name} `, 'm'));
     }
-    assert.doesNotMatch(help.split('\n').find((line) => line.startsWith('  start')) ?? '', /not available/);
-    assert.match(help.split('\n').find((line) => line.startsWith('  bench')) ?? '', /\(not available yet\)/);
+    for (const [name, command] of Object.entries(COMMANDS)) {
+      const line = help.split('\n').find((l) => l.startsWith(`  ${name} `)) ?? '';
+      if (command.load) assert.doesNotMatch(line, /not available/, name);
+      else assert.match(line, /\(not available yet\)/, name);
+    }
   });
 
   test('no command exits 2 with the help on stderr', async () => {
@@ -63,9 +66,9 @@ describe('dispatch', () => {
     assert.equal((await run(['toString'])).code, 2);
   });
 
-  test('a command not available yet exits 2', async () => {
+  test('a command not available yet exits 2', async (t) => {
     const unavailable = Object.keys(COMMANDS).filter((name) => !COMMANDS[name].load);
-    assert.ok(unavailable.length > 0);
+    if (unavailable.length === 0) t.skip('every command is available');
     for (const name of unavailable) {
       const result = await run([name]);
       assert.equal(result.code, 2);
