@@ -1,0 +1,581 @@
+// An independent carlab client written from docs/protocol.md alone.
+//
+// Nothing here imports the reference codec or client (web/src/core, web/src/transport):
+// the encoder/decoder below is built from the tables in the document, with DataView,
+// and the socket is the plain `ws` package. If this test passes against the real relay,
+// the document is enough to write a compatible client.
+//
+// Run: node --test --test-force-exit relay/protocol-doc.test.js
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { createRelay } from './index.js';
+
+// ---------------------------------------------------------------------------
+// Codec (docs/protocol.md §2–§5)
+// ---------------------------------------------------------------------------
+
+const VERSION = 1; // §3
+const T = /** @type {const} */ ({
+  HELLO: 1, WELCOME: 2, MEMBER_JOINED: 3, MEMBER_LEFT: 4, UPDATE: 5, ACK: 6,
+  ACKED_ALL: 7, BATCH: 8, ERROR: 9, STATS: 10, SIGNAL: 11,
+}); // §4
+const HELLO_BATCHED = 1; // §5.1
+const UPDATE_OBJECT = 1; // §5.5
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Little growable big-endian writer. */
+class Writer {
+  constructor() { /** @type {number[]} */ this.bytes = []; }
+  u8(v) { this.bytes.push(v & 0xff); return this; }
+  u16(v) { const dv = new DataView(new ArrayBuffer(2)); dv.setUint16(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  u32(v) { const dv = new DataView(new ArrayBuffer(4)); dv.setUint32(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  f32(v) { const dv = new DataView(new ArrayBuffer(4)); dv.setFloat32(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  f64(v) { const dv = new DataView(new ArrayBuffer(8)); dv.setFloat64(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  str8(s) { const b = utf8.encode(s); if (b.length > 255) throw new RangeError('str8 too long'); return this.u8(b.length).raw(b); }
+  pose(p) { for (const v of p) this.f32(v); return this; }
+  /** @param {Uint8Array} b */
+  raw(b) { for (const x of b) this.bytes.push(x); return this; }
+  done() { return Uint8Array.from(this.bytes); }
+}
+
+/** Bodies (type byte + payload, no version byte), §3 / §5. */
+const body = {
+  hello: ({ flags, clientId = 0, group, name, token = '' }) =>
+    new Writer().u8(T.HELLO).u8(flags).u32(clientId).str8(group).str8(name).str8(token).done(),
+  update: ({ sender, seq, sendTime, pose, object }) => {
+    const w = new Writer().u8(T.UPDATE).u32(sender).u32(seq).f64(sendTime).pose(pose).u8(object ? UPDATE_OBJECT : 0);
+    if (object) w.pose(object.pose).u32(object.version);
+    return w.done();
+  },
+  ack: ({ sender, seq, acker }) => new Writer().u8(T.ACK).u32(sender).u32(seq).u32(acker).done(),
+  ackedAll: ({ sender, seq, acked, dropped }) =>
+    new Writer().u8(T.ACKED_ALL).u32(sender).u32(seq).u16(acked).u16(dropped).done(),
+  memberLeft: ({ id }) => new Writer().u8(T.MEMBER_LEFT).u32(id).done(),
+  memberJoined: ({ id, name }) => new Writer().u8(T.MEMBER_JOINED).u32(id).str8(name).done(),
+  welcome: ({ clientId, serverTime, members }) => {
+    const w = new Writer().u8(T.WELCOME).u32(clientId).f64(serverTime).u16(members.length);
+    for (const m of members) w.u32(m.id).str8(m.name);
+    return w.done();
+  },
+};
+
+/** A plain frame: version byte + body. */
+const frame = (b) => Uint8Array.of(VERSION, ...b);
+/** A BATCH frame, §5.8. */
+function batchFrame(bodies) {
+  const w = new Writer().u8(VERSION).u8(T.BATCH).u16(bodies.length);
+  for (const b of bodies) w.u16(b.length).raw(b);
+  return w.done();
+}
+
+class DecodeError extends Error {
+  constructor(code, msg) { super(`${code}: ${msg}`); this.code = code; }
+}
+
+/** Reads one body from a DataView window. */
+class Reader {
+  /** @param {Uint8Array} bytes */
+  constructor(bytes) { this.b = bytes; this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); this.o = 0; }
+  need(n) { if (this.o + n > this.b.length) throw new DecodeError('TRUNCATED', 'field runs past the end'); }
+  u8() { this.need(1); return this.dv.getUint8(this.o++); }
+  u16() { this.need(2); const v = this.dv.getUint16(this.o); this.o += 2; return v; }
+  u32() { this.need(4); const v = this.dv.getUint32(this.o); this.o += 4; return v; }
+  f32() { this.need(4); const v = this.dv.getFloat32(this.o); this.o += 4; return v; }
+  f64() { this.need(8); const v = this.dv.getFloat64(this.o); this.o += 8; return v; }
+  bytes(n) { this.need(n); const v = this.b.subarray(this.o, this.o + n); this.o += n; return v; }
+  str8() {
+    const n = this.u8();
+    try { return strictUtf8.decode(this.bytes(n)); } catch (e) {
+      if (e instanceof DecodeError) throw e;
+      throw new DecodeError('BAD_STRING', 'invalid UTF-8');
+    }
+  }
+  pose() { return [this.f32(), this.f32(), this.f32(), this.f32(), this.f32(), this.f32(), this.f32()]; }
+  end() { if (this.o !== this.b.length) throw new DecodeError('TRAILING_BYTES', `${this.b.length - this.o} bytes left`); }
+}
+
+/** Decodes one body (no version byte). BATCH bodies are rejected here (no nesting). */
+function decodeBody(bytes) {
+  const r = new Reader(bytes);
+  const type = r.u8();
+  let m;
+  switch (type) {
+    case T.WELCOME: {
+      const clientId = r.u32(), serverTime = r.f64(), count = r.u16();
+      const members = [];
+      for (let i = 0; i < count; i++) members.push({ id: r.u32(), name: r.str8() });
+      m = { type, clientId, serverTime, members };
+      break;
+    }
+    case T.MEMBER_JOINED: m = { type, id: r.u32(), name: r.str8() }; break;
+    case T.MEMBER_LEFT: m = { type, id: r.u32() }; break;
+    case T.UPDATE: {
+      m = { type, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), flags: r.u8() };
+      if (m.flags & ~UPDATE_OBJECT) throw new DecodeError('BAD_VALUE', 'unknown UPDATE flags');
+      if (m.flags & UPDATE_OBJECT) m.object = { pose: r.pose(), version: r.u32() };
+      break;
+    }
+    case T.ACK: m = { type, sender: r.u32(), seq: r.u32(), acker: r.u32() }; break;
+    case T.ACKED_ALL: m = { type, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() }; break;
+    case T.ERROR: m = { type, code: r.u16(), reason: r.str8() }; break;
+    case T.BATCH: throw new DecodeError('NESTED_BATCH', 'BATCH inside BATCH');
+    case T.HELLO: case T.STATS: case T.SIGNAL:
+      throw new DecodeError('UNEXPECTED', `type ${type} is never sent by the relay`);
+    default: throw new DecodeError('UNKNOWN_TYPE', `type ${type}`);
+  }
+  r.end();
+  m.bytes = bytes; // the raw body, to check byte-for-byte forwarding
+  return m;
+}
+
+/** Decodes one frame into its list of messages. */
+function decodeFrame(data) {
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  if (bytes.length === 0) throw new DecodeError('EMPTY', 'empty frame');
+  if (bytes[0] !== VERSION) throw new DecodeError('BAD_VERSION', `version ${bytes[0]}`);
+  if (bytes.length < 2) throw new DecodeError('TRUNCATED', 'no type byte');
+  if (bytes[1] !== T.BATCH) return { batch: false, messages: [decodeBody(bytes.subarray(1))] };
+  const r = new Reader(bytes.subarray(2));
+  const count = r.u16();
+  const messages = [];
+  for (let i = 0; i < count; i++) {
+    const len = r.u16();
+    if (len === 0) throw new DecodeError('TRUNCATED', 'BATCH item of length 0');
+    messages.push(decodeBody(r.bytes(len)));
+  }
+  r.end();
+  return { batch: true, messages };
+}
+
+const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(' ');
+const unhex = (s) => Uint8Array.from(s.trim().split(/\s+/), (x) => parseInt(x, 16));
+
+// ---------------------------------------------------------------------------
+// Client (docs/protocol.md §6, §10, §12)
+// ---------------------------------------------------------------------------
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(cond, what, timeoutMs = 2000) {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(2);
+  }
+}
+
+class DocClient {
+  /** @param {{ url: string, group: string, name: string, batched: boolean }} o */
+  constructor({ url, group, name, batched }) {
+    Object.assign(this, { url, group, name, batched });
+    this.id = 0;
+    /** @type {Map<number, string>} neighbours, id → name */
+    this.neighbours = new Map();
+    /** every received message, in order, with whether it came inside a BATCH */
+    this.received = [];
+    this.frames = { plain: 0, batch: 0 };
+    /** @type {Map<number, number>} newest applied seq per sender */
+    this.newest = new Map();
+    /** the raw UPDATE bodies this client sent, by seq, and when */
+    this.sentUpdates = new Map();
+    this.sentAt = new Map();
+    /** the raw ACK bodies this client sent, keyed `${sender}:${seq}` */
+    this.sentAcks = new Map();
+    this.outstanding = null;
+    this.seq = 0;
+    this.completions = [];
+    this.protocolErrors = [];
+  }
+
+  async connect() {
+    const ws = new WebSocket(this.url, { perMessageDeflate: false });
+    ws.binaryType = 'nodebuffer';
+    this.ws = ws;
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    await once(ws, 'open');
+    // §6 step 2 / §12 step 3: HELLO, always alone in its frame.
+    ws.send(frame(body.hello({ flags: this.batched ? HELLO_BATCHED : 0, clientId: 0, group: this.group, name: this.name })));
+    await until(() => this.welcome, `WELCOME for ${this.name}`);
+    return this;
+  }
+
+  onFrame(data, isBinary) {
+    let decoded;
+    try {
+      if (!isBinary) throw new DecodeError('BAD_VALUE', 'text frame');
+      decoded = decodeFrame(/** @type {Buffer} */ (data));
+    } catch (e) {
+      this.protocolErrors.push(e);
+      this.ws.close(e.code === 'BAD_VERSION' ? 4001 : 4000, e.message.slice(0, 100));
+      return;
+    }
+    this.frames[decoded.batch ? 'batch' : 'plain']++;
+    const out = []; // bodies produced in this task (§7: coalesced in mode relay)
+    for (const m of decoded.messages) {
+      this.received.push({ ...m, inBatch: decoded.batch });
+      this.onMessage(m, out);
+    }
+    this.sendBodies(out);
+  }
+
+  onMessage(m, out) {
+    const now = performance.now();
+    switch (m.type) {
+      case T.WELCOME:
+        this.welcome = m;
+        this.id = m.clientId;
+        for (const { id, name } of m.members) if (id !== this.id) this.neighbours.set(id, name);
+        break;
+      case T.MEMBER_JOINED:
+        this.neighbours.set(m.id, m.name);
+        break;
+      case T.MEMBER_LEFT:
+        this.neighbours.delete(m.id);
+        if (this.outstanding?.waiting.delete(m.id) && this.outstanding.waiting.size === 0) this.complete(null);
+        break;
+      case T.UPDATE: {
+        // §10.2: ACK every update, then apply it only if it is the newest.
+        const ack = body.ack({ sender: m.sender, seq: m.seq, acker: this.id });
+        this.sentAcks.set(`${m.sender}:${m.seq}`, ack);
+        out.push(ack);
+        if (m.seq > (this.newest.get(m.sender) ?? 0)) this.newest.set(m.sender, m.seq);
+        break;
+      }
+      case T.ACK: {
+        // §10.1, relay-faithful completion.
+        const o = this.outstanding;
+        if (o && m.sender === this.id && m.seq === o.seq && o.waiting.delete(m.acker)) {
+          o.lastAnswer = now;
+          if (o.waiting.size === 0) this.complete(now);
+        }
+        break;
+      }
+      case T.ACKED_ALL: {
+        // §10.1, relay-mode completion.
+        const o = this.outstanding;
+        if (o && m.sender === this.id && m.seq === o.seq) this.complete(now);
+        break;
+      }
+      default: break; // ERROR is informational (§5.9)
+    }
+  }
+
+  complete(at) {
+    const o = this.outstanding;
+    const end = at ?? o.lastAnswer;
+    this.completions.push({ seq: o.seq, rt: end == null ? null : end - o.sentAt, at: performance.now() });
+    this.outstanding = null;
+  }
+
+  /** §7 / §12 step 11: mode relay may coalesce a task's messages; faithful sends one frame each. */
+  sendBodies(bodies) {
+    if (bodies.length === 0 || this.ws.readyState !== WebSocket.OPEN) return;
+    if (this.batched && bodies.length > 1) this.ws.send(batchFrame(bodies));
+    else for (const b of bodies) this.ws.send(frame(b));
+  }
+
+  /**
+   * §10.1 action cycle: drift-free ticks from a random phase; at most one update
+   * outstanding; the next one only after the previous one has completed.
+   */
+  async runCycle({ cycleMs, count, ackTimeoutMs = 2000 }) {
+    const start = performance.now() + Math.random() * cycleMs;
+    let slot = 0;
+    while (this.seq < count) {
+      const now = performance.now();
+      const next = start + slot * cycleMs;
+      if (next > now) await sleep(next - now);
+      slot = Math.floor((performance.now() - start) / cycleMs) + 1; // skip missed slots
+      const o = this.outstanding;
+      if (o) {
+        if (performance.now() - o.sentAt < ackTimeoutMs) continue;
+        this.completions.push({ seq: o.seq, rt: null, timedOut: true });
+        this.outstanding = null;
+      }
+      this.seq += 1;
+      const sentAt = performance.now();
+      const u = body.update({
+        sender: this.id, seq: this.seq, sendTime: sentAt,
+        pose: [this.id, this.seq, -this.seq / 4, 0, 0, 0, 1],
+      });
+      this.sentUpdates.set(this.seq, u);
+      this.sentAt.set(this.seq, sentAt);
+      const waiting = new Set(this.neighbours.keys());
+      if (waiting.size > 0) this.outstanding = { seq: this.seq, sentAt, waiting, lastAnswer: null };
+      this.ws.send(frame(u)); // an UPDATE due on a tick is a task of its own
+    }
+    await until(() => !this.outstanding, `${this.name}: last update acknowledged`);
+  }
+
+  of(type) { return this.received.filter((m) => m.type === type); }
+}
+
+// ---------------------------------------------------------------------------
+// Relay
+// ---------------------------------------------------------------------------
+
+async function startRelay(options = {}) {
+  const server = http.createServer();
+  const relay = createRelay({ server, path: '/relay', ...options });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+  return {
+    url: `ws://127.0.0.1:${port}/relay`,
+    async stop() {
+      await relay.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/** Opens a raw socket, sends the given frames, and resolves with the close. */
+async function rawClose(url, frames, { text = false } = {}) {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  const closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  await once(ws, 'open');
+  for (const f of frames) ws.send(f, { binary: !text });
+  return closed;
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+test('the worked examples in the document match its own tables', () => {
+  // §6 example exchange
+  assert.equal(hex(frame(body.hello({ flags: 1, clientId: 0, group: 'lab', name: 'Ana' }))),
+    '01 01 01 00 00 00 00 03 6c 61 62 03 41 6e 61 00');
+  assert.equal(hex(frame(body.memberJoined({ id: 2, name: 'Ana' }))), '01 03 00 00 00 02 03 41 6e 61');
+  const welcome = frame(body.welcome({ clientId: 2, serverTime: 1732280000175, members: [{ id: 1, name: 'Bo' }, { id: 2, name: 'Ana' }] }));
+  assert.equal(hex(welcome), '01 02 00 00 00 02 42 79 35 3e f1 ea f0 00 00 02 00 00 00 01 02 42 6f 00 00 00 02 03 41 6e 61');
+  assert.equal(welcome.length, 31);
+  assert.equal(hex(frame(body.ackedAll({ sender: 2, seq: 1, acked: 1, dropped: 0 }))), '01 07 00 00 00 02 00 00 00 01 00 01 00 00');
+  assert.equal(hex(frame(body.memberLeft({ id: 1 }))), '01 04 00 00 00 01');
+
+  // §11.1 / §11.2 UPDATE
+  const pose = [0.5, 1.25, -2, 0, 0, 0, 1];
+  const u1 = frame(body.update({ sender: 2, seq: 1, sendTime: 1234.5, pose }));
+  assert.equal(u1.length, 47);
+  assert.equal(hex(u1), '01 05 00 00 00 02 00 00 00 01 40 93 4a 00 00 00 00 00 3f 00 00 00 3f a0 00 00 c0 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 3f 80 00 00 00');
+  const u2 = frame(body.update({ sender: 2, seq: 2, sendTime: 1401.5, pose, object: { pose: [0, 0.25, 0, 0, 0, 0, 1], version: 3 } }));
+  assert.equal(u2.length, 79);
+  assert.equal(hex(u2), '01 05 00 00 00 02 00 00 00 02 40 95 e6 00 00 00 00 00 3f 00 00 00 3f a0 00 00 c0 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 3f 80 00 00 01 00 00 00 00 3e 80 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 3f 80 00 00 00 00 00 03');
+  const d2 = decodeFrame(u2).messages[0];
+  assert.deepEqual(d2.object, { pose: [0, 0.25, 0, 0, 0, 0, 1], version: 3 });
+
+  // §11.3 ACK
+  const ack = frame(body.ack({ sender: 2, seq: 1, acker: 1 }));
+  assert.equal(ack.length, 14);
+  assert.equal(hex(ack), '01 06 00 00 00 02 00 00 00 01 00 00 00 01');
+
+  // §11.4 BATCH
+  const b = batchFrame([body.ackedAll({ sender: 3, seq: 1, acked: 1, dropped: 1 }), body.memberLeft({ id: 2 })]);
+  assert.equal(b.length, 26);
+  assert.equal(hex(b), '01 08 00 02 00 0d 07 00 00 00 03 00 00 00 01 00 01 00 01 00 05 04 00 00 00 02');
+  const db = decodeFrame(unhex(hex(b)));
+  assert.equal(db.batch, true);
+  assert.deepEqual(db.messages.map(({ bytes, ...m }) => m), [
+    { type: T.ACKED_ALL, sender: 3, seq: 1, acked: 1, dropped: 1 },
+    { type: T.MEMBER_LEFT, id: 2 },
+  ]);
+  // §5.8: a BATCH with count 0 is valid.
+  assert.deepEqual(decodeFrame(Uint8Array.of(1, 8, 0, 0)).messages, []);
+});
+
+test('an independent client built from docs/protocol.md works against the real relay', async (t) => {
+  const env = await startRelay();
+  t.after(() => env.stop());
+  const group = 'doc-lab';
+  const UPDATES = 10;
+
+  // --- Joining (§6, §5.2, §5.3) -------------------------------------------------
+  const wallBefore = Date.now();
+  const ana = await new DocClient({ url: env.url, group, name: 'Ana', batched: true }).connect();
+  const bo = await new DocClient({ url: env.url, group, name: 'Bö', batched: false }).connect(); // non-ASCII: str8 counts bytes
+  const cy = await new DocClient({ url: env.url, group, name: 'Cy', batched: false }).connect();
+  const wallAfter = Date.now();
+  const clients = [ana, bo, cy];
+
+  const ids = clients.map((c) => c.id);
+  for (const id of ids) assert.ok(Number.isInteger(id) && id > 0 && id <= 0xffffffff, 'client id is a non-zero u32');
+  assert.equal(new Set(ids).size, 3, 'ids are unique in the group');
+
+  // WELCOME: every member in join order, including you (last).
+  const expectMembers = [{ id: ana.id, name: 'Ana' }, { id: bo.id, name: 'Bö' }, { id: cy.id, name: 'Cy' }];
+  clients.forEach((c, i) => {
+    const w = c.welcome;
+    assert.equal(w.clientId, c.id);
+    assert.deepEqual(w.members, expectMembers.slice(0, i + 1));
+    const nameBytes = w.members.reduce((s, m) => s + utf8.encode(m.name).length, 0);
+    assert.equal(w.bytes.length + 1, 16 + 5 * w.members.length + nameBytes, 'WELCOME size = 16 + Σ(5 + name)');
+    assert.ok(w.serverTime >= wallBefore - 1000 && w.serverTime <= wallAfter + 1000, 'serverTime is Date.now() on the relay');
+    assert.equal(c.received[0].type, T.WELCOME, 'WELCOME is the first thing a client receives');
+  });
+
+  // MEMBER_JOINED goes to existing members only; the newcomer gets WELCOME instead.
+  await until(() => ana.of(T.MEMBER_JOINED).length === 2 && bo.of(T.MEMBER_JOINED).length === 1, 'MEMBER_JOINED');
+  assert.deepEqual(ana.of(T.MEMBER_JOINED).map((m) => ({ id: m.id, name: m.name })), expectMembers.slice(1));
+  assert.deepEqual(bo.of(T.MEMBER_JOINED).map((m) => ({ id: m.id, name: m.name })), expectMembers.slice(2));
+  assert.equal(cy.of(T.MEMBER_JOINED).length, 0);
+  assert.equal(bo.of(T.MEMBER_JOINED)[0].bytes.length + 1, 7 + 2, 'MEMBER_JOINED size = 7 + name');
+  for (const c of clients) assert.deepEqual([...c.neighbours.keys()].sort(), ids.filter((id) => id !== c.id).sort());
+
+  // --- Updates, ACKs, completion (§5.5–§5.8, §7, §8, §10) ---------------------------
+  await Promise.all(clients.map((c) => c.runCycle({ cycleMs: 15, count: UPDATES })));
+  // Let the last ACKs travel to their senders (faithful senders are already complete,
+  // but their neighbours' ACKs to each other may be in flight).
+  await until(() => clients.every((c) => c.completions.length === UPDATES), 'all completions');
+  await sleep(30);
+
+  for (const c of clients) {
+    assert.equal(c.protocolErrors.length, 0, `${c.name} decoded every frame: ${c.protocolErrors.join('; ')}`);
+    // The action cycle: every update completed, in order, each with a response time.
+    assert.deepEqual(c.completions.map((x) => x.seq), Array.from({ length: UPDATES }, (_, i) => i + 1));
+    for (const x of c.completions) assert.ok(x.rt != null && x.rt >= 0, 'completed with an RT');
+    for (let k = 1; k < UPDATES; k++) {
+      assert.ok(c.sentAt.get(k + 1) >= c.completions[k - 1].at, `${c.name}: update ${k + 1} only after ${k} was fully acknowledged`);
+    }
+
+    // Every update reaches both neighbours, in order, byte for byte.
+    for (const n of clients) {
+      if (n === c) continue;
+      const got = n.of(T.UPDATE).filter((u) => u.sender === c.id);
+      assert.deepEqual(got.map((u) => u.seq), Array.from({ length: UPDATES }, (_, i) => i + 1), `${c.name} → ${n.name}`);
+      for (const u of got) {
+        assert.equal(u.bytes.length + 1, 47);
+        assert.equal(hex(u.bytes), hex(c.sentUpdates.get(u.seq)), 'UPDATE forwarded unchanged');
+      }
+    }
+    assert.equal(c.of(T.UPDATE).filter((u) => u.sender === c.id).length, 0, 'the relay never echoes your own update');
+  }
+
+  // Mode relay: exactly one ACKED_ALL per update, acked=2, dropped=0; no individual ACKs.
+  const all = ana.of(T.ACKED_ALL);
+  assert.equal(all.length, UPDATES);
+  assert.deepEqual(all.map((m) => m.seq), Array.from({ length: UPDATES }, (_, i) => i + 1));
+  for (const m of all) {
+    assert.equal(m.sender, ana.id);
+    assert.equal(m.acked, 2);
+    assert.equal(m.dropped, 0);
+    assert.equal(m.bytes.length + 1, 14);
+  }
+  assert.equal(ana.of(T.ACK).length, 0, 'a relay-mode sender does not get individual ACKs');
+
+  // Mode relay-faithful: the individual ACKs, forwarded unchanged; no ACKED_ALL; no BATCH frames.
+  for (const c of [bo, cy]) {
+    assert.equal(c.of(T.ACKED_ALL).length, 0);
+    assert.equal(c.frames.batch, 0, 'a faithful client gets one frame per message');
+    const acks = c.of(T.ACK);
+    assert.equal(acks.length, 2 * UPDATES);
+    for (const seq of Array.from({ length: UPDATES }, (_, i) => i + 1)) {
+      const forSeq = acks.filter((a) => a.seq === seq);
+      assert.deepEqual(forSeq.map((a) => a.acker).sort(), ids.filter((id) => id !== c.id).sort(), `ACKs for ${c.name} seq ${seq}`);
+      for (const a of forSeq) {
+        assert.equal(a.sender, c.id);
+        const acker = clients.find((x) => x.id === a.acker);
+        assert.equal(hex(a.bytes), hex(acker.sentAcks.get(`${c.id}:${seq}`)), 'ACK forwarded unchanged');
+      }
+    }
+  }
+
+  // --- Leaving (§5.4, §8.4) -------------------------------------------------------
+  cy.ws.close(1000, 'bye');
+  await until(() => ana.of(T.MEMBER_LEFT).length === 1 && bo.of(T.MEMBER_LEFT).length === 1, 'MEMBER_LEFT');
+  for (const c of [ana, bo]) {
+    const [left] = c.of(T.MEMBER_LEFT);
+    assert.equal(left.id, cy.id);
+    assert.equal(left.bytes.length + 1, 6);
+    assert.equal(c.neighbours.has(cy.id), false);
+  }
+  assert.equal((await cy.closed).code, 1000);
+
+  // --- Malformed frames get the documented close codes (§3, §9) ----------------------
+  // A joined member sends a truncated UPDATE: 4000 BAD_FRAME, and it leaves the group.
+  bo.ws.send(frame(body.update({ sender: bo.id, seq: 99, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1] })).subarray(0, 20));
+  const boClose = await bo.closed;
+  assert.equal(boClose.code, 4000);
+  assert.match(boClose.reason, /TRUNCATED/);
+  await until(() => ana.of(T.MEMBER_LEFT).length === 2, 'MEMBER_LEFT for the closed member');
+  assert.equal(ana.of(T.MEMBER_LEFT)[1].id, bo.id);
+
+  // More malformed first frames on fresh connections.
+  const hello = frame(body.hello({ flags: 0, group, name: 'x' }));
+  const cases = [
+    ['bad version', [Uint8Array.of(2, ...hello.subarray(1))], {}, 4001],
+    ['empty frame', [new Uint8Array(0)], {}, 4000],
+    ['unknown type', [Uint8Array.of(1, 12)], {}, 4000],
+    ['trailing bytes', [Uint8Array.of(...hello, 0)], {}, 4000],
+    ['empty group', [frame(body.hello({ flags: 0, group: '', name: 'x' }))], {}, 4000],
+    ['text frame', ['hello'], { text: true }, 4000],
+    ['ACK before HELLO', [frame(body.ack({ sender: 1, seq: 1, acker: 1 }))], {}, 4002],
+    ['second HELLO', [hello, hello], {}, 4008],
+  ];
+  const results = await Promise.all(cases.map(([, frames, opts]) => rawClose(env.url, frames, opts)));
+  cases.forEach(([label, , , code], i) => assert.equal(results[i].code, code, `${label}: close ${code}, got ${results[i].code} ${results[i].reason}`));
+
+  // Ana, who did nothing wrong, is still connected.
+  assert.equal(ana.ws.readyState, WebSocket.OPEN);
+  ana.ws.close(1000, 'bye');
+  assert.equal((await ana.closed).code, 1000);
+});
+
+test('relay behaviour the document was corrected for (§4, §8.1, §8.5, §12)', async (t) => {
+  const env = await startRelay({ ackTimeoutMs: 200 });
+  t.after(() => env.stop());
+  const pose = [0, 0, 0, 0, 0, 0, 1];
+  const a = await new DocClient({ url: env.url, group: 'fix', name: 'a', batched: true }).connect();
+  const b = await new DocClient({ url: env.url, group: 'fix', name: 'b', batched: false }).connect();
+  const send = (c, b) => c.ws.send(frame(b));
+  const upd = (c, seq) => body.update({ sender: c.id, seq, sendTime: seq, pose });
+  const ackBody = (c, sender, seq) => body.ack({ sender: sender.id, seq, acker: c.id });
+  const ackedAll = (seq) => a.of(T.ACKED_ALL).filter((m) => m.seq === seq);
+
+  // §4: an empty BATCH is a no-op. §12: a relay-faithful client may send BATCHes too.
+  b.ws.send(batchFrame([]));
+  b.ws.send(batchFrame([upd(b, 1), upd(b, 2)]));
+  await until(() => a.of(T.UPDATE).length === 2, 'both updates of the faithful BATCH');
+
+  // §8.5: the relay's ACK timeout gives up silently: no ACKED_ALL, late ACKs ignored.
+  b.received.length = 0;
+  b.sentAcks.clear();
+  send(a, upd(a, 7));
+  await until(() => b.of(T.UPDATE).some((u) => u.seq === 7), 'update 7 at b');
+  // b's DocClient ACKed it at once; use a second update that b will not ACK.
+  const origOnMessage = b.onMessage.bind(b);
+  b.onMessage = (m, out) => { if (m.type !== T.UPDATE) origOnMessage(m, out); }; // still recorded in b.received
+  await until(() => ackedAll(7).length === 1, 'ACKED_ALL 7');
+  send(a, upd(a, 8));
+  await sleep(700); // > ackTimeoutMs + one sweep period
+  send(b, ackBody(b, a, 8)); // late ACK
+  await sleep(50);
+  assert.equal(ackedAll(8).length, 0, 'no ACKED_ALL for an update the relay timed out');
+
+  // §8.1: once timed out, the seq may be used again...
+  send(a, upd(a, 8));
+  await until(() => b.of(T.UPDATE).filter((u) => u.seq === 8).length === 2, 'second update 8 at b');
+  send(b, ackBody(b, a, 8));
+  await until(() => ackedAll(8).length === 1, 'ACKED_ALL for the reused seq');
+  assert.deepEqual([ackedAll(8)[0].acked, ackedAll(8)[0].dropped], [1, 0]);
+
+  // ...but reusing a seq that is still pending closes the connection with 4008.
+  send(a, upd(a, 9));
+  send(a, upd(a, 9));
+  const closed = await a.closed;
+  assert.equal(closed.code, 4008);
+  assert.match(closed.reason, /reused/);
+  await sleep(30);
+  assert.equal(b.of(T.UPDATE).filter((u) => u.seq === 9).length, 1, 'the repeated UPDATE is not forwarded');
+  assert.equal(a.protocolErrors.length + b.protocolErrors.length, 0);
+  b.ws.close(1000, 'bye');
+  await b.closed;
+});
