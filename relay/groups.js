@@ -54,16 +54,64 @@ export class GroupRegistry {
     }
     session.id = id;
     session.group = group;
-    const joined = encode({ type: MsgType.MEMBER_JOINED, id, name: session.name }).subarray(1);
-    for (const other of group.members.values()) other.push(joined);
+    // A relay-udp session is announced once its data channel opens (announce()):
+    // until then nobody counts it as a neighbour, so nobody sends to it in vain.
+    session.ready = !session.udp;
+    if (session.ready) this.broadcastJoined(session);
     group.members.set(id, session);
     session.push(encode({
       type: MsgType.WELCOME,
       clientId: id,
       serverTime: Date.now(),
-      members: [...group.members.values()].map((m) => ({ id: m.id, name: m.name })),
+      members: [...group.members.values()]
+        .filter((m) => m.ready || m === session)
+        .map((m) => ({ id: m.id, name: m.name })),
     }).subarray(1));
     return null;
+  }
+
+  /**
+   * Tells every other member of the session's group that it joined.
+   * @param {Session} session
+   */
+  broadcastJoined(session) {
+    const group = /** @type {Group} */ (session.group);
+    const joined = encode({ type: MsgType.MEMBER_JOINED, id: session.id, name: session.name }).subarray(1);
+    for (const other of group.members.values()) if (other !== session) other.push(joined);
+  }
+
+  /**
+   * relay-udp: the session's data channel is open. It becomes a fan-out
+   * destination and the group hears that it joined.
+   * @param {Session} session
+   */
+  announce(session) {
+    if (session.ready || !session.group || session.closed) return;
+    session.ready = true;
+    this.broadcastJoined(session);
+  }
+
+  /**
+   * relay-udp: the session's data channel closed (or its DTLS failed). It is
+   * no destination until a new channel opens: it leaves every ACK set, what
+   * was queued for it is dropped, and the group hears that it left. It stays
+   * joined (its WebSocket is open, its id is kept) and may announce again.
+   * @param {Session} session
+   */
+  retract(session) {
+    if (!session.ready || !session.group) return;
+    session.ready = false;
+    if (session.dataOut) {
+      for (const entry of session.dataOut.takeQueuedEntries()) this.dropDestination(entry, session);
+    }
+    const left = encode({ type: MsgType.MEMBER_LEFT, id: session.id }).subarray(1);
+    for (const other of session.group.members.values()) {
+      if (other === session) continue;
+      for (const entry of other.pending.values()) {
+        if (entry.dest.has(session)) this.dropDestination(entry, session);
+      }
+      other.push(left);
+    }
   }
 
   /**
@@ -84,8 +132,10 @@ export class GroupRegistry {
       for (const entry of other.pending.values()) {
         if (entry.dest.has(session)) this.dropDestination(entry, session);
       }
-      other.push(left);
+      // Nobody heard of a member that was never announced.
+      if (session.ready) other.push(left);
     }
+    session.ready = false;
     if (group.members.size === 0) this.groups.delete(group.key);
   }
 
@@ -103,7 +153,7 @@ export class GroupRegistry {
       sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(),
     };
     for (const member of group.members.values()) {
-      if (member !== sender) entry.dest.set(member, NaN);
+      if (member !== sender && member.ready) entry.dest.set(member, NaN);
     }
     if (entry.dest.size === 0) {
       // Alone in the group: nothing to wait for.

@@ -7,6 +7,7 @@ import { CloseCode, HelloFlag, MsgType, ProtocolError, decode } from '../web/src
 import { GroupRegistry } from './groups.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
+import { UdpEndpoint } from './udp.js';
 import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
 
 /**
@@ -22,6 +23,7 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  *   default: same origin as the Host header (clients without Origin, like
  *   Node clients, are allowed); ['*'] allows any
  * @property {number} [closeTimeoutMs] bound on graceful shutdown
+ * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
  */
 
 /** Defaults a relay runs with when an option is not given. */
@@ -37,13 +39,15 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
- * @property {(s: Session) => void} scheduleFlush
- * @property {(s: Session) => void} markBlocked
+ * @property {(o: Outbox) => void} scheduleFlush
+ * @property {(o: Outbox) => void} markBlocked
  * @property {(s: Session, code: number, reason: string) => void} closeSession
  * @property {(entry: import('./session.js').PendingUpdate, dest: Session) => void} dropDestination
  */
+
+/** @typedef {import('./session.js').Outbox} Outbox */
 
 /**
  * @typedef {object} Relay
@@ -51,6 +55,7 @@ export const RELAY_DEFAULTS = Object.freeze({
  * @property {WebSocketServer} wss
  * @property {GroupRegistry} groups
  * @property {RelayStats} stats
+ * @property {UdpEndpoint} udp the relay-udp endpoint (peer connections)
  * @property {(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void} handleUpgrade
  * @property {() => object} metrics JSON snapshot of counters and gauges
  * @property {() => void} resetWindow starts a new measurement window
@@ -73,24 +78,24 @@ export function createRelay(options = {}) {
     clientTracking: true,
   });
 
-  /** @type {Set<Session>} */
+  /** Outboxes with something to write at the end of this turn. @type {Set<Outbox>} */
   const flushQueue = new Set();
   let flushPending = false;
   const flushAll = () => {
     flushPending = false;
-    const sessions = [...flushQueue];
+    const outboxes = [...flushQueue];
     flushQueue.clear();
-    for (const s of sessions) s.flush();
+    for (const o of outboxes) o.flush();
   };
 
-  /** @type {Set<Session>} */
+  /** Outboxes held back as slow consumers. @type {Set<Outbox>} */
   const blocked = new Set();
   const retryBlocked = setInterval(() => {
-    for (const s of blocked) {
-      if (s.closed) { blocked.delete(s); continue; }
-      if (s.socket.bufferedAmount <= opts.queueSoftBytes) {
-        blocked.delete(s);
-        s.flush();
+    for (const o of blocked) {
+      if (!o.active || o.session.closed) { blocked.delete(o); continue; }
+      if (o.socket.bufferedAmount <= opts.queueSoftBytes) {
+        blocked.delete(o);
+        o.flush();
       }
     }
   }, 20);
@@ -100,15 +105,15 @@ export function createRelay(options = {}) {
   const ctx = {
     options: opts,
     stats,
-    scheduleFlush(s) {
-      if (s.blocked) return; // retried by the blocked timer
-      flushQueue.add(s);
+    scheduleFlush(o) {
+      if (o.blocked) return; // retried by the blocked timer
+      flushQueue.add(o);
       if (!flushPending) {
         flushPending = true;
         setImmediate(flushAll);
       }
     },
-    markBlocked(s) { blocked.add(s); },
+    markBlocked(o) { blocked.add(o); },
     closeSession(s, code, reason) {
       if (s.closed) return;
       stats.recordClose(code);
@@ -118,6 +123,11 @@ export function createRelay(options = {}) {
     dropDestination(entry, dest) { groups.dropDestination(entry, dest); },
   };
   const groups = new GroupRegistry(ctx);
+  const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
+    onFrame: (s, data, isBinary) => onFrame(s, data, isBinary, 'dc'),
+    announce: (s) => groups.announce(s),
+    retract: (s) => groups.retract(s),
+  });
 
   const sweeper = setInterval(() => groups.sweep(opts.ackTimeoutMs), Math.min(1000, opts.ackTimeoutMs));
   sweeper.unref();
@@ -126,41 +136,58 @@ export function createRelay(options = {}) {
   function detach(s) {
     if (s.closed) return;
     s.closed = true;
-    blocked.delete(s);
-    flushQueue.delete(s);
+    for (const o of [s.out, s.dataOut]) {
+      if (!o) continue;
+      blocked.delete(o);
+      flushQueue.delete(o);
+    }
     groups.leave(s);
+    udp.drop(s);
   }
 
   wss.on('connection', (ws) => {
     const session = new Session(ws, ctx);
-    ws.on('message', (data, isBinary) => onFrame(session, data, isBinary));
+    ws.on('message', (data, isBinary) => onFrame(session, /** @type {Buffer} */ (data), isBinary, 'ws'));
     ws.on('close', () => detach(session));
     ws.on('error', () => detach(session)); // e.g. 1009 too big: ws closes it itself
   });
 
   /**
+   * One frame from a client: from its WebSocket, or (relay-udp) from its data
+   * channel. Both go through the same checks into the same group registry; a
+   * bad frame on either closes the session's WebSocket with the same code.
    * @param {Session} s
-   * @param {import('ws').RawData} data
+   * @param {Uint8Array | string} data
    * @param {boolean} isBinary
+   * @param {'ws' | 'dc'} source
    */
-  function onFrame(s, data, isBinary) {
+  function onFrame(s, data, isBinary, source) {
     if (s.closed) return;
+    const length = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
     stats.framesIn++;
-    const bytes = /** @type {Buffer} */ (data);
-    stats.bytesIn += bytes.length;
-    if (!isBinary) {
+    stats.bytesIn += length;
+    if (source === 'dc') {
+      stats.udp.framesIn++;
+      stats.udp.bytesIn += length;
+      // The WebSocket library enforces maxPayload itself; on a data channel we do.
+      if (length > opts.maxPayload) {
+        ctx.closeSession(s, CloseCode.TOO_BIG, `data channel message of ${length} bytes, over maxPayload`);
+        return;
+      }
+    }
+    if (!isBinary || typeof data === 'string') {
       ctx.closeSession(s, CloseCode.BAD_FRAME, 'text frames are not part of the protocol');
       return;
     }
-    const msg = decode(bytes);
+    const msg = decode(data);
     if (msg instanceof ProtocolError) {
-      ctx.closeSession(s, msg.closeCode, `${msg.code}: ${msg.message}`);
+      ctx.closeSession(s, msg.closeCode, `${msg.code}: ${msg.message}${source === 'dc' ? ' (data channel)' : ''}`);
       return;
     }
     const messages = msg.type === MsgType.BATCH ? msg.messages : [msg];
     for (const m of messages) {
       stats.messagesIn++;
-      const problem = onMessage(s, /** @type {any} */ (m));
+      const problem = onMessage(s, /** @type {any} */ (m), source);
       if (problem) {
         ctx.closeSession(s, problem[0], problem[1]);
         return;
@@ -171,14 +198,21 @@ export function createRelay(options = {}) {
   /**
    * @param {Session} s
    * @param {import('../web/src/core/protocol.js').Message & { body: Uint8Array }} m
+   * @param {'ws' | 'dc'} source
    * @returns {[number, string] | null} a close code and reason if the client misbehaved
    */
-  function onMessage(s, m) {
+  function onMessage(s, m, source) {
+    if (source === 'dc' && m.type !== MsgType.UPDATE && m.type !== MsgType.ACK) {
+      return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent on the data channel`];
+    }
     if (m.type === MsgType.HELLO) {
       if (s.group) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
       s.name = m.name;
       s.batched = (m.flags & HelloFlag.BATCHED) !== 0;
       s.membershipOnly = (m.flags & HelloFlag.MEMBERSHIP_ONLY) !== 0;
+      s.udp = (m.flags & HelloFlag.UDP) !== 0;
+      if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
+      if (s.udp && !udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${udp.unavailableReason}`];
       const err = groups.join(s, m.group, m.clientId);
       return err ? [CloseCode.ID_TAKEN, err] : null;
     }
@@ -186,16 +220,21 @@ export function createRelay(options = {}) {
     switch (m.type) {
       case MsgType.UPDATE:
         if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
+        if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends UPDATE on its data channel'];
         if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
         if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
         groups.update(s, m);
         return null;
       case MsgType.ACK:
+        if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
         if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
         groups.ack(s, m);
         return null;
       case MsgType.STATS:
         return null; // end-of-run counters: accepted, collected by the bench from the client itself
+      case MsgType.SIGNAL:
+        if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
+        return udp.onSignal(s, m);
       default:
         return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
     }
@@ -224,8 +263,11 @@ export function createRelay(options = {}) {
     wss,
     groups,
     stats,
+    udp,
     handleUpgrade,
-    metrics: () => stats.snapshot({ clients: wss.clients.size, joined: groups.memberCount, groups: groups.groups.size }),
+    metrics: () => stats.snapshot({
+      clients: wss.clients.size, joined: groups.memberCount, groups: groups.groups.size, udpChannels: udp.openChannels,
+    }),
     resetWindow: () => stats.resetWindow(),
     close() {
       closing ??= new Promise((resolve) => {
@@ -233,6 +275,7 @@ export function createRelay(options = {}) {
         clearInterval(retryBlocked);
         clearInterval(sweeper);
         stats.stop();
+        udp.close();
         for (const ws of wss.clients) ws.close(CloseCode.GOING_AWAY, 'relay shutting down');
         const force = setTimeout(() => {
           for (const ws of wss.clients) ws.terminate();

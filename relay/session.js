@@ -1,7 +1,8 @@
-// One connected client of the relay and its outgoing queue. The outbox is
-// where batching (mode `relay`) and the slow-consumer bound live.
+// One connected client of the relay and its outgoing queues. An Outbox is
+// where batching (mode `relay`), packet-sized frames (relay-udp) and the
+// slow-consumer bound live; a session has one per socket it writes to.
 
-import { encodeBatchOfBodies, frameOfBody } from '../web/src/core/protocol.js';
+import { MsgType, encodeBatchOfBodies, frameOfBody } from '../web/src/core/protocol.js';
 
 /**
  * An update the relay forwarded and is waiting on ACKs for.
@@ -38,47 +39,50 @@ const OPEN = 1;
  */
 
 /**
- * A client connection. Created by the relay on upgrade; joins a group on HELLO.
+ * The messages a relay-udp session gets on its data channel; everything else
+ * (WELCOME, MEMBER_*, SIGNAL) goes on its WebSocket.
+ * @param {number} type
  */
-export class Session {
+export function isDataPathType(type) {
+  return type === MsgType.UPDATE || type === MsgType.ACK || type === MsgType.ACKED_ALL;
+}
+
+/**
+ * The queue of one socket of a session: what is waiting to be written, and
+ * how it is written (coalesced or not, frames up to how many bytes).
+ */
+export class Outbox {
   /**
+   * @param {Session} session
    * @param {SessionSocket} socket
-   * @param {import('./index.js').RelayContext} ctx
+   * @param {{ kind: 'ws' | 'dc', maxFrameBytes?: number }} options maxFrameBytes:
+   *   BATCH frames are cut so that none is longer (a single message always goes)
    */
-  constructor(socket, ctx) {
+  constructor(session, socket, options) {
+    this.session = session;
     this.socket = socket;
-    this.ctx = ctx;
-    /** Client id in its group (0 until joined). */
-    this.id = 0;
-    this.name = '';
-    /** @type {import('./groups.js').Group | null} */
-    this.group = null;
-    /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
-    this.batched = false;
-    this.membershipOnly = false;
-    /** Updates this client sent that await ACKs, by seq. @type {Map<number, PendingUpdate>} */
-    this.pending = new Map();
+    this.kind = options.kind;
+    this.maxFrameBytes = options.maxFrameBytes ?? Infinity;
     /** @type {OutItem[]} */
     this.queue = [];
     this.queuedBytes = 0;
     /** Queued UPDATE index per sender id, only kept while blocked. @type {Map<number, number>} */
     this.queuedUpdateBySender = new Map();
     this.blocked = false;
-    this.flushScheduled = false;
-    this.closed = false;
+    /** False once the session closed or this socket was taken away from it. */
+    this.active = true;
   }
 
+  get ctx() { return this.session.ctx; }
+
   /**
-   * Queues a message body for this client. UPDATEs carry their pending entry
-   * so the forward time is stamped when the bytes are really handed to the socket.
+   * Queues a message body. UPDATEs carry their pending entry so the forward
+   * time is stamped when the bytes are really handed to the socket.
    * @param {Uint8Array} body
-   * @param {PendingUpdate | null} [entry]
+   * @param {PendingUpdate | null} entry
    */
-  push(body, entry = null) {
-    if (this.closed) {
-      if (entry) this.ctx.dropDestination(entry, this);
-      return;
-    }
+  push(body, entry) {
+    const session = this.session;
     if (this.blocked && entry) {
       // Slow consumer: a newer pose from the same sender replaces the queued one.
       const senderId = entry.sender.id;
@@ -88,7 +92,7 @@ export class Session {
         this.queuedBytes += body.length - old.body.length;
         this.queue[at] = { body, entry };
         this.ctx.stats.droppedUpdates++;
-        this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), this);
+        this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), session);
         return;
       }
       this.queuedUpdateBySender.set(senderId, this.queue.length);
@@ -99,21 +103,20 @@ export class Session {
       // Only a client that is not reading can reach the hard limit: a fast one
       // has its queue handed to the socket at the latest once it passes the soft bound.
       if (this.queuedBytes + this.socket.bufferedAmount > this.ctx.options.queueHardBytes) {
-        this.ctx.closeSession(this, 4004, 'slow consumer: outgoing queue over its hard limit');
+        this.ctx.closeSession(session, 4004, 'slow consumer: outgoing queue over its hard limit');
       }
       return;
     }
-    if (!this.batched || this.queuedBytes > this.ctx.options.queueSoftBytes) this.flush();
+    if (!session.batched || this.queuedBytes > this.ctx.options.queueSoftBytes) this.flush();
     else this.ctx.scheduleFlush(this);
   }
 
   /**
-   * Writes what is queued: one BATCH frame in mode `relay`, one frame per
+   * Writes what is queued: BATCH frames in mode `relay`, one frame per
    * message in `relay-faithful`. Holds back while the socket is over its soft bound.
    */
   flush() {
-    this.flushScheduled = false;
-    if (this.closed || this.queue.length === 0) return;
+    if (!this.active || this.session.closed || this.queue.length === 0) return;
     if (this.socket.readyState !== OPEN) return;
     if (this.socket.bufferedAmount > this.ctx.options.queueSoftBytes) {
       if (!this.blocked) {
@@ -132,28 +135,47 @@ export class Session {
     const stats = this.ctx.stats;
     for (const item of queue) {
       if (item.entry) {
-        item.entry.dest.set(this, now);
+        item.entry.dest.set(this.session, now);
         stats.updatesForwarded++;
       }
     }
     stats.messagesOut += queue.length;
-    if (this.batched && queue.length > 1) {
-      // A BATCH counts its messages in a u16: split very long queues.
-      for (let i = 0; i < queue.length; i += MAX_BATCH) {
-        const part = queue.slice(i, i + MAX_BATCH);
-        const frame = part.length === 1 ? frameOfBody(part[0].body) : encodeBatchOfBodies(part.map((item) => item.body));
-        stats.framesOut++;
-        stats.bytesOut += frame.length;
-        this.socket.send(frame);
+    if (this.session.batched && queue.length > 1) {
+      // A BATCH counts its messages in a u16, and on a data channel one
+      // frame should fit one packet: cut long queues into several frames.
+      let start = 0;
+      let size = 4;
+      for (let i = 0; i < queue.length; i++) {
+        const len = 2 + queue[i].body.length;
+        if (i > start && (i - start >= MAX_BATCH || size + len > this.maxFrameBytes)) {
+          this.write(queue, start, i);
+          start = i;
+          size = 4;
+        }
+        size += len;
       }
+      this.write(queue, start, queue.length);
     } else {
-      for (const item of queue) {
-        const frame = frameOfBody(item.body);
-        stats.framesOut++;
-        stats.bytesOut += frame.length;
-        this.socket.send(frame);
-      }
+      for (let i = 0; i < queue.length; i++) this.write(queue, i, i + 1);
     }
+  }
+
+  /**
+   * Sends queue[from..to) as one frame (a plain frame for one message).
+   * @param {OutItem[]} queue @param {number} from @param {number} to
+   */
+  write(queue, from, to) {
+    const frame = to - from === 1
+      ? frameOfBody(queue[from].body)
+      : encodeBatchOfBodies(queue.slice(from, to).map((item) => item.body));
+    const stats = this.ctx.stats;
+    stats.framesOut++;
+    stats.bytesOut += frame.length;
+    if (this.kind === 'dc') {
+      stats.udp.framesOut++;
+      stats.udp.bytesOut += frame.length;
+    }
+    this.socket.send(frame);
   }
 
   /** Builds the sender -> queue index used to replace stale poses. */
@@ -164,12 +186,92 @@ export class Session {
     });
   }
 
-  /** Queue entries whose updates will now never be delivered. */
+  /** Queue entries whose updates will now never be delivered; empties the queue. */
   takeQueuedEntries() {
     const entries = [];
     for (const item of this.queue) if (item.entry) entries.push(item.entry);
     this.queue = [];
     this.queuedBytes = 0;
+    this.queuedUpdateBySender.clear();
+    return entries;
+  }
+}
+
+/**
+ * A client connection. Created by the relay on upgrade; joins a group on HELLO.
+ */
+export class Session {
+  /**
+   * @param {SessionSocket} socket
+   * @param {import('./index.js').RelayContext} ctx
+   */
+  constructor(socket, ctx) {
+    this.socket = socket;
+    this.ctx = ctx;
+    /** Client id in its group (0 until joined). */
+    this.id = 0;
+    this.name = '';
+    /** @type {import('./groups.js').Group | null} */
+    this.group = null;
+    /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
+    this.batched = false;
+    this.membershipOnly = false;
+    /** relay-udp: updates and ACKs travel on a data channel (HELLO flag UDP). */
+    this.udp = false;
+    /**
+     * A fan-out destination, announced to the group. A relay-udp session is
+     * only ready while its data channel is open; every other session at join.
+     */
+    this.ready = false;
+    /** Updates this client sent that await ACKs, by seq. @type {Map<number, PendingUpdate>} */
+    this.pending = new Map();
+    /** The WebSocket's queue: everything, or for relay-udp the control messages. */
+    this.out = new Outbox(this, socket, { kind: 'ws' });
+    /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
+    this.dataOut = null;
+    this.closed = false;
+  }
+
+  /** The WebSocket's queued messages (tests look at it). */
+  get queue() { return this.out.queue; }
+
+  /** Whether any of its sockets is held back as a slow consumer. */
+  get blocked() { return this.out.blocked || Boolean(this.dataOut?.blocked); }
+
+  /**
+   * Queues a message body for this client, on the socket its type goes on.
+   * @param {Uint8Array} body
+   * @param {PendingUpdate | null} [entry]
+   */
+  push(body, entry = null) {
+    if (this.closed) {
+      if (entry) this.ctx.dropDestination(entry, this);
+      return;
+    }
+    if (this.udp && isDataPathType(body[0])) {
+      if (!this.dataOut) {
+        // No data channel right now: never a destination then, so only an
+        // ACK or ACKED_ALL can end up here, and it is lost like a packet.
+        if (entry) this.ctx.dropDestination(entry, this);
+        this.ctx.stats.udp.noChannelDrops++;
+        return;
+      }
+      this.dataOut.push(body, entry);
+      return;
+    }
+    this.out.push(body, entry);
+  }
+
+  /** Writes whatever its queues hold. */
+  flush() {
+    this.out.flush();
+    this.dataOut?.flush();
+  }
+
+  /** Queue entries whose updates will now never be delivered (all queues). */
+  takeQueuedEntries() {
+    const entries = this.out.takeQueuedEntries();
+    if (this.dataOut) entries.push(...this.dataOut.takeQueuedEntries());
     return entries;
   }
 }

@@ -87,6 +87,30 @@ export class RelayStats {
     this.rtsMax = 0;
     /** @type {Record<string, number>} sockets closed by the relay, by close code */
     this.closedByCode = {};
+    /** relay-udp: data channels, and the frames that went over them (also counted above). */
+    this.udp = {
+      offers: 0,
+      channelsOpened: 0,
+      channelsClosed: 0,
+      /** Peer connections given up before their channel opened (timeout, failure, replaced). */
+      setupFailures: 0,
+      framesIn: 0,
+      framesOut: 0,
+      bytesIn: 0,
+      bytesOut: 0,
+      /** Native sends that threw (the channel closed under us). */
+      sendErrors: 0,
+      /** ACKs and ACKED_ALLs for a session whose channel was not open: lost like packets. */
+      noChannelDrops: 0,
+      /** SIGNALs for an attempt that is no longer current. */
+      staleSignals: 0,
+      /** Remote candidates libdatachannel refused. */
+      badCandidates: 0,
+      /** Exceptions caught inside native callbacks (each would have aborted the process). */
+      callbackErrors: 0,
+      /** @type {Record<string, number>} peer connections taken down, by "setup|open: why" */
+      lost: {},
+    };
     this.cpu.reset();
   }
 
@@ -131,6 +155,7 @@ export class RelayStats {
       cpuPct: this.cpu.current,
       cpuPctMean: this.cpu.mean,
       closedByCode: { ...this.closedByCode },
+      udp: { ...this.udp, lost: { ...this.udp.lost } },
     };
   }
 

@@ -1,21 +1,43 @@
-// A load-generator thread: runs a slice of the simulated population as
-// Node clients on the shared client core (web/src/core) with the `ws`
-// WebSocket, and reports their stats. Driven by scripts/lab/sim.js.
+// A load generator: runs a slice of the simulated population as Node
+// clients on the shared client core (web/src/core) with the `ws` WebSocket
+// (and, for relay-udp, node-datachannel's RTCPeerConnection polyfill), and
+// reports their stats. Driven by scripts/lab/sim.js, as a worker thread or,
+// for relay-udp, as a child process: node-datachannel cannot live in worker
+// threads (a second worker that loads it crashes the process, and a worker
+// that used it never exits), so there the job comes in argv and the messages
+// go over the IPC channel.
 
-import { parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { CarClient } from '../../web/src/core/client.js';
 import { scriptedPose } from '../../web/src/core/path.js';
 import { createTransport } from '../../web/src/transport/index.js';
 
+const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number }} */
-const job = workerData;
-const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPort);
+const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
+/** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
+const port = inChildProcess
+  ? { on: (event, f) => { process.on(event, f); }, postMessage: (m) => { if (process.connected) /** @type {any} */ (process).send(m); } }
+  : /** @type {any} */ (parentPort);
 
 /** @type {CarClient[]} */
 const clients = [];
+
+/** WebRTC for relay-udp; loaded only when needed (a native module). */
+const nativeRtc = job.transport === 'relay-udp' ? await import('node-datachannel') : null;
+const RTCPeerConnection = nativeRtc ? (await import('node-datachannel/polyfill')).RTCPeerConnection : undefined;
+
+/** Closes every client and exits; open peer connections would keep the process alive. */
+function exit() {
+  for (const c of clients) c.close();
+  setTimeout(() => {
+    try { nativeRtc?.cleanup(); } catch { /* exiting anyway */ }
+    process.exit(0);
+  }, 100);
+}
 const groupOf = (i) => Math.floor(i / job.groupSize);
 const groupSizeOf = (g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
 
@@ -26,7 +48,7 @@ async function connectAll() {
     while (next < job.to) {
       const i = next++;
       const client = new CarClient({
-        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket }),
+        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket, RTCPeerConnection }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
         cycleMs: job.cycleMs,
@@ -72,11 +94,14 @@ port.on('message', async (m) => {
     while (Date.now() < end && clients.some((c) => c.cycle.outstanding)) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
     port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()) });
+  } else if (m.cmd === 'cpu') {
+    // only asked of child processes: in a worker thread this would be the whole process's
+    port.postMessage({ type: 'cpu', usage: process.cpuUsage() });
   } else if (m.cmd === 'close') {
-    for (const c of clients) c.close();
-    setTimeout(() => process.exit(0), 100);
+    exit();
   }
 });
+if (inChildProcess) process.on('disconnect', exit); // the runner died: do not linger
 
 connectAll().then(async () => {
   const end = Date.now() + 30000;

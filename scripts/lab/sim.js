@@ -1,5 +1,7 @@
 // Runs one sweep point of `carlab sim`: the server in a child process, the
-// population as Node clients in worker threads, then aggregation.
+// population as Node clients in worker threads (child processes for
+// relay-udp, whose native WebRTC module cannot live in worker threads), then
+// aggregation.
 
 import { fork } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
@@ -8,8 +10,53 @@ import { aggregateRun } from './aggregate.js';
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
 
+/**
+ * A load generator, as a worker thread or a child process (same messages).
+ * @typedef {object} Generator
+ * @property {(event: string, f: (...args: any[]) => void) => void} on
+ * @property {(event: string, f: (...args: any[]) => void) => void} off
+ * @property {(event: string, f: (...args: any[]) => void) => void} once
+ * @property {(m: any) => void} postMessage
+ * @property {() => void} terminate
+ * @property {boolean} isProcess
+ */
+
+/**
+ * Starts sim-worker.js on a job.
+ * @param {Record<string, any>} job
+ * @param {boolean} asProcess
+ * @returns {Generator}
+ */
+function startGenerator(job, asProcess) {
+  if (!asProcess) {
+    const w = new Worker(SIM_WORKER, { workerData: job });
+    return {
+      on: (e, f) => { w.on(e, f); }, off: (e, f) => { w.off(e, f); }, once: (e, f) => { w.once(e, f); },
+      postMessage: (m) => w.postMessage(m), terminate: () => { w.terminate(); }, isProcess: false,
+    };
+  }
+  const c = fork(SIM_WORKER, [JSON.stringify(job)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  return {
+    on: (e, f) => { c.on(e, f); }, off: (e, f) => { c.off(e, f); }, once: (e, f) => { c.once(e, f); },
+    postMessage: (m) => { if (c.connected) c.send(m); }, terminate: () => { c.kill('SIGKILL'); }, isProcess: true,
+  };
+}
+
+/**
+ * CPU time (user + system, µs) the child-process generators used so far.
+ * @param {Generator[]} generators
+ */
+async function childCpuMicros(generators) {
+  const usages = await Promise.all(generators.filter((g) => g.isProcess).map((g) => new Promise((resolve) => {
+    const onMessage = (/** @type {any} */ m) => { if (m.type === 'cpu') { g.off('message', onMessage); resolve(m.usage); } };
+    g.on('message', onMessage);
+    g.postMessage({ cmd: 'cpu' });
+  })));
+  return usages.reduce((sum, u) => sum + u.user + u.system, 0);
+}
+
 /** Transports the Node clients can run. */
-export const SIM_TRANSPORTS = Object.freeze(['relay', 'relay-faithful']);
+export const SIM_TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp']);
 
 /**
  * The system under test in its own process.
@@ -74,7 +121,9 @@ export async function runSimPoint(o) {
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
   const workerCount = Math.max(1, Math.min(o.workers ?? Math.min(2, Math.ceil(point.clients / 400)), point.clients));
   const runId = `sim${Date.now().toString(36)}`;
-  /** @type {Worker[]} */
+  // node-datachannel (relay-udp) only works in a process's main thread
+  const asProcesses = point.transport === 'relay-udp';
+  /** @type {Generator[]} */
   const workers = [];
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
   try {
@@ -83,13 +132,11 @@ export async function runSimPoint(o) {
     for (let w = 0; w < workerCount; w++) {
       const from = w * per;
       const to = Math.min(point.clients, from + per);
-      const worker = new Worker(SIM_WORKER, {
-        workerData: {
-          url: server.url, config, transport: point.transport, from, to, clients: point.clients,
-          groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
-          warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
-        },
-      });
+      const worker = startGenerator({
+        url: server.url, config, transport: point.transport, from, to, clients: point.clients,
+        groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
+        warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
+      }, asProcesses);
       workers.push(worker);
       worker.on('message', (m) => {
         if (m.type === 'progress') {
@@ -104,6 +151,7 @@ export async function runSimPoint(o) {
         };
         worker.on('message', onMessage);
         worker.once('error', reject);
+        worker.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before connecting`)));
       }));
     }
     o.onProgress?.({ phase: 'connecting', elapsedS: 0, rtMean: null, sent: 0 });
@@ -124,11 +172,13 @@ export async function runSimPoint(o) {
     await tick('warm-up', o.warmupS);
     await server.resetWindow();
     const cpuStart = process.cpuUsage();
+    const childCpuStart = asProcesses ? await childCpuMicros(workers) : 0;
     const windowStart = performance.now();
     // with --updates, run until every client sent them (bounded by the ACK timeout per update)
     await tick('measuring', o.updates > 0 ? (o.updates * point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS);
     const windowMs = performance.now() - windowStart;
     const cpuUsed = process.cpuUsage(cpuStart);
+    const childCpuUsed = asProcesses ? await childCpuMicros(workers) - childCpuStart : 0;
     const serverMetrics = await server.metrics();
     const stats = (await Promise.all(workers.map((w) => new Promise((resolve) => {
       const onMessage = (m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m.stats); } };
@@ -142,10 +192,14 @@ export async function runSimPoint(o) {
       relay,
       cpu: {
         server: relay.cpuPctMean,
-        clients: ((cpuUsed.user + cpuUsed.system) / 1000 / windowMs) * 100,
+        clients: ((cpuUsed.user + cpuUsed.system + childCpuUsed) / 1000 / windowMs) * 100,
       },
       extra: {
-        sim: { workers: workerCount, clientsPerProcess: point.clients },
+        sim: {
+          workers: workerCount,
+          generator: asProcesses ? 'process' : 'thread',
+          clientsPerProcess: asProcesses ? Math.ceil(point.clients / workerCount) : point.clients,
+        },
         durationS: Math.round(windowMs / 100) / 10,
         serverRssBytes: serverMetrics.rssBytes,
         stoppedEarly: Boolean(o.shouldStop?.()),

@@ -34,6 +34,12 @@ export const HelloFlag = Object.freeze({
   BATCHED: 1,
   /** Membership only: the client exchanges updates elsewhere (p2p), not via the relay. */
   MEMBERSHIP_ONLY: 2,
+  /**
+   * relay-udp: the client's UPDATEs and ACKs, and the relay's UPDATEs, ACKs and
+   * ACKED_ALLs to it, go over an unreliable WebRTC data channel to the relay,
+   * set up with SIGNAL on this WebSocket; the rest stays on the WebSocket.
+   */
+  UDP: 4,
 });
 
 /** UPDATE flag bits. */

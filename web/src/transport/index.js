@@ -3,9 +3,10 @@
 
 import { createRelayTransport } from './relay.js';
 import { createP2PTransport } from './p2p.js';
+import { createRelayUdpTransport } from './relay-udp.js';
 
 /** Transport names a client can pick, in the order the UI lists them. */
-export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'p2p', 'p2p-reliable']);
+export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp', 'p2p', 'p2p-reliable']);
 
 /**
  * @typedef {object} ServerConfig what the server publishes at /config.json
@@ -20,7 +21,9 @@ export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'p2p', 'p2p-
  * @property {ServerConfig} config
  * @property {any} [WebSocket] WebSocket constructor (Node: the `ws` package)
  * @property {any} [Peer] PeerJS Peer class (browsers only)
- * @property {number} [discardIncomingFraction] test knob of the p2p transports
+ * @property {any} [RTCPeerConnection] for relay-udp; default globalThis.RTCPeerConnection
+ *   (Node: `RTCPeerConnection` from 'node-datachannel/polyfill')
+ * @property {number} [discardIncomingFraction] test knob of the p2p and relay-udp transports
  */
 
 /**
@@ -36,6 +39,17 @@ export function createTransport(name, env) {
     case 'relay':
     case 'relay-faithful':
       return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket });
+    case 'relay-udp': {
+      const RTCPeerConnection = env.RTCPeerConnection ?? globalThis.RTCPeerConnection;
+      if (!RTCPeerConnection) throw new Error(`transport ${name} needs WebRTC (RTCPeerConnection)`);
+      return createRelayUdpTransport({
+        url: relayUrl,
+        iceServers: env.config.iceServers ?? [],
+        RTCPeerConnection,
+        WebSocket: env.WebSocket,
+        discardIncomingFraction: env.discardIncomingFraction,
+      });
+    }
     case 'p2p':
     case 'p2p-reliable':
       if (!env.Peer) throw new Error(`transport ${name} needs WebRTC (a browser)`);

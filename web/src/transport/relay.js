@@ -13,12 +13,14 @@ import { HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/proto
  *   transport exchanges updates elsewhere); sendUpdate/sendAck must not be used
  * @property {any} [WebSocket] WebSocket constructor, default globalThis.WebSocket
  * @property {() => number} [now] clock for arrival times, default performance.now
+ * @property {number} [extraFlags] more HELLO flags (relay-udp adds UDP)
+ * @property {(m: import('../core/protocol.js').SignalMsg) => void} [onSignal] SIGNALs from the relay (relay-udp)
  */
 
 /**
  * Creates a relay transport (implements core/client.js Transport).
  * @param {RelayTransportOptions} options
- * @returns {import('../core/client.js').Transport & { ws: any }}
+ * @returns {import('../core/client.js').Transport & { ws: any, sendSignal: (m: import('../core/protocol.js').SignalMsg) => void }}
  */
 export function createRelayTransport(options) {
   const WS = options.WebSocket ?? globalThis.WebSocket;
@@ -64,7 +66,8 @@ export function createRelayTransport(options) {
         ws.onopen = () => {
           ws.send(encode({
             type: MsgType.HELLO,
-            flags: (batched ? HelloFlag.BATCHED : 0) | (options.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : 0),
+            flags: (batched ? HelloFlag.BATCHED : 0) | (options.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : 0)
+              | (options.extraFlags ?? 0),
             clientId: join.clientId ?? 0,
             group: join.group,
             name: join.name,
@@ -90,6 +93,7 @@ export function createRelayTransport(options) {
               case MsgType.ACKED_ALL: handlers.onAckedAll(m); break;
               case MsgType.MEMBER_JOINED: handlers.onMemberJoined(m); break;
               case MsgType.MEMBER_LEFT: handlers.onMemberLeft(m.id); break;
+              case MsgType.SIGNAL: options.onSignal?.(m); break;
               default: break; // ERROR and others: informational
             }
           }
@@ -108,6 +112,7 @@ export function createRelayTransport(options) {
     sendUpdate(update) { send(update); },
     sendAck(sender, seq, acker) { send({ type: MsgType.ACK, sender, seq, acker }); },
     sendStats(stats) { send({ type: MsgType.STATS, clientId: stats.id ?? 0, stats }); },
+    sendSignal(m) { send(m); },
     channelInfo: () => ({ kind: 'websocket', ordered: true, maxRetransmits: null, maxPacketLifeTime: null, protocol: '' }),
     close() {
       flush();
