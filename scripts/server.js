@@ -53,6 +53,8 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
  * @property {number} [ackTimeoutMs] relay limit
  * @property {string[]} [allowedOrigins] WebSocket origins allowed by relay and signaling
  * @property {number} [closeTimeoutMs] bound on a graceful close(); default 5000
+ * @property {string[]} [extraUpgradePaths] upgrade paths (prefixes) other services attached to
+ *   this server will take, so the 404 listener leaves them alone (the lab's baselines)
  */
 
 /**
@@ -183,6 +185,7 @@ export async function createCarlabServer(options = {}) {
   // upgrade gets an answer instead of a socket left hanging.
   server.on('upgrade', (req, socket) => {
     if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath)) return;
+    if ((options.extraUpgradePaths ?? []).some((prefix) => rawPathOf(req.url ?? '/').startsWith(prefix))) return;
     socket.on('error', () => {});
     socket.once('finish', () => socket.destroy());
     socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nNot Found\n');

@@ -84,6 +84,12 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
   const streams = aggregateStreams(clients);
   const connected = clients.filter((c) => c.id > 0).length;
   const rts = relay && relay.rts && relay.rts.n > 0 ? { mean: relay.rts.mean, max: relay.rts.max, n: relay.rts.n } : null;
+  // Server CPU per update delivered to a neighbour, over the measured window:
+  // the unit of useful work, the same for every transport whatever its ACK scheme.
+  const windowS = typeof extra.durationS === 'number' ? extra.durationS : null;
+  const serverCpuUsPerUpdate = relay && typeof cpu.server === 'number' && windowS && relay.updatesForwarded > 0
+    ? (cpu.server / 100) * windowS * 1e6 / relay.updatesForwarded
+    : null;
   return {
     transport: point.transport,
     clients: point.clients,
@@ -95,6 +101,7 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
     rtWarmup,
     rts,
     cpu,
+    serverCpuUsPerUpdate,
     lossPct: streams.lossPct,
     ackLossPct: streams.ackLossPct,
     dups: streams.duplicates,
@@ -111,6 +118,7 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
     },
     relay: relay
       ? {
+        updatesForwarded: relay.updatesForwarded ?? null,
         droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesOut: relay.framesOut,
         messagesOut: relay.messagesOut, bytesIn: relay.bytesIn, bytesOut: relay.bytesOut, closedByCode: relay.closedByCode,
       }

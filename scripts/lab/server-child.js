@@ -3,9 +3,16 @@
 //   -> { cmd: 'reset' | 'metrics' | 'close', id }   <- { id, ... }
 
 import { createCarlabServer } from '../server.js';
+import { createSocketIoBaseline, createWsFloor } from '../../relay/baselines.js';
 
-const options = JSON.parse(process.argv[2] ?? '{}');
-const server = await createCarlabServer({ http: true, host: '127.0.0.1', port: 0, ...options });
+const { baselines: withBaselines, ...options } = JSON.parse(process.argv[2] ?? '{}');
+const server = await createCarlabServer({
+  http: true, host: '127.0.0.1', port: 0, ...options, extraUpgradePaths: withBaselines ? ['/floor', '/socket.io/'] : [],
+});
+// The lab's baselines share the port, so they are measured in the same process the same way.
+const baselines = withBaselines
+  ? { 'ws-floor': createWsFloor({ server: /** @type {any} */ (server.server) }), socketio: createSocketIoBaseline({ server: /** @type {any} */ (server.server) }) }
+  : {};
 /** @type {any} */ (process).send({ type: 'ready', url: server.url, pid: process.pid });
 
 process.on('message', async (/** @type {any} */ m) => {
@@ -13,13 +20,21 @@ process.on('message', async (/** @type {any} */ m) => {
   switch (m.cmd) {
     case 'reset':
       server.relay.resetWindow();
+      for (const b of Object.values(baselines)) b.resetWindow();
       reply({ ok: true });
       break;
     case 'metrics':
-      reply({ relay: server.relay.metrics(), rssBytes: process.memoryUsage().rss });
+      reply({
+        relay: server.relay.metrics(),
+        baselines: Object.fromEntries(Object.entries(baselines).map(([name, b]) => [name, b.metrics()])),
+        rssBytes: process.memoryUsage().rss,
+      });
       break;
     case 'close':
+      // Socket.IO closes the HTTP server it is attached to: close it last.
+      await baselines['ws-floor']?.close();
       await server.close();
+      await baselines.socketio?.close().catch(() => {});
       reply({ ok: true });
       process.exit(0);
       break;
@@ -28,3 +43,5 @@ process.on('message', async (/** @type {any} */ m) => {
   }
 });
 process.on('disconnect', () => process.exit(0)); // the runner died: do not linger
+// A terminal's Ctrl-C reaches the whole process group: the runner decides when to close us.
+process.on('SIGINT', () => {});

@@ -29,6 +29,8 @@ const clients = [];
 /** WebRTC for relay-udp; loaded only when needed (a native module). */
 const nativeRtc = job.transport === 'relay-udp' ? await import('node-datachannel') : null;
 const RTCPeerConnection = nativeRtc ? (await import('node-datachannel/polyfill')).RTCPeerConnection : undefined;
+/** socket.io-client for the Socket.IO baseline. */
+const io = job.transport === 'socketio' ? (await import('socket.io-client')).io : undefined;
 
 /** Closes every client and exits; open peer connections would keep the process alive. */
 function exit() {
@@ -48,7 +50,7 @@ async function connectAll() {
     while (next < job.to) {
       const i = next++;
       const client = new CarClient({
-        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket, RTCPeerConnection }),
+        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket, RTCPeerConnection, io }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
         cycleMs: job.cycleMs,

@@ -56,7 +56,10 @@ async function childCpuMicros(generators) {
 }
 
 /** Transports the Node clients can run. */
-export const SIM_TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp']);
+export const SIM_TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp', 'socketio', 'ws-floor']);
+
+/** Transports that are baselines, not carlab's relay (relay/baselines.js). */
+export const BASELINES = Object.freeze(['socketio', 'ws-floor']);
 
 /**
  * The system under test in its own process.
@@ -117,7 +120,7 @@ export async function startServerChild(serverOptions = {}) {
  */
 export async function runSimPoint(o) {
   const { point } = o;
-  const server = await startServerChild({ ackTimeoutMs: o.ackTimeoutMs });
+  const server = await startServerChild({ ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport) });
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
   const workerCount = Math.max(1, Math.min(o.workers ?? Math.min(2, Math.ceil(point.clients / 400)), point.clients));
   const runId = `sim${Date.now().toString(36)}`;
@@ -185,7 +188,8 @@ export async function runSimPoint(o) {
       w.on('message', onMessage);
       w.postMessage({ cmd: 'stop' });
     })))).flat();
-    const relay = serverMetrics.relay;
+    // the server's counters for the transport under test
+    const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
     return aggregateRun({
       point,
       clients: stats,

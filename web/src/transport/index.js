@@ -4,9 +4,13 @@
 import { createRelayTransport } from './relay.js';
 import { createP2PTransport } from './p2p.js';
 import { createRelayUdpTransport } from './relay-udp.js';
+import { createSocketIoTransport } from './socketio.js';
 
 /** Transport names a client can pick, in the order the UI lists them. */
 export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp', 'p2p', 'p2p-reliable']);
+
+/** The lab's baselines (relay/baselines.js): measured against the relay, not offered to users. */
+export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
 
 /**
  * @typedef {object} ServerConfig what the server publishes at /config.json
@@ -24,6 +28,7 @@ export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp',
  * @property {any} [RTCPeerConnection] for relay-udp; default globalThis.RTCPeerConnection
  *   (Node: `RTCPeerConnection` from 'node-datachannel/polyfill')
  * @property {number} [discardIncomingFraction] test knob of the p2p and relay-udp transports
+ * @property {any} [io] socket.io-client's `io`, for the socketio baseline
  */
 
 /**
@@ -36,6 +41,12 @@ export function createTransport(name, env) {
   const wsBase = `${base.protocol === 'https:' ? 'wss:' : 'ws:'}//${base.host}`;
   const relayUrl = `${wsBase}${env.config.relayPath ?? '/relay'}`;
   switch (name) {
+    case 'ws-floor':
+      // the bare forwarder speaks the frames with relay-faithful semantics
+      return createRelayTransport({ url: `${wsBase}/floor`, batched: false, WebSocket: env.WebSocket, name });
+    case 'socketio':
+      if (!env.io) throw new Error('transport socketio needs socket.io-client');
+      return createSocketIoTransport({ url: base.origin, io: env.io });
     case 'relay':
     case 'relay-faithful':
       return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket });

@@ -11,6 +11,7 @@ import { HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/proto
  *   false = `relay-faithful` (one frame per message, every ACK forwarded)
  * @property {boolean} [membershipOnly] join for membership only (the p2p
  *   transport exchanges updates elsewhere); sendUpdate/sendAck must not be used
+ * @property {string} [name] transport name to report (default from `batched`)
  * @property {any} [WebSocket] WebSocket constructor, default globalThis.WebSocket
  * @property {() => number} [now] clock for arrival times, default performance.now
  * @property {number} [extraFlags] more HELLO flags (relay-udp adds UDP)
@@ -56,7 +57,7 @@ export function createRelayTransport(options) {
   };
 
   return {
-    name: batched ? 'relay' : 'relay-faithful',
+    name: options.name ?? (batched ? 'relay' : 'relay-faithful'),
     get ws() { return ws; },
     connect(join, handlers) {
       return new Promise((resolve, reject) => {
