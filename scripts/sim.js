@@ -20,6 +20,10 @@ Transports: ${SIM_TRANSPORTS.join(', ')}
 ${LAB_FLAGS_HELP}
   --workers N          load-generator threads (default: 1 per 400 clients, at most 2)
 
+Presets:
+  car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
+                       5, 10, 20, 25 x cycles 167, 698 ms: the CAR server study's tables
+
 Example:
   carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim`;
 }
@@ -29,6 +33,15 @@ export const simCommand = {
   name: 'sim',
   transports: SIM_TRANSPORTS,
   defaults: { transport: 'relay', clients: '100', group: '5', duration: '20', warmup: '3' },
+  presets: {
+    // The CAR server study's sweep: TCP (relay-faithful), TCP-select improved
+    // (relay) and UDP (relay-udp) servers, 100..1000 phones, groups 5..25,
+    // fast and slow phones. 240 points: hours at the default duration.
+    'car-paper': {
+      transport: 'relay-faithful,relay,relay-udp', clients: '100..1000:100', group: '5,10,20,25',
+      cycle: '167,698', duration: '20', warmup: '3',
+    },
+  },
   extraFlags: { workers: { type: 'string' } },
   help: simHelp,
   validate(o) {

@@ -13,6 +13,7 @@ import { renderTables, writeResults } from './output.js';
  * @property {string} name 'sim' | 'bench'
  * @property {readonly string[]} transports
  * @property {Record<string, string>} defaults flag defaults
+ * @property {Record<string, Record<string, string>>} [presets] named flag sets for --preset
  * @property {Record<string, { type: 'string' | 'boolean', default?: any }>} [extraFlags]
  * @property {() => string} help
  * @property {(options: any) => string | null} [validate] extra checks; returns an error message
@@ -33,7 +34,9 @@ import { renderTables, writeResults } from './output.js';
 export async function runLabCommand(command, argv, io = {}) {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  const parsed = parseLabFlags(argv, { transports: command.transports, defaults: command.defaults, extra: command.extraFlags });
+  const parsed = parseLabFlags(argv, {
+    transports: command.transports, defaults: command.defaults, presets: command.presets, extra: command.extraFlags,
+  });
   if (parsed.kind === 'help') {
     stdout.write(`${command.help()}\n`);
     return 0;

@@ -126,7 +126,9 @@ export function expandSweep(lists) {
  * Parses the shared lab flags plus command-specific ones.
  * @param {string[]} argv
  * @param {{ transports: readonly string[], defaults: Record<string, string>,
+ *   presets?: Record<string, Record<string, string>>,
  *   extra?: Record<string, { type: 'string' | 'boolean', default?: any }> }} spec
+ *   presets: named sets of flag values (e.g. the paper's sweep); explicit flags override them
  * @returns {{ kind: 'help' } | { kind: 'error', error: UsageError } | { kind: 'options', options: any }}
  */
 export function parseLabFlags(argv, spec) {
@@ -137,14 +139,16 @@ export function parseLabFlags(argv, spec) {
       strict: true,
       allowPositionals: false,
       options: {
-        transport: { type: 'string', default: spec.defaults.transport },
-        clients: { type: 'string', default: spec.defaults.clients },
-        group: { type: 'string', default: spec.defaults.group },
-        cycle: { type: 'string', default: spec.defaults.cycle ?? '167' },
-        duration: { type: 'string', default: spec.defaults.duration ?? '30' },
-        updates: { type: 'string', default: '0' },
-        warmup: { type: 'string', default: spec.defaults.warmup ?? '3' },
-        'ack-timeout': { type: 'string', default: '20000' },
+        // no parseArgs defaults: explicit flags win over a --preset, which wins over the defaults
+        transport: { type: 'string' },
+        clients: { type: 'string' },
+        group: { type: 'string' },
+        cycle: { type: 'string' },
+        duration: { type: 'string' },
+        updates: { type: 'string' },
+        warmup: { type: 'string' },
+        'ack-timeout': { type: 'string' },
+        preset: { type: 'string' },
         out: { type: 'string' },
         'fail-if': { type: 'string' },
         url: { type: 'string' },
@@ -156,9 +160,16 @@ export function parseLabFlags(argv, spec) {
   } catch (err) {
     return { kind: 'error', error: new UsageError(/** @type {Error} */ (err).message) };
   }
-  const v = parsed.values;
+  const v = /** @type {Record<string, any>} */ (parsed.values);
   if (v.help) return { kind: 'help' };
   try {
+    if (v.preset !== undefined && !spec.presets?.[v.preset]) {
+      const known = Object.keys(spec.presets ?? {});
+      throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
+    }
+    const preset = v.preset ? spec.presets[v.preset] : {};
+    const fallback = { cycle: '167', duration: '30', warmup: '3', updates: '0', 'ack-timeout': '20000', ...spec.defaults, ...preset };
+    for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
     const num = (name, min = 0) => {
       const n = Number(v[name]);
       if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name}: "${v[name]}" is not a number >= ${min}`);
@@ -177,6 +188,7 @@ export function parseLabFlags(argv, spec) {
       failIf: v['fail-if'] ? parseFailIf(/** @type {string} */ (v['fail-if'])) : [],
       url: v.url ?? null,
       progress: !v['no-progress'],
+      preset: v.preset ?? null,
       values: v,
     };
     if (options.url) {
@@ -200,6 +212,7 @@ Each point:
   --updates N          or: stop each client after N updates (0 = use --duration)
   --warmup S           seconds before measuring; warm-up RTs are reported apart (default 3)
   --ack-timeout MS     give up on missing ACKs after this long (default 20000, as in the paper)
+  --preset NAME        a named sweep (flags given explicitly override it)
 Output:
   --out DIR            write DIR/results.json, results.csv, tables.md, report.html
   --fail-if EXPR       exit 1 if any run breaks a condition, e.g. "rt.mean>250,lossPct>2"

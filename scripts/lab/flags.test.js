@@ -56,3 +56,16 @@ test('parseLabFlags: defaults, values, help, and errors as results', () => {
     assert.ok(r.error.message.length > 0);
   }
 });
+
+test('--preset fills the sweep; explicit flags override it; unknown presets are errors', () => {
+  const presets = { paper: { transport: 'relay,p2p', clients: '100..300:100', group: '5,25', cycle: '167,698' } };
+  const r = /** @type {any} */ (parseLabFlags(['--preset', 'paper', '--group', '10'], { ...spec, presets }));
+  assert.equal(r.kind, 'options');
+  assert.deepEqual(r.options.transports, ['relay', 'p2p']);
+  assert.deepEqual(r.options.clients, [100, 200, 300]);
+  assert.deepEqual(r.options.groups, [10]);
+  assert.deepEqual(r.options.cycles, [167, 698]);
+  const bad = /** @type {any} */ (parseLabFlags(['--preset', 'nope'], { ...spec, presets }));
+  assert.equal(bad.kind, 'error');
+  assert.match(bad.error.message, /--preset: unknown "nope" \(one of paper\)/);
+});
