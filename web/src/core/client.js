@@ -25,6 +25,9 @@ import { ReceiveStream, summarize } from './metrics.js';
  * @property {string} [token]
  *
  * @typedef {object} TransportHandlers
+ * @property {(m: import('./protocol.js').WelcomeMsg) => void} [onWelcome] call synchronously on
+ *   WELCOME, before any later message of the same frame, so a MEMBER_LEFT batched behind it
+ *   cannot be applied before the members it removes were added
  * @property {(m: import('./protocol.js').UpdateMsg, arrivalTime: number) => void} onUpdate
  * @property {(m: import('./protocol.js').AckMsg) => void} onAck
  * @property {(m: import('./protocol.js').AckedAllMsg) => void} onAckedAll
@@ -77,6 +80,13 @@ export class CarClient {
     this.object = { pose: /** @type {import('./protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]), version: 0, owner: 0 };
     /** Object pose to send with the next update, set when the user moved it. */
     this.objectDirty = false;
+    /**
+     * Updates that arrive in the same frame as the WELCOME (a relay BATCH),
+     * before our id is known: applied right after connect(), so their ACKs
+     * carry our id instead of 0 (which the relay rejects as spoofed).
+     * @type {[import('./protocol.js').UpdateMsg, number][] | null}
+     */
+    this.early = [];
     this.connected = false;
     /** @type {{ code: number, reason: string } | null} */
     this.closedWith = null;
@@ -107,6 +117,7 @@ export class CarClient {
     const welcome = await this.transport.connect(
       { group: this.options.group, name: this.options.name, clientId: this.options.clientId, token: this.options.token },
       {
+        onWelcome: (w) => this.welcome(w),
         onUpdate: (m, arrivalTime) => this.receiveUpdate(m, arrivalTime),
         onAck: (m) => { if (m.sender === this.id) this.cycle.ack(m.acker, m.seq); },
         onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq, m.dropped); },
@@ -120,9 +131,11 @@ export class CarClient {
         },
       },
     );
-    this.id = welcome.clientId;
-    for (const m of welcome.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+    this.welcome(welcome); // idempotent: transports that called onWelcome already did this
     this.connected = true;
+    const early = this.early ?? [];
+    this.early = null;
+    for (const [m, arrivalTime] of early) this.receiveUpdate(m, arrivalTime);
     return welcome;
   }
 
@@ -142,6 +155,16 @@ export class CarClient {
   close() {
     this.cycle.stop();
     this.transport.close();
+  }
+
+  /**
+   * Takes in the server's WELCOME: our id and the members already there.
+   * @param {import('./protocol.js').WelcomeMsg} w
+   */
+  welcome(w) {
+    if (this.id === w.clientId) return;
+    this.id = w.clientId;
+    for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
   }
 
   /** @param {number} id @param {string} name */
@@ -180,6 +203,10 @@ export class CarClient {
    * @param {number} arrivalTime
    */
   receiveUpdate(m, arrivalTime) {
+    if (this.early) {
+      this.early.push([m, arrivalTime]);
+      return;
+    }
     if (m.sender === this.id) return;
     let stream = this.streams.get(m.sender);
     if (!stream) {

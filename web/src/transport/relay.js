@@ -87,6 +87,7 @@ export function createRelayTransport(options) {
             switch (m.type) {
               case MsgType.WELCOME:
                 welcomed = true;
+                handlers.onWelcome?.(m);
                 resolve(m);
                 break;
               case MsgType.UPDATE: handlers.onUpdate(m, arrival); break;
