@@ -2,7 +2,18 @@
 // aggregation, and RTS. This is the relay's one place for group logic; the
 // WebRTC relay (relay-udp) reuses it through the same Session interface.
 
-import { MsgType, encode } from '../web/src/core/protocol.js';
+import { CloseCode, MsgType, encode } from '../web/src/core/protocol.js';
+
+/**
+ * Compares tokens in time independent of where they differ.
+ * @param {string} a @param {string} b
+ */
+function sameToken(a, b) {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
 
 /** @typedef {import('./session.js').Session} Session */
 /** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
@@ -11,9 +22,10 @@ import { MsgType, encode } from '../web/src/core/protocol.js';
  * One working group: the members that exchange updates with each other.
  */
 export class Group {
-  /** @param {string} key */
-  constructor(key) {
+  /** @param {string} key @param {string} [token] access token set by the first member */
+  constructor(key, token = '') {
     this.key = key;
+    this.token = token;
     /** @type {Map<number, Session>} */
     this.members = new Map();
   }
@@ -37,20 +49,26 @@ export class GroupRegistry {
    * @param {Session} session
    * @param {string} name group name from HELLO
    * @param {number} requestedId 0 = assign one
-   * @returns {string | null} an error reason, or null on success
+   * @param {string} [token] access token from HELLO
+   * @returns {[number, string] | null} a close code and reason, or null on success
    */
-  join(session, name, requestedId) {
+  join(session, name, requestedId, token = '') {
     const key = (session.membershipOnly ? 'm:' : 'r:') + name;
     let group = this.groups.get(key);
     if (!group) {
-      group = new Group(key);
+      // The first member sets the group's access token (empty: an open group);
+      // it lives as long as the group has members.
+      group = new Group(key, token);
       this.groups.set(key, group);
+    } else if (group.token !== '' && !sameToken(group.token, token)) {
+      return [CloseCode.FORBIDDEN, 'wrong or missing access token for this group'];
     }
     let id = requestedId;
     if (id === 0) {
       do id = this.nextId++ >>> 0; while (id === 0 || group.members.has(id));
     } else if (group.members.has(id)) {
-      return `client id ${id} is taken in group ${name}`;
+      if (group.members.size === 0) this.groups.delete(key);
+      return [CloseCode.ID_TAKEN, `client id ${id} is taken in group ${name}`];
     }
     session.id = id;
     session.group = group;

@@ -23,6 +23,9 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  *   default: same origin as the Host header (clients without Origin, like
  *   Node clients, are allowed); ['*'] allows any
  * @property {number} [closeTimeoutMs] bound on graceful shutdown
+ * @property {number} [maxMessagesPerSecond] per-socket message rate (token bucket refill);
+ *   a client above it is closed with 4005 (messages inside a BATCH count one by one)
+ * @property {number} [maxMessagesBurst] the bucket's size
  * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
  */
 
@@ -34,6 +37,10 @@ export const RELAY_DEFAULTS = Object.freeze({
   queueHardBytes: 4 * 1024 * 1024,
   ackTimeoutMs: 20000,
   closeTimeoutMs: 3000,
+  // A client in a group of 25 sends ~150 messages/s (an update and 24 ACKs per
+  // 167 ms cycle); the bucket leaves room for groups of 100+ and for bursts.
+  maxMessagesPerSecond: 2000,
+  maxMessagesBurst: 4000,
 });
 
 /**
@@ -185,6 +192,10 @@ export function createRelay(options = {}) {
       return;
     }
     const messages = msg.type === MsgType.BATCH ? msg.messages : [msg];
+    if (!s.rate.take(messages.length)) {
+      ctx.closeSession(s, CloseCode.RATE_LIMITED, `over ${opts.maxMessagesPerSecond} messages/s`);
+      return;
+    }
     for (const m of messages) {
       stats.messagesIn++;
       const problem = onMessage(s, /** @type {any} */ (m), source);
@@ -213,8 +224,8 @@ export function createRelay(options = {}) {
       s.udp = (m.flags & HelloFlag.UDP) !== 0;
       if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
       if (s.udp && !udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${udp.unavailableReason}`];
-      const err = groups.join(s, m.group, m.clientId);
-      return err ? [CloseCode.ID_TAKEN, err] : null;
+      const err = groups.join(s, m.group, m.clientId, m.token);
+      return err;
     }
     if (!s.group) return [CloseCode.NOT_JOINED, `${typeNameOf(m.type)} before HELLO`];
     switch (m.type) {

@@ -242,7 +242,8 @@ describe('membership', () => {
 
 describe('slow consumers', () => {
   test('a client that stops reading gets its stale poses replaced, then is closed past the hard limit', async () => {
-    const env = await startRelay({ queueSoftBytes: 4096, queueHardBytes: 256 * 1024 });
+    // floods far past the default rate limit on purpose
+    const env = await startRelay({ queueSoftBytes: 4096, queueHardBytes: 256 * 1024, maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9 });
     const slow = await rawClient(env.url, 's', 'slow', 0); // faithful: every ACK is forwarded to it
     const senders = [await rawClient(env.url, 's', 'a', 1, true), await rawClient(env.url, 's', 'b', 1, true)];
     /** @type {any} */ (slow.ws)._socket.pause(); // stops reading: the kernel buffers fill up
@@ -282,5 +283,66 @@ describe('slow consumers', () => {
     for (const s of senders) s.ws.close();
     slow.ws.terminate();
     await env.stop();
+  });
+});
+
+describe('security', () => {
+  test('a client over the message-rate limit is closed with 4005; its group goes on', async () => {
+    const env = await startRelay({ maxMessagesPerSecond: 100, maxMessagesBurst: 200 });
+    const good = await rawClient(env.url, 'rate', 'good', 1, true);
+    const flooder = await rawClient(env.url, 'rate', 'flood', 1, true);
+    const acks = [];
+    for (let i = 0; i < 300; i++) acks.push({ type: MsgType.ACK, sender: good.id, seq: i + 1, acker: flooder.id });
+    flooder.ws.send(encode({ type: MsgType.BATCH, messages: acks }));
+    const closed = /** @type {any} */ (await flooder.closed);
+    assert.equal(closed.code, CloseCode.RATE_LIMITED);
+    assert.equal(good.ws.readyState, WebSocket.OPEN);
+    good.ws.close();
+    await env.stop();
+  });
+
+  test('the first member sets the group token; a wrong or missing token gets 4006', async () => {
+    const env = await startRelay();
+    const hello = (token) => encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group: 'locked', name: 'x', token });
+    const join = async (token) => {
+      const ws = new WebSocket(env.url);
+      await once(ws, 'open');
+      ws.send(hello(token));
+      const first = await Promise.race([once(ws, 'message').then(([d]) => decode(/** @type {Buffer} */ (d))), once(ws, 'close').then(([code]) => code)]);
+      return { ws, first };
+    };
+    const owner = await join('s3cret');
+    assert.equal(/** @type {any} */ (owner.first).type, MsgType.WELCOME);
+    assert.equal((await join('wrong')).first, CloseCode.FORBIDDEN);
+    assert.equal((await join('')).first, CloseCode.FORBIDDEN);
+    const friend = await join('s3cret');
+    assert.equal(/** @type {any} */ (friend.first).type, MsgType.WELCOME);
+    owner.ws.close(); friend.ws.close();
+    await until(() => env.relay.groups.groups.size === 0);
+    // an emptied group forgets its token
+    const next = await join('');
+    assert.equal(/** @type {any} */ (next.first).type, MsgType.WELCOME);
+    next.ws.close();
+    await env.stop();
+  });
+
+  test('browser Origins: same-origin by default, an allow-list, 403 otherwise; no Origin (Node) is fine', async () => {
+    const open = (url, origin) => new Promise((resolve) => {
+      const ws = new WebSocket(url, origin ? { origin } : {});
+      ws.on('open', () => { ws.close(); resolve('open'); });
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode));
+      ws.on('error', () => {});
+    });
+    const env = await startRelay();
+    const host = new URL(env.url).host;
+    assert.equal(await open(env.url, `http://${host}`), 'open');
+    assert.equal(await open(env.url, 'http://evil.example'), 403);
+    assert.equal(await open(env.url, 'null'), 403);
+    assert.equal(await open(env.url), 'open');
+    await env.stop();
+    const listed = await startRelay({ allowedOrigins: ['https://phone.example'] });
+    assert.equal(await open(listed.url, 'https://phone.example'), 'open');
+    assert.equal(await open(listed.url, 'https://other.example'), 403);
+    await listed.stop();
   });
 });

@@ -22,6 +22,29 @@ import { MsgType, encodeBatchOfBodies, frameOfBody } from '../web/src/core/proto
  * @property {PendingUpdate | null} entry set for UPDATEs
  */
 
+/**
+ * A token bucket: `rate` tokens per second, at most `burst` saved up.
+ */
+export class TokenBucket {
+  /** @param {number} rate @param {number} burst */
+  constructor(rate, burst) {
+    this.rate = rate;
+    this.burst = burst;
+    this.tokens = burst;
+    this.at = performance.now();
+  }
+
+  /** Takes n tokens; false if there are not enough (nothing is taken then). @param {number} n */
+  take(n) {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.rate);
+    this.at = now;
+    if (this.tokens < n) return false;
+    this.tokens -= n;
+    return true;
+  }
+}
+
 /** Most messages the relay puts in one BATCH frame (the count is a u16). */
 export const MAX_BATCH = 4096;
 
@@ -230,6 +253,8 @@ export class Session {
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
     this.dataOut = null;
     this.closed = false;
+    /** Per-socket message rate limit. */
+    this.rate = new TokenBucket(ctx.options.maxMessagesPerSecond, ctx.options.maxMessagesBurst);
   }
 
   /** The WebSocket's queued messages (tests look at it). */
