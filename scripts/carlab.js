@@ -38,10 +38,10 @@ export const COMMANDS = Object.freeze({
   start: { summary: 'serve the AR app, relay and PeerJS signaling on one HTTPS port', load: () => import('./start.js') },
   bench: { summary: 'measure transports with a fleet of headless browsers', load: () => import('./bench.js') },
   sim: { summary: 'measure transports with lightweight Node clients at scale', load: () => import('./sim.js') },
-  browsers: { summary: 'compare Chrome and Firefox: the WebRTC-on-mobile study', load: null },
+  browsers: { summary: 'compare Chrome and Firefox: the WebRTC-on-mobile study', load: () => import('./browsers.js') },
   report: { summary: 'render results.json into tables and charts', load: () => import('./report.js') },
-  markers: { summary: 'generate the marker pattern and camera parameters', load: null },
-  video: { summary: 'make the fake-camera .y4m video for headless browsers', load: null },
+  markers: { summary: 'generate the marker pattern and camera parameters', load: () => import('./markers.js') },
+  video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('./video.js') },
 });
 
 /**

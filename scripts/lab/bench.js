@@ -36,7 +36,8 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
 async function launchBrowser(name) {
   const type = name === 'firefox' ? firefox : chromium;
   const options = name === 'firefox' ? firefoxLaunchOptions() : chromiumLaunchOptions();
-  const server = await type.launchServer(/** @type {any} */ (options));
+  // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
+  const server = await type.launchServer(/** @type {any} */ ({ ...options, handleSIGINT: false }));
   const browser = await type.connect(server.wsEndpoint());
   return { name, server, browser, pid: /** @type {number} */ (server.process().pid) };
 }

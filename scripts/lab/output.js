@@ -12,6 +12,8 @@
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
+import { isLabRun, renderExperimentTables } from './browsers/tables.js';
+
 /** Mean RT above which a population is not supported (DESIGN "Supported clients"). */
 export const RT_LIMIT_MS = 250;
 
@@ -55,7 +57,9 @@ export const NONE = '–';
  * @property {number | null} [reorders]
  * @property {number | null} [jitterMs]
  * @property {Record<string, Stats | null> | null} [setupMs]
- * @property {{ ordered?: boolean | null, maxRetransmits?: number | null } | null} [channel]
+ * @property {{ ordered?: boolean | null, maxRetransmits?: number | null, mixed?: any[] } | null} [channel]
+ *   `{ mixed: [...] }` when the clients' channels disagreed
+ * @property {string} [error] why the run failed (the runners keep the point and its error)
  */
 
 /**
@@ -124,6 +128,8 @@ export function fmt(value, digits = 0) {
 export function isUnreliable(run) {
   const channel = isObject(run?.channel) ? run.channel : null;
   if (channel?.maxRetransmits === 0) return true;
+  // Clients that disagree (`{ mixed: [...] }`): unreliable if any channel was.
+  if (Array.isArray(channel?.mixed) && channel.mixed.some((entry) => entry?.maxRetransmits === 0)) return true;
   if (run?.transport === 'relay-udp') return true;
   return channel === null && run?.transport === 'p2p';
 }
@@ -320,6 +326,13 @@ export const SUPPORTED_LEGEND =
  */
 export function renderTables(results) {
   const runs = runsOf(results);
+  if (runs.some(isLabRun)) {
+    // `carlab browsers`: its experiments' tables, then the CAR tables of its `car` runs.
+    const carRuns = runs.filter((run) => !isLabRun(run));
+    const parts = [renderExperimentTables(runs)];
+    if (carRuns.length) parts.push(renderTables({ ...results, runs: carRuns }));
+    return parts.join('\n');
+  }
   const out = ['## Response time, CPU and loss', ''];
   if (runs.length === 0) {
     out.push('_No runs._', '');
@@ -329,6 +342,8 @@ export function renderTables(results) {
   for (const table of runTables(results)) {
     out.push(`### ${mdText(table.title)}`, '');
     out.push(markdownTable(TABLE_COLUMNS, table.runs.map(tableRow), TABLE_COLUMNS.map(() => 'right')));
+    const failed = table.runs.filter((run) => run.error);
+    if (failed.length) out.push('', ...failed.map((run) => `- ${fmt(run.clients)} clients failed: ${mdText(run.error)}`));
     out.push('');
   }
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
@@ -395,6 +410,7 @@ export function renderSummaryLine(run) {
     `group ${fmt(r.group)}`,
     `${fmt(r.cycleMs)} ms`,
   ];
+  if (r.error) return `${head.join(' · ')} · failed: ${mdText(r.error)}`;
   const rt = r.rt ?? {};
   const rtDetail = [
     num(rt.p95) !== null ? `p95 ${fmt(rt.p95)}` : '',

@@ -94,6 +94,9 @@ describe('isUnreliable', () => {
     assert.equal(isUnreliable(makeRun({ transport: 'relay' })), false);
     // p2p without a reported channel is still the unreliable mesh.
     assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: null })), true);
+    // Clients that disagree: unreliable if any channel was.
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: { mixed: [{ maxRetransmits: null }, { maxRetransmits: 0 }] } })), true);
+    assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: { mixed: [{ maxRetransmits: null }] } })), false);
     // ...but a channel read back as reliable wins.
     assert.equal(isUnreliable(makeRun({ transport: 'p2p', channel: { ordered: false, maxRetransmits: null } })), false);
   });
@@ -220,6 +223,13 @@ describe('renderTables', () => {
     assert.match(renderTables({ runs: [] }), /_No runs\._/);
   });
 
+  test('failed runs keep their row and their reason', () => {
+    const md = renderTables({ runs: [makeRun(), makeRun({ clients: 700, rt: undefined, cpu: undefined, rts: undefined, lossPct: undefined, error: 'relay did not start' })] });
+    assert.match(md, /^\| +700 \| +– \| +– \| +– \| +– \| +– \|$/m);
+    assert.match(md, /^- 700 clients failed: relay did not start$/m);
+    assert.match(md, /\| 100–700 \| +100 \|$/m);
+  });
+
   test('runTables groups runs with a null group or cycle last', () => {
     const tables = runTables({ runs: [makeRun({ group: null }), makeRun(), makeRun({ group: 5 }), makeRun({ transport: 'zeta' }), makeRun({ transport: 'p2p' })] });
     assert.deepEqual(tables.map((t) => t.title), [
@@ -321,6 +331,10 @@ describe('renderSummaryLine', () => {
     assert.match(line, /^p2p \(firefox 140\) /);
     assert.match(line, /setup signaling 12, peer 150 ms/);
     assert.match(line, /over limit \(RT ≥ 250 ms or loss ≥ 2 %\)$/);
+    assert.equal(
+      renderSummaryLine(/** @type {any} */ ({ transport: 'relay', clients: 700, group: 25, cycleMs: 167, sim: {}, error: 'boom' })),
+      'relay (sim) 700 clients · group 25 · 167 ms · failed: boom',
+    );
     assert.match(renderSummaryLine(/** @type {any} */ ({ transport: 'relay' })), /^relay – clients · group – · – ms · RT – ± – ms · loss – %/);
   });
 });

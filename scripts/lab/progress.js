@@ -3,7 +3,8 @@
 import cliProgress from 'cli-progress';
 
 /**
- * @param {{ enabled: boolean, totalSeconds: number, stream?: NodeJS.WriteStream }} o
+ * @param {{ enabled: boolean, totalSeconds: number, stream?: NodeJS.WriteStream,
+ *   metric?: { label: string, unit: string } }} o metric: what the live value is (default RT in ms)
  */
 export function createProgress(o) {
   const stream = o.stream ?? process.stderr;
@@ -17,7 +18,8 @@ export function createProgress(o) {
     };
   }
   const bar = new cliProgress.SingleBar({
-    format: '{bar} {percentage}% | {elapsedFmt} elapsed, ETA {eta_formatted} | {point} | {phase} | RT {rt} ms',
+    format: `{bar} {percentage}% | {elapsedFmt} elapsed, ETA {eta_formatted} | {point} | {phase}${
+      o.metric ? (o.metric.label ? ` | ${o.metric.label} {rt}${o.metric.unit}` : '') : ' | RT {rt} ms'}`,
     barsize: 24,
     hideCursor: true,
     stream,

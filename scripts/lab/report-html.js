@@ -15,6 +15,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
+import { experimentReport } from './browsers/report-section.js';
+import { isLabRun } from './browsers/tables.js';
 import {
   LOSS_LIMIT_PCT,
   NONE,
@@ -424,6 +426,47 @@ function lossChart(runs, cycleMs, colors, many) {
   };
 }
 
+/** Names of the peer setup milestones the runners report under setupMs.phases. */
+const PHASE_NAMES = { offerAnswerMs: 'offer/answer', iceConnectedMs: 'ICE connected', dtlsConnectedMs: 'DTLS connected', channelOpenMs: 'channel open' };
+
+/**
+ * Whether a value is a statistics object with something to plot.
+ *
+ * @param {unknown} value
+ * @returns {value is Record<string, any>}
+ */
+function isStats(value) {
+  return Boolean(value) && typeof value === 'object' && ['p50', 'p95', 'mean', 'max'].some((key) => num(value[key]) !== null);
+}
+
+/**
+ * The setup delays of a run in timeline order: signaling, the peer setup
+ * milestones (offer/answer, ICE, DTLS) when reported, peer setup (channel
+ * open), then any other delay statistics. Non-delay parts (candidate types,
+ * setup bytes) are left out.
+ *
+ * @param {unknown} setupMs a run's setupMs
+ * @returns {[string, Record<string, any>][]}
+ */
+export function setupPhases(setupMs) {
+  if (!setupMs || typeof setupMs !== 'object') return [];
+  const setup = /** @type {Record<string, any>} */ (setupMs);
+  const phases = setup.phases && typeof setup.phases === 'object' ? setup.phases : {};
+  /** @type {[string, Record<string, any>][]} */
+  const out = [];
+  if (isStats(setup.signaling)) out.push(['signaling', setup.signaling]);
+  for (const key of ['offerAnswerMs', 'iceConnectedMs', 'dtlsConnectedMs']) if (isStats(phases[key])) out.push([PHASE_NAMES[key], phases[key]]);
+  if (isStats(setup.peer)) out.push([Object.keys(phases).length ? 'peer (channel open)' : 'peer', setup.peer]);
+  else if (isStats(phases.channelOpenMs)) out.push([PHASE_NAMES.channelOpenMs, phases.channelOpenMs]);
+  for (const [key, value] of Object.entries(setup)) {
+    if (!['signaling', 'peer', 'phases', 'setupBytes'].includes(key) && isStats(value)) out.push([key, value]);
+  }
+  for (const [key, value] of Object.entries(phases)) {
+    if (!Object.hasOwn(PHASE_NAMES, key) && isStats(value)) out.push([key.replace(/Ms$/, ''), value]);
+  }
+  return out;
+}
+
 /**
  * Setup delay per phase (signaling, peer, and any other phase a run
  * reports): a box from p50 to p95 with mean and max marks.
@@ -432,23 +475,14 @@ function lossChart(runs, cycleMs, colors, many) {
  * @returns {Omit<ChartSpec, 'id' | 'kind'> | null}
  */
 function setupChart(runs) {
-  const setupRuns = runs.filter((run) => run.setupMs && typeof run.setupMs === 'object');
+  const setupRuns = runs.filter((run) => setupPhases(run.setupMs).length > 0);
   /** @type {{ label: string | string[], stats: Record<string, any>, run: Run }[]} */
   const rows = [];
-  const phaseRank = (phase) => {
-    const i = ['signaling', 'peer'].indexOf(phase);
-    return i === -1 ? 2 : i;
-  };
   for (const run of setupRuns) {
-    const phases = Object.entries(run.setupMs)
-      .filter(([, stats]) => stats && typeof stats === 'object' && ['p50', 'p95', 'mean', 'max'].some((k) => num(stats[k]) !== null))
-      .sort(([a], [b]) => phaseRank(a) - phaseRank(b));
-    for (const [phase, stats] of phases) {
-      const who = [run.transport, describeDriver(run), num(run.clients) !== null ? `${run.clients} clients` : '']
-        .filter(Boolean)
-        .join(' · ');
-      rows.push({ label: setupRuns.length > 1 ? [phase, who] : phase, stats, run });
-    }
+    const who = [run.transport, describeDriver(run), num(run.clients) !== null ? `${run.clients} clients` : '']
+      .filter(Boolean)
+      .join(' · ');
+    for (const [phase, stats] of setupPhases(run.setupMs)) rows.push({ label: setupRuns.length > 1 ? [phase, who] : phase, stats, run });
   }
   if (!rows.length) return null;
   const value = (stats, key) => (num(stats[key]) === null ? null : round(stats[key]));
@@ -511,7 +545,7 @@ function setupChart(runs) {
     title: 'Connection setup delay',
     subtitle: `Signaling (new Peer → open) and peer setup (connect → channel open)${onlyName}: box p50–p95, ✕ mean, | max${datasets.length > 3 ? ' and min' : ''}.`,
     config: { type: 'bar', data: { labels: rows.map((row) => row.label), datasets }, options },
-    height: Math.max(260, 110 + rows.length * (setupRuns.length > 1 ? 58 : 70)),
+    height: Math.max(300, 110 + rows.length * (setupRuns.length > 1 ? 58 : 52)),
   };
 }
 
@@ -602,6 +636,7 @@ function flags(run) {
 function describeChannel(run) {
   const channel = run.channel;
   if (!channel || typeof channel !== 'object') return NONE;
+  if (Array.isArray(channel.mixed)) return `mixed (${channel.mixed.length} settings)`;
   const parts = [];
   if (typeof channel.ordered === 'boolean') parts.push(channel.ordered ? 'ordered' : 'unordered');
   if (num(channel.maxRetransmits) !== null) parts.push(`rtx ${channel.maxRetransmits}`);
@@ -616,11 +651,19 @@ function describeChannel(run) {
  * @returns {string}
  */
 function runsTable(runs) {
+  const candidates = (run) => {
+    const types = run.setupMs?.candidateTypes;
+    if (!types || typeof types !== 'object') return NONE;
+    return Object.entries(types).map(([type, count]) => `${type} ${count}`).join(', ') || NONE;
+  };
   const optional = [
-    { key: 'peersPerPage', header: 'Peers/page', value: (run) => fmt(run.peersPerPage) },
-    { key: 'durationS', header: 'Duration (s)', value: (run) => fmt(run.durationS, 1) },
-  ].filter(({ key }) => runs.some((run) => num(run[key]) !== null));
+    { header: 'Candidates', value: candidates, numeric: false, present: (run) => candidates(run) !== NONE },
+    { header: 'Peers/page', value: (run) => fmt(run.peersPerPage), present: (run) => num(run.peersPerPage) !== null },
+    { header: 'Duration (s)', value: (run) => fmt(run.durationS, 1), present: (run) => num(run.durationS) !== null },
+    { header: 'Error', value: (run) => String(run.error ?? ''), numeric: false, className: 'err', present: (run) => Boolean(run.error) },
+  ].filter(({ present }) => runs.some(present));
   const setup = (run, phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
+  /** @type {{ header: string, value: (run: Run) => string, numeric?: boolean, flag?: 'rt' | 'loss', className?: string }[]} */
   const columns = [
     { header: 'Transport', value: (run) => String(run.transport ?? '?') },
     { header: 'Driver', value: (run) => describeDriver(run) || NONE },
@@ -646,13 +689,13 @@ function runsTable(runs) {
     { header: 'Channel', value: describeChannel },
     { header: 'Signaling p50', value: (run) => setup(run, 'signaling'), numeric: true },
     { header: 'Peer setup p50', value: (run) => setup(run, 'peer'), numeric: true },
-    ...optional.map(({ header, value }) => ({ header, value, numeric: true })),
+    ...optional.map(({ header, value, numeric = true, className = '' }) => ({ header, value, numeric, className })),
   ];
   const rows = runs.map((run) => {
     const flagged = flags(run);
     return {
       cells: columns.map((column) => column.value(run)),
-      classes: columns.map((column) => (column.flag ? flagged[column.flag] : '')),
+      classes: columns.map((column) => (column.flag ? flagged[column.flag] : (column.className ?? ''))),
     };
   });
   return htmlTable(
@@ -687,6 +730,8 @@ export function envRows(env) {
       const entries = Object.entries(value);
       if (!entries.length && key) rows.push([key, '{}']);
       for (const [child, childValue] of entries) visit(childValue, key ? `${key}.${child}` : child);
+    } else if (typeof value === 'number' && /bytes$/i.test(key) && value >= 2 ** 20) {
+      rows.push([key, `${value} (${(value / 2 ** 30).toFixed(1)} GiB)`]);
     } else {
       rows.push([key || 'env', String(value)]);
     }
@@ -746,6 +791,7 @@ tbody tr:hover td { background: #eff6ff; }
 .num { text-align: right; }
 td.bad { color: var(--bad); font-weight: 650; }
 td.warn { color: var(--warn); font-weight: 650; }
+td.err { color: var(--bad); white-space: normal; min-width: 260px; }
 table.wide { font-size: 13px; }
 table.wide th, table.wide td { padding: 4px 7px; }
 table.kv td:first-child { color: var(--muted); width: 1%; }
@@ -796,6 +842,18 @@ const CLIENT_SCRIPT = `
 `;
 
 /**
+ * The header line of a `carlab browsers` report.
+ *
+ * @param {Run[]} runs
+ * @returns {string}
+ */
+function labSummary(runs) {
+  const experiments = [...new Set(runs.map((run) => /** @type {any} */ (run).experiment).filter(Boolean))];
+  const pairs = [...new Set(runs.map((run) => /** @type {any} */ (run).pair).filter(Boolean))];
+  return `${runs.length} run${runs.length === 1 ? '' : 's'} · ${experiments.join(', ')}${pairs.length ? ` · ${pairs.join(', ')}` : ''}`;
+}
+
+/**
  * The whole report: one self-contained HTML document.
  *
  * @param {Results} results
@@ -803,6 +861,11 @@ const CLIENT_SCRIPT = `
  * @returns {string}
  */
 export function renderReportHtml(results, { title = 'carlab results', renderedAt = new Date() } = {}) {
+  const allResults = results;
+  // `carlab browsers`: its experiments get their own sections (scripts/lab/browsers/report-section.js);
+  // the CAR sections below show only the bench runs among them.
+  const lab = runsOf(results).some(isLabRun) ? experimentReport(runsOf(results)) : null;
+  if (lab) results = { ...results, runs: runsOf(results).filter((run) => !isLabRun(run)) };
   const runs = runsOf(results);
   const env = results && typeof results.env === 'object' ? results.env : null;
   const charts = buildCharts(results);
@@ -836,21 +899,23 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
   const envTable = env ? envRows(env) : [];
 
   const sections = [];
-  sections.push(`<section id="charts">
+  if (lab) sections.push(lab.html);
+  const carSections = !lab || runs.length > 0;
+  if (carSections) sections.push(`<section id="charts">
 <h2>Charts</h2>
 ${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the tables below do not.</p></noscript>\n<div class="grid">\n${chartCards}\n</div>` : '<p class="empty">No data to chart.</p>'}
 </section>`);
-  sections.push(`<section id="tables">
+  if (carSections) sections.push(`<section id="tables">
 <h2>Response time, CPU and loss</h2>
 <p class="legend">${escapeHtml(TABLE_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
 ${tables.length ? `<div class="tables">\n${tableCards}\n</div>` : '<p class="empty">No runs.</p>'}
 </section>`);
-  sections.push(`<section id="supported">
+  if (carSections) sections.push(`<section id="supported">
 <h2>Supported clients</h2>
 <p class="legend">${escapeHtml(SUPPORTED_LEGEND)}</p>
 ${supported.length ? `<div class="card scroll fit">${htmlTable(SUPPORTED_COLUMNS, supported, { numeric: [false, true, true, true, true] })}</div>` : '<p class="empty">No runs.</p>'}
 </section>`);
-  sections.push(`<section id="runs">
+  if (carSections) sections.push(`<section id="runs">
 <h2>All runs</h2>
 <p class="legend">Every measurement of every run, times in ms. The data is also in this file as JSON (script #carlab-results).</p>
 ${ordered.length ? `<div class="card scroll">${runsTable(ordered)}</div>` : '<p class="empty">No runs.</p>'}
@@ -873,15 +938,15 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
 <body>
 <header>
 <h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(headerSummary(runs))} · rendered ${escapeHtml(renderedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
+<p>${escapeHtml(lab ? labSummary(runsOf(allResults)) : headerSummary(runs))} · rendered ${escapeHtml(renderedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
 </header>
-<nav><a href="#charts">Charts</a><a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a><a href="#env">Environment</a></nav>
+<nav>${lab ? lab.nav.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('') : ''}${carSections ? '<a href="#charts">Charts</a><a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a></nav>
 <main>
 ${sections.join('\n')}
 </main>
 <footer>carlab · charts by Chart.js (MIT), inlined: this file needs no network.</footer>
-<script type="application/json" id="carlab-results">${jsonForScript(results)}</script>
-<script type="application/json" id="carlab-charts">${jsonForScript(charts)}</script>
+<script type="application/json" id="carlab-results">${jsonForScript(allResults)}</script>
+<script type="application/json" id="carlab-charts">${jsonForScript(lab ? [...charts, ...lab.charts] : charts)}</script>
 <script>${chartJsSource()}</script>
 <script>${CLIENT_SCRIPT}</script>
 </body>

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { after, describe, test } from 'node:test';
 
 import { writeResults } from './output.js';
-import { buildCharts, chartJsPath, envRows, escapeHtml, inlineScript, jsonForScript, renderReportHtml } from './report-html.js';
+import { buildCharts, chartJsPath, envRows, escapeHtml, inlineScript, jsonForScript, renderReportHtml, setupPhases } from './report-html.js';
 
 const CHROMIUM = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/carlab-report.png';
@@ -96,6 +96,19 @@ function sampleResults() {
         setupMs: {
           signaling: { mean: 14, dev: 4, p50: 13, p95: 22, p99: 27, max: 31, n: 10 },
           peer: { mean: 182, dev: 40, p50: 171, p95: 262, p99: 290, max: 301, n: 20 },
+          phases: {
+            offerAnswerMs: { mean: 41, dev: 9, p50: 39, p95: 58, p99: 63, max: 66, n: 20 },
+            iceConnectedMs: { mean: 118, dev: 30, p50: 110, p95: 175, p99: 190, max: 204, n: 20 },
+            dtlsConnectedMs: { mean: 151, dev: 35, p50: 143, p95: 221, p99: 240, max: 259, n: 20 },
+            channelOpenMs: { mean: 182, dev: 40, p50: 171, p95: 262, p99: 290, max: 301, n: 20 },
+          },
+          candidateTypes: { host: 20 },
+          setupBytes: {
+            sent: { mean: 5210, dev: 300, p50: 5180, p95: 5700, p99: 5800, max: 5900, n: 20 },
+            received: { mean: 5050, dev: 280, p50: 5010, p95: 5500, p99: 5600, max: 5650, n: 20 },
+            packetsSent: null,
+            packetsReceived: null,
+          },
         },
         channel: { ordered: false, maxRetransmits: 0 },
         durationS: 10,
@@ -119,11 +132,32 @@ describe('pieces', () => {
     assert.match(readFileSync(chartJsPath(), 'utf8').slice(0, 200), /Chart\.js v4\./);
   });
 
+  test('setupPhases: timeline order, no bytes or candidate counts, tolerant', () => {
+    const phases = setupPhases({
+      candidateTypes: { host: 3 },
+      peer: { p50: 100 },
+      setupBytes: { sent: { p50: 5000 } },
+      phases: { channelOpenMs: { p50: 100 }, iceConnectedMs: { p50: 60 }, extraMs: { mean: 5 }, offerAnswerMs: null },
+      signaling: { mean: 10 },
+      turnMs: { p95: 7 },
+    });
+    assert.deepEqual(phases.map(([name]) => name), ['signaling', 'ICE connected', 'peer (channel open)', 'turnMs', 'extra']);
+    assert.deepEqual(setupPhases({ signaling: null, peer: { n: 0, mean: null } }), []);
+    assert.deepEqual(setupPhases(null), []);
+    assert.deepEqual(setupPhases({ phases: { channelOpenMs: { p50: 9 } } }).map(([name]) => name), ['channel open']);
+  });
+
   test('envRows flattens and summarises CPUs', () => {
     const rows = new Map(envRows(sampleResults().env));
     assert.equal(rows.get('cpus'), '2 × Intel(R) Xeon(R) CPU @ 2.20GHz');
     assert.equal(rows.get('flags.groups'), '5 25');
     assert.equal(rows.get('peersPerPage'), '4');
+    assert.deepEqual(envRows({ memoryBytes: 8 * 2 ** 30, libraries: { ws: '8.23.0', peer: null }, argv: ['--out', 'x'] }), [
+      ['memoryBytes', '8589934592 (8.0 GiB)'],
+      ['libraries.ws', '8.23.0'],
+      ['libraries.peer', '–'],
+      ['argv', '--out x'],
+    ]);
   });
 });
 
@@ -146,8 +180,8 @@ describe('buildCharts', () => {
     assert.deepEqual(udpLoss.data, [0.35, 1.4]);
 
     const setup = charts[2].config;
-    assert.deepEqual(setup.data.labels, ['signaling', 'peer']);
-    assert.deepEqual(setup.data.datasets[0].data, [[13, 22], [171, 262]]);
+    assert.deepEqual(setup.data.labels, ['signaling', 'offer/answer', 'ICE connected', 'DTLS connected', 'peer (channel open)']);
+    assert.deepEqual(setup.data.datasets[0].data, [[13, 22], [39, 58], [110, 175], [143, 221], [171, 262]]);
 
     // JSON only: the page gets them through a <script type="application/json">.
     assert.deepEqual(JSON.parse(JSON.stringify(charts)), charts);
@@ -194,6 +228,19 @@ describe('renderReportHtml', () => {
       runs: [{ transport: evil, clients: 1, group: 2, cycleMs: 3, browser: evil, rt: { mean: 1 }, lossPct: 0, setupMs: { [evil]: { p50: 1, p95: 2 } } }],
     });
     assert.ok(!html.includes('<img'), 'no raw tag from the data');
+  });
+
+  test('failed runs and mixed channels show in the runs table', () => {
+    const html = renderReportHtml({
+      runs: [
+        { transport: 'relay', clients: 700, group: 25, cycleMs: 167, sim: {}, error: 'relay did not start: EADDRINUSE' },
+        { transport: 'p2p', clients: 10, group: 5, cycleMs: 167, browser: 'chromium', rt: { mean: 20 }, lossPct: 3, channel: { mixed: [{ maxRetransmits: 0 }, { maxRetransmits: null }] } },
+      ],
+    });
+    assert.match(html, /<th scope="col">Error<\/th>/);
+    assert.match(html, /<td class="err">relay did not start: EADDRINUSE<\/td>/);
+    assert.match(html, /<td>mixed \(2 settings\)<\/td>/);
+    assert.match(html, /<td class="num bad">3\.00<\/td>/, 'mixed with an unreliable channel counts loss');
   });
 
   test('renders an empty results object', () => {

@@ -1,1 +1,1 @@
-interface Window { carlab: any }
+interface Window { carlab: any; carlabLab: any }

@@ -1,0 +1,88 @@
+// A smoke `carlab browsers`: experiments setup, overhead and car with a few
+// repetitions for C-C, F-F and the mixed C-F, end to end: the results fit the
+// schema and Firefox really ran (its version and user agent are recorded).
+import { test, expect } from '@playwright/test';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { run } from '../scripts/browsers.js';
+import { browsersSchemaProblems } from '../scripts/lab/browsers/schema.js';
+import { resultsSchemaProblems } from '../scripts/lab/schema.js';
+
+const sink = () => {
+  const chunks = [];
+  return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
+};
+
+test('smoke browsers: setup, overhead and car for C-C, F-F and C-F', async ({ browserName }) => {
+  test.skip(browserName !== 'chromium', 'carlab browsers launches its own browsers');
+  test.setTimeout(150_000);
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-browsers-'));
+  try {
+    const stdout = sink();
+    const stderr = sink();
+    const code = await run(['--experiment', 'setup,overhead,car', '--pairs', 'C-C,F-F,C-F', '--repeat', '3', '--obfuscation', 'off',
+      '--car-transport', 'p2p', '--car-clients', '2', '--car-group', '2', '--car-duration', '2', '--car-warmup', '0',
+      '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    expect(code, stderr.text()).toBe(0);
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    expect(browsersSchemaProblems(results)).toEqual([]);
+
+    // Firefox really ran: Playwright's version and the page's own user agent.
+    const ff = results.env.browsers.firefox;
+    expect(ff.version).toMatch(/^\d+\.\d+/);
+    expect(ff.userAgent).toMatch(/Gecko\/\d+ Firefox\/\d+/);
+    expect(ff.userAgent).toContain(`rv:${ff.version.split('.')[0]}.`);
+    expect(results.env.browsers.chromium.userAgent).toMatch(/Chrome\/\d+/);
+
+    const setup = results.runs.filter((r) => r.experiment === 'setup');
+    expect(setup.map((r) => r.pair)).toEqual(['C-C', 'F-F', 'C-F']);
+    for (const r of setup) {
+      expect(r.completed, `${r.pair}: ${JSON.stringify(r.failureReasons)}`).toBe(3);
+      expect(r.hideHostAddresses).toBe(false);
+      expect(r.setupMs.signaling.n).toBe(3);
+      expect(r.setupMs.peer.mean).toBeGreaterThan(0);
+      for (const phase of ['offerAnswer', 'iceConnected', 'dtlsConnected']) expect(r.setupMs[phase].mean, phase).toBeGreaterThan(0);
+      expect(r.setupMs.peer.mean).toBeGreaterThanOrEqual(r.setupMs.offerAnswer.mean);
+      expect(Object.keys(r.candidateTypes).every((t) => /^host\//.test(t))).toBe(true);
+      expect(r.channel).toMatchObject({ ordered: false, maxRetransmits: 0, negotiated: true });
+      expect(r.pageErrors).toEqual([]);
+    }
+    const overhead = results.runs.filter((r) => r.experiment === 'overhead');
+    expect(overhead.map((r) => [r.pair, r.sharedWithSetup])).toEqual([['C-C', true], ['F-F', true], ['C-F', true]]);
+    for (const r of overhead) {
+      for (const role of ['initiator', 'receiver']) {
+        const e = r[role];
+        expect(e.signalingOpen.sent.mean).toBeGreaterThan(100); // the HTTP upgrade at least
+        expect(e.signalingSetup.sent.mean).toBeGreaterThan(100); // offer or answer
+        expect(e.p2p.sent.mean).toBeGreaterThan(500); // the DTLS handshake
+        expect(e.total.sent.mean).toBeGreaterThan(e.p2p.sent.mean);
+      }
+      expect(r.initiator.browser).toBe(r.pair[0] === 'C' ? 'chromium' : 'firefox');
+    }
+    // Firefox counts no packets in getStats; Chromium does
+    expect(overhead[1].initiator.p2p.packetsSent).toBeNull();
+    expect(overhead[0].initiator.p2p.packetsSent.mean).toBeGreaterThan(0);
+
+    const car = results.runs.filter((r) => r.experiment === 'car');
+    expect(car.map((r) => r.fleet)).toEqual(['chromium', 'firefox', 'chromium+firefox']);
+    expect(resultsSchemaProblems({ env: results.env, runs: car })).toEqual([]);
+    for (const r of car) {
+      expect(r.connected, r.fleet).toBe(2);
+      expect(r.rt.n, r.fleet).toBeGreaterThan(0);
+      expect(r.channel).toMatchObject({ ordered: false, maxRetransmits: 0 });
+    }
+    expect(Object.keys(car[1].browserVersions)).toEqual(['firefox']);
+
+    const md = await readFile(path.join(out, 'tables.md'), 'utf8');
+    expect(md).toContain('### Setup delay (ms), host-address obfuscation off');
+    expect(md).toContain('### Setup overhead per connection');
+    expect(md).toContain('## Location updates per browser');
+    const html = await readFile(path.join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<section id="lab-setup">');
+    expect(html).toContain('Firefox/');
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
