@@ -241,11 +241,13 @@ function writeBody(w, m) {
       w.u16(m.messages.length);
       for (const sub of m.messages) {
         if (sub.type === MsgType.BATCH) throw new TypeError('a BATCH cannot contain a BATCH');
-        const inner = new Writer();
-        writeBody(inner, sub);
-        if (inner.pos > 0xffff) throw new RangeError('batched message is longer than 65535 bytes');
-        w.u16(inner.pos);
-        w.bytes(inner.buf.subarray(0, inner.pos));
+        // Write in place and backfill the length: no buffer per message (hot on the client's ACK path).
+        const lengthAt = w.pos;
+        w.u16(0);
+        writeBody(w, sub);
+        const length = w.pos - lengthAt - 2;
+        if (length > 0xffff) throw new RangeError('batched message is longer than 65535 bytes');
+        w.view.setUint16(lengthAt, length);
       }
       break;
     case MsgType.ERROR:
@@ -293,7 +295,7 @@ function truncateUtf8(s, max) {
  * @returns {Uint8Array}
  */
 export function encode(msg) {
-  const w = new Writer(msg.type === MsgType.UPDATE ? 80 : 64);
+  const w = new Writer(msg.type === MsgType.BATCH ? 4 + msg.messages.length * 50 : 80);
   w.u8(VERSION);
   writeBody(w, msg);
   return w.result();
