@@ -1,0 +1,426 @@
+// The shared scene drawn over the camera picture with three.js: everything
+// hangs under `markerRoot`, which AR.js places on the marker each frame.
+// Marker frame (AR.js): the marker lies in the x-z plane, +y points out of
+// it, +z towards the bottom edge of the printed marker; metres.
+//   - one avatar per other member: a small camera frustum in the member's
+//     colour with their name, at the pose they sent, eased towards each new
+//     update so it moves smoothly between the updates of the action cycle;
+//   - the shared object (a toy car) on the marker, dragged on the marker plane.
+// The renderer is transparent, so the video behind it shows through.
+
+import {
+  AmbientLight, BoxGeometry, BufferGeometry, Camera, CanvasTexture, CylinderGeometry, DirectionalLight,
+  EdgesGeometry, Float32BufferAttribute, Group, LineBasicMaterial, LineSegments, Matrix4, Mesh,
+  MeshBasicMaterial, MeshStandardMaterial, Plane, Quaternion, Raycaster, Scene, Sprite, SpriteMaterial,
+  SRGBColorSpace, Vector2, Vector3, WebGLRenderer, DoubleSide, RingGeometry,
+} from 'three';
+
+import { coverScale, projectionMatrixGL } from './camera-model.js';
+
+/** @typedef {import('../core/protocol.js').Pose} Pose */
+
+/** Time constant of the avatars' easing towards their newest pose, ms. */
+export const EASE_MS = 90;
+
+/** Avatars closer than this to our own camera are not drawn (they would fill the screen). */
+export const NEAR_AVATAR_M = 0.12;
+
+/**
+ * A pose meaning "not tracking yet": the identity at the marker centre.
+ * Avatars with it are hidden.
+ * @param {Pose | null} pose
+ */
+export function isUntracked(pose) {
+  return !pose || (pose[0] === 0 && pose[1] === 0 && pose[2] === 0 && pose[6] === 1);
+}
+
+/**
+ * A stable, distinct colour for a member id (golden-angle hues).
+ * @param {number} id
+ * @returns {string} CSS hsl()
+ */
+export function memberColour(id) {
+  const hue = Math.round((id * 137.508) % 360);
+  return `hsl(${hue}, 80%, 55%)`;
+}
+
+export class ArScene {
+  /**
+   * @param {HTMLCanvasElement} canvas
+   * @param {{ markerSize: number, pixelRatio?: number }} options
+   */
+  constructor(canvas, { markerSize, pixelRatio = Math.min(window.devicePixelRatio || 1, 2) }) {
+    this.canvas = canvas;
+    this.markerSize = markerSize;
+    /** Why nothing can be drawn, if WebGL is unavailable; the scene graph still works. */
+    this.webglError = '';
+    /** @type {WebGLRenderer | null} */
+    this.renderer = null;
+    try {
+      this.renderer = new WebGLRenderer({ canvas, alpha: true, antialias: true, premultipliedAlpha: true });
+      this.renderer.setClearColor(0x000000, 0);
+      this.renderer.setPixelRatio(pixelRatio);
+      this.renderer.outputColorSpace = SRGBColorSpace;
+    } catch (err) {
+      this.webglError = String(err?.message ?? err);
+    }
+    this.scene = new Scene();
+    this.camera = new Camera();
+    this.scene.add(this.camera);
+    // AR.js moves markerRoot onto the marker; its unit is one marker side.
+    this.markerRoot = new Group();
+    this.markerRoot.matrixAutoUpdate = false;
+    this.markerRoot.visible = false;
+    this.scene.add(this.markerRoot);
+    // Everything shared lives in `content`, in metres.
+    this.content = new Group();
+    this.content.scale.setScalar(1 / markerSize);
+    this.markerRoot.add(this.content);
+    this.scene.add(new AmbientLight(0xffffff, 1.6));
+    const sun = new DirectionalLight(0xffffff, 2.2);
+    sun.position.set(0.3, 1, 0.5);
+    this.content.add(sun);
+    this.content.add(sun.target);
+
+    /** @type {import('./camera-model.js').Intrinsics | null} */
+    this.intrinsics = null;
+    this.videoSize = { width: 640, height: 480 };
+
+    // a thin ring around the marker shows that tracking holds
+    const ring = new Mesh(
+      new RingGeometry(markerSize * 0.72, markerSize * 0.76, 48),
+      new MeshBasicMaterial({ color: 0x39d98a, transparent: true, opacity: 0.8, side: DoubleSide }),
+    );
+    ring.rotation.x = -Math.PI / 2;
+    this.content.add(ring);
+
+    this.object = makeToyCar(markerSize * 0.45);
+    this.content.add(this.object);
+    /** @type {Map<number, Avatar>} */
+    this.avatars = new Map();
+
+    /** @type {((pose: Pose) => void) | null} called while the user drags the object */
+    this.onObjectMoved = null;
+    this.dragging = false;
+    this.raycaster = new Raycaster();
+    this.plane = new Plane(new Vector3(0, 1, 0), 0);
+    this.grabOffset = new Vector3();
+    this.installPointer();
+    this.lastRender = performance.now();
+    this.eye = new Vector3();
+    this.toContent = new Matrix4();
+    /** What the last drawn frame showed, to skip identical frames. */
+    this.drawnKey = '';
+    this.sizeKey = '';
+    this.resize();
+  }
+
+  /**
+   * The camera the picture comes from, for the projection.
+   * @param {import('./camera-model.js').Intrinsics} intrinsics of the processed image
+   * @param {number} videoWidth @param {number} videoHeight of the displayed video
+   */
+  setCamera(intrinsics, videoWidth, videoHeight) {
+    this.intrinsics = intrinsics;
+    this.videoSize = { width: videoWidth, height: videoHeight };
+    this.resize();
+  }
+
+  resize() {
+    const w = this.canvas.clientWidth || window.innerWidth;
+    const h = this.canvas.clientHeight || window.innerHeight;
+    this.renderer?.setSize(w, h, false);
+    this.sizeKey = `${w}x${h}|${this.intrinsics?.width}x${this.intrinsics?.height}`;
+    if (!this.intrinsics) return;
+    const { scaleX, scaleY } = coverScale(this.videoSize.width, this.videoSize.height, w, h);
+    // camera space is in marker sides (see markerRoot)
+    this.camera.projectionMatrix.fromArray(projectionMatrixGL(this.intrinsics, { near: 0.02, far: 200, scaleX, scaleY }));
+    this.camera.projectionMatrixInverse.copy(this.camera.projectionMatrix).invert();
+  }
+
+  /**
+   * @param {number} id @param {string} name
+   */
+  addAvatar(id, name) {
+    if (this.avatars.has(id)) return;
+    const avatar = new Avatar(name, memberColour(id), this.markerSize);
+    this.avatars.set(id, avatar);
+    this.content.add(avatar.group);
+  }
+
+  /** @param {number} id */
+  removeAvatar(id) {
+    const avatar = this.avatars.get(id);
+    if (!avatar) return;
+    this.content.remove(avatar.group);
+    avatar.dispose();
+    this.avatars.delete(id);
+  }
+
+  /**
+   * A member's newest pose (camera pose in the marker frame).
+   * @param {number} id @param {Pose} pose
+   */
+  setAvatarPose(id, pose) {
+    this.avatars.get(id)?.setTarget(pose);
+  }
+
+  /** @param {Pose} pose */
+  setObjectPose(pose) {
+    this.object.position.set(pose[0], pose[1], pose[2]);
+    this.object.quaternion.set(pose[3], pose[4], pose[5], pose[6]);
+  }
+
+  /** @returns {Pose} */
+  objectPose() {
+    const p = this.object.position;
+    const q = this.object.quaternion;
+    return [p.x, p.y, p.z, q.x, q.y, q.z, q.w];
+  }
+
+  /**
+   * Eases the avatars and draws a frame, unless nothing on screen changed
+   * (software WebGL on a busy phone or test machine is not free).
+   */
+  render() {
+    const now = performance.now();
+    const dt = Math.min(1000, now - this.lastRender);
+    this.lastRender = now;
+    const k = 1 - Math.exp(-dt / EASE_MS);
+    let moving = false;
+    for (const avatar of this.avatars.values()) moving = avatar.ease(k) || moving;
+    // An avatar right at our own camera would fill the screen: leave it out.
+    if (this.markerRoot.visible) {
+      this.markerRoot.updateMatrixWorld(true);
+      const eye = this.eye.set(0, 0, 0).applyMatrix4(this.toContent.copy(this.content.matrixWorld).invert());
+      for (const avatar of this.avatars.values()) {
+        avatar.group.visible = avatar.hasPose && avatar.group.position.distanceTo(eye) > NEAR_AVATAR_M;
+      }
+    }
+    const e = this.markerRoot.matrix.elements;
+    const key = `${this.markerRoot.visible}|${this.object.position.x},${this.object.position.z},${this.object.quaternion.y}|`
+      + `${this.avatars.size}|${[...this.avatars.values()].map((a) => a.group.visible).join()}|${e.join()}|${this.sizeKey}`;
+    if (!moving && key === this.drawnKey) return;
+    this.drawnKey = key;
+    this.renderer?.render(this.scene, this.camera);
+  }
+
+  /**
+   * Where a marker-frame point (metres) is on screen, in CSS pixels of the
+   * canvas, or null while the marker is not visible.
+   * @param {Vector3} local
+   */
+  screenPosition(local) {
+    if (!this.markerRoot.visible || !this.intrinsics) return null;
+    this.markerRoot.updateMatrixWorld(true);
+    const p = local.clone().applyMatrix4(this.content.matrixWorld).applyMatrix4(this.camera.projectionMatrix);
+    const rect = this.canvas.getBoundingClientRect();
+    return { x: rect.left + ((p.x + 1) / 2) * rect.width, y: rect.top + ((1 - p.y) / 2) * rect.height };
+  }
+
+  /** The shared object's centre on screen (CSS pixels), or null. */
+  objectScreenPosition() {
+    return this.screenPosition(this.object.position.clone().add(new Vector3(0, this.markerSize * 0.05, 0)));
+  }
+
+  /**
+   * The ray through a point of the canvas, in marker coordinates (metres).
+   * @param {number} clientX @param {number} clientY
+   */
+  rayInMarker(clientX, clientY) {
+    const rect = this.canvas.getBoundingClientRect();
+    const ndc = new Vector2(((clientX - rect.left) / rect.width) * 2 - 1, 1 - ((clientY - rect.top) / rect.height) * 2);
+    this.markerRoot.updateMatrixWorld(true);
+    const toMarker = new Matrix4().copy(this.content.matrixWorld).invert();
+    const origin = new Vector3(0, 0, 0).applyMatrix4(toMarker);
+    const far = new Vector3(ndc.x, ndc.y, 0.5).applyMatrix4(this.camera.projectionMatrixInverse).applyMatrix4(toMarker);
+    this.raycaster.ray.origin.copy(origin);
+    this.raycaster.ray.direction.copy(far.sub(origin).normalize());
+    return this.raycaster.ray;
+  }
+
+  installPointer() {
+    const canvas = this.canvas;
+    canvas.style.touchAction = 'none';
+    const hit = new Vector3();
+    canvas.addEventListener('pointerdown', (event) => {
+      if (!this.markerRoot.visible || !this.intrinsics) return;
+      const ray = this.rayInMarker(event.clientX, event.clientY);
+      if (!ray.intersectPlane(this.plane, hit)) return;
+      const onObject = this.raycaster.intersectObject(this.object, true).length > 0
+        || hit.distanceTo(this.object.position) < this.markerSize * 0.3;
+      if (!onObject) return;
+      this.dragging = true;
+      this.grabOffset.copy(this.object.position).sub(hit).setY(0);
+      canvas.setPointerCapture?.(event.pointerId);
+      event.preventDefault();
+    });
+    canvas.addEventListener('pointermove', (event) => {
+      if (!this.dragging || !this.markerRoot.visible) return;
+      const ray = this.rayInMarker(event.clientX, event.clientY);
+      if (!ray.intersectPlane(this.plane, hit)) return;
+      const limit = this.markerSize * 3;
+      this.object.position.set(
+        clamp(hit.x + this.grabOffset.x, -limit, limit), this.object.position.y, clamp(hit.z + this.grabOffset.z, -limit, limit),
+      );
+      this.onObjectMoved?.(this.objectPose());
+      event.preventDefault();
+    });
+    const end = (/** @type {PointerEvent} */ event) => {
+      if (!this.dragging) return;
+      this.dragging = false;
+      canvas.releasePointerCapture?.(event.pointerId);
+    };
+    canvas.addEventListener('pointerup', end);
+    canvas.addEventListener('pointercancel', end);
+  }
+}
+
+/** @param {number} v @param {number} lo @param {number} hi */
+function clamp(v, lo, hi) {
+  return Math.min(hi, Math.max(lo, v));
+}
+
+/**
+ * Another member: a camera frustum (apex at their camera, opening along
+ * their viewing direction, -z) and a name tag.
+ */
+class Avatar {
+  /** @param {string} name @param {string} colour @param {number} markerSize */
+  constructor(name, colour, markerSize) {
+    this.name = name;
+    this.group = new Group();
+    this.group.visible = false;
+    const depth = markerSize * 0.3;
+    const hw = depth * 0.5;
+    const hh = depth * 0.375;
+    const apex = [0, 0, 0];
+    const corners = [[-hw, -hh, -depth], [hw, -hh, -depth], [hw, hh, -depth], [-hw, hh, -depth]];
+    const positions = [];
+    for (let i = 0; i < 4; i++) {
+      positions.push(...apex, ...corners[i], ...corners[(i + 1) % 4]);
+    }
+    positions.push(...corners[0], ...corners[1], ...corners[2], ...corners[0], ...corners[2], ...corners[3]);
+    const geometry = new BufferGeometry();
+    geometry.setAttribute('position', new Float32BufferAttribute(positions, 3));
+    geometry.computeVertexNormals();
+    this.body = new Mesh(geometry, new MeshBasicMaterial({ color: colour, transparent: true, opacity: 0.45, side: DoubleSide, depthWrite: false }));
+    this.edges = new LineSegments(new EdgesGeometry(geometry), new LineBasicMaterial({ color: colour }));
+    // the "up" side of their screen, so one can tell how they hold the phone
+    const top = new Mesh(new BoxGeometry(hw * 0.5, hh * 0.25, depth * 0.04), new MeshBasicMaterial({ color: colour }));
+    top.position.set(0, hh * 1.3, -depth);
+    this.label = makeLabel(name, colour, markerSize * 0.4);
+    this.label.position.set(0, hh * 2.2, -depth * 0.5);
+    this.group.add(this.body, this.edges, top, this.label);
+    this.target = { position: new Vector3(), quaternion: new Quaternion() };
+    this.hasPose = false;
+  }
+
+  /** @param {Pose} pose */
+  setTarget(pose) {
+    if (isUntracked(pose)) {
+      this.group.visible = false;
+      this.hasPose = false;
+      return;
+    }
+    this.target.position.set(pose[0], pose[1], pose[2]);
+    this.target.quaternion.set(pose[3], pose[4], pose[5], pose[6]).normalize();
+    if (!this.hasPose) {
+      this.group.position.copy(this.target.position);
+      this.group.quaternion.copy(this.target.quaternion);
+      this.hasPose = true;
+    }
+    this.group.visible = true;
+  }
+
+  /**
+   * Moves `k` of the remaining way towards the newest pose.
+   * @param {number} k
+   * @returns {boolean} whether it is still visibly moving
+   */
+  ease(k) {
+    if (!this.hasPose) return false;
+    const far = this.group.position.distanceToSquared(this.target.position) > 1e-8
+      || this.group.quaternion.angleTo(this.target.quaternion) > 1e-4;
+    if (!far) {
+      this.group.position.copy(this.target.position);
+      this.group.quaternion.copy(this.target.quaternion);
+      return false;
+    }
+    this.group.position.lerp(this.target.position, k);
+    this.group.quaternion.slerp(this.target.quaternion, k);
+    return this.group.visible;
+  }
+
+  dispose() {
+    this.group.traverse((/** @type {any} */ o) => {
+      o.geometry?.dispose?.();
+      o.material?.map?.dispose?.();
+      o.material?.dispose?.();
+    });
+  }
+}
+
+/**
+ * A name tag that always faces the viewer.
+ * @param {string} text @param {string} colour @param {number} height world height of the tag
+ */
+function makeLabel(text, colour, height) {
+  const canvas = document.createElement('canvas');
+  const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d'));
+  const font = 'bold 44px system-ui, sans-serif';
+  ctx.font = font;
+  const w = Math.ceil(ctx.measureText(text).width) + 36;
+  canvas.width = w;
+  canvas.height = 64;
+  ctx.font = font;
+  ctx.fillStyle = 'rgba(15, 18, 26, 0.78)';
+  ctx.beginPath();
+  ctx.roundRect(0, 0, w, 64, 18);
+  ctx.fill();
+  ctx.fillStyle = colour;
+  ctx.fillRect(0, 56, w, 8);
+  ctx.fillStyle = '#fff';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(text, 18, 30);
+  const texture = new CanvasTexture(canvas);
+  texture.colorSpace = SRGBColorSpace;
+  const sprite = new Sprite(new SpriteMaterial({ map: texture, depthTest: false, transparent: true }));
+  sprite.scale.set((height * w) / 64 / 2.5, height / 2.5, 1);
+  sprite.renderOrder = 10;
+  return sprite;
+}
+
+/**
+ * The shared object: a toy car `length` long, standing on the marker plane,
+ * nose towards -z.
+ * @param {number} length
+ */
+function makeToyCar(length) {
+  const car = new Group();
+  const w = length * 0.5;
+  const paint = new MeshStandardMaterial({ color: 0xe8452c, roughness: 0.45, metalness: 0.1 });
+  const glass = new MeshStandardMaterial({ color: 0x9fd3ff, roughness: 0.1, metalness: 0.3 });
+  const tyre = new MeshStandardMaterial({ color: 0x22252b, roughness: 0.9 });
+  const body = new Mesh(new BoxGeometry(w, length * 0.2, length), paint);
+  body.position.y = length * 0.17;
+  const cabin = new Mesh(new BoxGeometry(w * 0.86, length * 0.17, length * 0.5), glass);
+  cabin.position.set(0, length * 0.35, length * 0.05);
+  const roof = new Mesh(new BoxGeometry(w * 0.9, length * 0.03, length * 0.46), paint);
+  roof.position.set(0, length * 0.445, length * 0.05);
+  car.add(body, cabin, roof);
+  const wheel = new CylinderGeometry(length * 0.11, length * 0.11, w * 0.22, 20);
+  for (const [x, z] of [[-1, -1], [1, -1], [-1, 1], [1, 1]]) {
+    const m = new Mesh(wheel, tyre);
+    m.rotation.z = Math.PI / 2;
+    m.position.set(x * w * 0.5, length * 0.11, z * length * 0.32);
+    car.add(m);
+  }
+  const lamp = new MeshBasicMaterial({ color: 0xfff3b0 });
+  for (const x of [-1, 1]) {
+    const m = new Mesh(new BoxGeometry(w * 0.18, length * 0.05, length * 0.01), lamp);
+    m.position.set(x * w * 0.3, length * 0.2, -length * 0.505);
+    car.add(m);
+  }
+  return car;
+}

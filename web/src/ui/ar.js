@@ -1,0 +1,343 @@
+// The AR view (ar.html): the rear camera, AR.js marker tracking, the shared
+// scene drawn on the marker, the client core running the action cycle over
+// the chosen transport, and the HUD.
+//
+// Query parameters (a deep link skips the landing form):
+//   group, name     working group and display name (required; else back to the form)
+//   transport       relay | relay-faithful | p2p | p2p-reliable | ... (default relay)
+//   cycle           action cycle in ms (default 167);  ackTimeout  ms (default 20000)
+//   marker          pattern (default) | barcode-N (3x3 matrix marker, N in 0..63)
+//   size            marker side in metres (default 0.16)
+//   source          camera (default) | synthetic (the test video, drawn live) | video (with src=URL)
+//                   | none (no camera: send the fixed `pose`, for demos and tests)
+//   pose            x,y,z,qx,qy,qz,qw: the camera pose sent with source=none
+//   probe=1         log every processed frame with the synthetic video's frame index (tests)
+//   dpr             renderer pixel ratio (default: the screen's, at most 2)
+// window.carlab exposes the state and test hooks (see the bottom of this file).
+
+import { Peer } from 'peerjs';
+
+import { CarClient } from '../core/client.js';
+import { createTransport, TRANSPORTS } from '../transport/index.js';
+import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
+import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
+import { startTracking } from '../ar/tracking.js';
+import { Hud } from './hud.js';
+
+/** @typedef {import('../core/protocol.js').Pose} Pose */
+
+/** What we send before the marker was ever seen: "not tracking" (see scene.isUntracked). */
+const UNTRACKED = /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
+/** Marker not seen for this long: tell the user. */
+const MARKER_HELP_MS = 10_000;
+
+const q = new URLSearchParams(location.search);
+const num = (/** @type {string} */ key, /** @type {number} */ dflt) => {
+  const v = Number(q.get(key));
+  return q.has(key) && Number.isFinite(v) && v > 0 ? v : dflt;
+};
+
+const settings = {
+  group: (q.get('group') ?? '').trim(),
+  name: (q.get('name') ?? '').trim(),
+  transport: q.get('transport') ?? 'relay',
+  cycleMs: num('cycle', 167),
+  ackTimeoutMs: num('ackTimeout', 20000),
+  markerSize: num('size', DEFAULT_MARKER_SIZE_M),
+  markerParam: q.get('marker') ?? 'pattern',
+  source: q.get('source') ?? 'camera',
+  src: q.get('src') ?? '',
+  probe: q.get('probe') === '1',
+  fixedPose: parsePose(q.get('pose')),
+  pixelRatio: num('dpr', Math.min(window.devicePixelRatio || 1, 2)),
+};
+
+if (!settings.group || !settings.name) {
+  // Not a complete deep link: let the landing form ask for the rest.
+  const back = new URLSearchParams();
+  for (const key of ['group', 'name', 'transport', 'cycle']) if (q.get(key)) back.set(key, /** @type {string} */ (q.get(key)));
+  location.replace(`/?${back}`);
+  await new Promise(() => {}); // the page is going away: run nothing else
+
+}
+
+const hud = new Hud(/** @type {HTMLElement} */ (document.getElementById('hud')));
+const canvas = /** @type {HTMLCanvasElement} */ (document.getElementById('scene'));
+const scene = new ArScene(canvas, { markerSize: settings.markerSize, pixelRatio: settings.pixelRatio });
+document.title = `carlab · ${settings.group}`;
+if (scene.webglError) {
+  hud.showError('webgl', 'This browser cannot draw 3D graphics (WebGL is off or unsupported), so the shared scene stays '
+    + 'invisible; tracking and updates still run. Enable WebGL or try another browser.');
+}
+
+/** @type {CarClient | null} */
+let client = null;
+/** @type {Awaited<ReturnType<typeof startTracking>> | null} */
+let tracking = null;
+const status = { connection: 'starting', rtLast: /** @type {number | null} */ (null) };
+/** Poses we sent, by seq (newest 300), for the tests: seq -> { pose, epoch ms }. */
+const sent = new Map();
+/** Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }. */
+const received = [];
+/** First seq seen per sender, for the loss estimate. */
+const firstSeq = new Map();
+/** Processed frames (probe mode). */
+const frames = [];
+let lastVisible = false;
+
+let marker;
+try {
+  marker = parseMarkerKind(settings.markerParam);
+} catch (err) {
+  hud.showError('marker-kind', `${err.message}. Using the car pattern marker.`);
+  marker = parseMarkerKind('pattern');
+}
+
+/**
+ * @param {string | null} text @returns {Pose | null}
+ */
+function parsePose(text) {
+  if (!text) return null;
+  const v = text.split(',').map(Number);
+  if (v.length !== 7 || v.some((x) => !Number.isFinite(x))) return null;
+  const n = Math.hypot(v[3], v[4], v[5], v[6]) || 1;
+  return /** @type {Pose} */ ([v[0], v[1], v[2], v[3] / n, v[4] / n, v[5] / n, v[6] / n]);
+}
+
+/** The pose sent with the next update: the newest camera pose relative to the marker. */
+function currentPose() {
+  const pose = tracking?.latest.pose ?? settings.fixedPose ?? UNTRACKED;
+  if (client) {
+    sent.set(client.cycle.seq, { pose, epoch: performance.timeOrigin + performance.now() });
+    if (sent.size > 300) sent.delete(sent.keys().next().value);
+  }
+  return pose;
+}
+
+/**
+ * Client core events -> scene.
+ * @param {string} event @param {any} detail
+ */
+function onClientEvent(event, detail) {
+  switch (event) {
+    case 'member-joined':
+      scene.addAvatar(detail.id, detail.name);
+      break;
+    case 'member-left':
+      scene.removeAvatar(detail.id);
+      firstSeq.delete(detail.id);
+      break;
+    case 'pose':
+      scene.setAvatarPose(detail.id, detail.pose);
+      if (!firstSeq.has(detail.id)) firstSeq.set(detail.id, detail.seq);
+      received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
+      if (received.length > 1000) received.splice(0, received.length - 1000);
+      break;
+    case 'object':
+      if (!scene.dragging || detail.owner !== client?.id) scene.setObjectPose(detail.pose);
+      break;
+    case 'rt':
+      status.rtLast = detail;
+      break;
+    case 'closed':
+      status.connection = 'closed';
+      if (detail.code !== 1000) {
+        hud.showError('network', `Disconnected from the group (${detail.code}${detail.reason ? `: ${detail.reason}` : ''}). Reload to join again.`);
+      }
+      break;
+    default:
+  }
+}
+
+async function joinGroup() {
+  status.connection = 'connecting';
+  if (!TRANSPORTS.includes(settings.transport)) {
+    status.connection = 'error';
+    hud.showError('network', `Unknown transport "${settings.transport}". Choose one of: ${TRANSPORTS.join(', ')}.`);
+    throw new Error(`unknown transport ${settings.transport}`);
+  }
+  let config;
+  try {
+    const res = await fetch('/config.json', { cache: 'no-store' });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    config = await res.json();
+  } catch (err) {
+    status.connection = 'unreachable';
+    hud.showError('network', `Cannot reach the carlab server at ${location.host}. Check that it is running and that this `
+      + `device is on the same network, then reload. (${err.message})`);
+    throw err;
+  }
+  const transport = createTransport(settings.transport, { baseUrl: location.origin, config, Peer });
+  client = new CarClient({
+    transport,
+    group: settings.group,
+    name: settings.name,
+    cycleMs: settings.cycleMs,
+    ackTimeoutMs: settings.ackTimeoutMs,
+    pose: currentPose,
+    onEvent: onClientEvent,
+  });
+  scene.onObjectMoved = (pose) => client?.moveObject(pose);
+  try {
+    await withTimeout(client.connect(), 20_000, 'no answer within 20 s');
+  } catch (err) {
+    status.connection = 'unreachable';
+    const cert = location.protocol === 'https:'
+      ? ` If this browser has not accepted the server's certificate, open ${location.origin}/ once and accept it.`
+      : '';
+    hud.showError('network', `Could not join group "${settings.group}" over ${settings.transport}: ${err.message}.${cert}`);
+    throw err;
+  }
+  status.connection = 'connected';
+  hud.clearError('network');
+  client.start();
+  return client;
+}
+
+async function startCamera() {
+  if (settings.source === 'none') return null;
+  const source = settings.source === 'synthetic' ? { type: 'synthetic' }
+    : settings.source === 'video' ? { type: 'video', url: settings.src }
+      : { type: 'camera' };
+  try {
+    tracking = await startTracking({
+      source: /** @type {any} */ (source),
+      marker,
+      markerSize: settings.markerSize,
+      markerRoot: scene.markerRoot,
+      probe: settings.probe,
+      onFrame: (info) => {
+        if (settings.probe) {
+          frames.push(info);
+          if (frames.length > 20000) frames.splice(0, 10000);
+        }
+        // show "marker found / lost" at once, not at the next HUD tick
+        if (info.visible !== lastVisible) {
+          lastVisible = info.visible;
+          updateHud();
+        }
+      },
+      onCamera: (camera) => {
+        if (tracking) scene.setCamera(camera, tracking.element.videoWidth, tracking.element.videoHeight);
+      },
+    });
+  } catch (err) {
+    hud.showError('camera', err.message);
+    throw err;
+  }
+  scene.setCamera(tracking.camera, tracking.element.videoWidth, tracking.element.videoHeight);
+  return tracking;
+}
+
+/**
+ * @template T
+ * @param {Promise<T>} promise @param {number} ms @param {string} message
+ * @returns {Promise<T>}
+ */
+function withTimeout(promise, ms, message) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(message)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** The HUD's numbers. */
+function hudState() {
+  const rt = client ? client.rtSummary() : { mean: null, p95: null, n: 0 };
+  let expected = 0;
+  let got = 0;
+  const jitters = [];
+  if (client) {
+    for (const [sender, stream] of client.streams) {
+      const first = firstSeq.get(sender);
+      if (first === undefined || !client.members.has(sender)) continue;
+      expected += stream.newestSeq - first + 1;
+      got += Math.min(stream.received, stream.newestSeq - first + 1);
+      jitters.push(stream.jitterMs);
+    }
+  }
+  return {
+    connection: status.connection,
+    transport: settings.transport,
+    channel: client ? /** @type {any} */ (client.transport.channelInfo()) : null,
+    clientId: client?.id ?? null,
+    members: client ? [...client.members.values()].map((m) => ({
+      id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
+    })) : [],
+    rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
+    lossPct: expected > 0 ? (100 * (expected - got)) / expected : null,
+    jitterMs: jitters.length ? jitters.reduce((a, b) => a + b, 0) / jitters.length : null,
+    trackingFps: tracking ? tracking.fps() : 0,
+    trackingMs: tracking ? tracking.stats.processMs : 0,
+    markerVisible: Boolean(scene.markerRoot.visible),
+    cycleMs: settings.cycleMs,
+  };
+}
+
+function updateHud() {
+  hud.update(hudState());
+  if (tracking) {
+    const since = tracking.stats.lastSeenAt ?? tracking.stats.startedAt;
+    if (performance.now() - since > MARKER_HELP_MS) {
+      hud.showError('marker', `Marker not found for ${Math.round((performance.now() - since) / 1000)} s. Point the camera `
+        + 'at the carlab marker: print it or open /marker.html on another screen.');
+    } else {
+      hud.clearError('marker');
+    }
+  }
+}
+
+// Draw at most ~30 times a second: the avatars ease between updates.
+let lastFrame = 0;
+function animate(/** @type {number} */ now) {
+  requestAnimationFrame(animate);
+  if (now - lastFrame < 30) return;
+  lastFrame = now;
+  scene.render();
+}
+requestAnimationFrame(animate);
+window.addEventListener('resize', () => scene.resize());
+setInterval(updateHud, 500);
+updateHud();
+
+const ready = joinGroup();
+const trackingReady = startCamera();
+ready.catch(() => {});
+trackingReady.catch(() => {});
+window.addEventListener('pagehide', () => client?.close());
+
+window.carlab = {
+  settings: { ...settings, marker: markerKindName(marker) },
+  /** Resolves with the client once it joined the group. */
+  ready,
+  /** Resolves once camera frames are being tracked. */
+  trackingReady,
+  get client() { return client; },
+  get tracking() { return tracking; },
+  scene,
+  sent,
+  received,
+  frames,
+  hudState,
+  /** Others' avatars: where they are drawn and where their newest pose says. */
+  avatars() {
+    return [...scene.avatars.entries()].map(([id, a]) => ({
+      id,
+      name: a.name,
+      /** has a tracked pose */
+      visible: a.hasPose,
+      /** drawn on screen now (marker in view, not at our own camera) */
+      drawn: a.group.visible && scene.markerRoot.visible,
+      position: a.group.position.toArray(),
+      target: a.target.position.toArray(),
+      quaternion: a.group.quaternion.toArray(),
+      seq: client?.members.get(id)?.seq ?? 0,
+      screen: scene.screenPosition(a.group.position),
+    }));
+  },
+  object() {
+    return client ? { ...client.object, drawn: scene.objectPose() } : null;
+  },
+  objectScreen() { return scene.objectScreenPosition(); },
+};

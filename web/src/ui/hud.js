@@ -1,0 +1,121 @@
+// The AR view's heads-up display: a collapsible panel with the connection,
+// the live channel parameters, the members and the measurements, and a
+// banner for errors a person can act on. Plain DOM, no framework.
+
+/**
+ * @typedef {object} HudState
+ * @property {string} connection e.g. 'connecting', 'connected', 'closed'
+ * @property {string} transport
+ * @property {{ ordered?: boolean, maxRetransmits?: number | null, channels?: number } | null} channel
+ * @property {{ id: number, name: string, colour: string, tracking: boolean }[]} members
+ * @property {number | null} clientId
+ * @property {{ last: number | null, mean: number | null, p95: number | null, n: number }} rt
+ * @property {number | null} lossPct
+ * @property {number | null} jitterMs
+ * @property {number} trackingFps
+ * @property {number} trackingMs time per processed frame
+ * @property {boolean} markerVisible
+ * @property {number} cycleMs
+ */
+
+const STORAGE_KEY = 'carlab.hud.collapsed';
+
+export class Hud {
+  /** @param {HTMLElement} root */
+  constructor(root) {
+    this.root = root;
+    root.classList.add('hud');
+    root.innerHTML = `
+      <button type="button" class="hud-toggle" aria-expanded="true" aria-controls="hud-body">
+        <span class="hud-dot" aria-hidden="true"></span><span class="hud-title">carlab</span>
+        <span class="hud-brief"></span><span class="hud-chevron" aria-hidden="true">▾</span>
+      </button>
+      <dl class="hud-body" id="hud-body"></dl>`;
+    this.toggle = /** @type {HTMLButtonElement} */ (root.querySelector('.hud-toggle'));
+    this.body = /** @type {HTMLElement} */ (root.querySelector('.hud-body'));
+    this.brief = /** @type {HTMLElement} */ (root.querySelector('.hud-brief'));
+    this.dot = /** @type {HTMLElement} */ (root.querySelector('.hud-dot'));
+    let collapsed = false;
+    try { collapsed = localStorage.getItem(STORAGE_KEY) === '1'; } catch { /* storage disabled */ }
+    this.setCollapsed(collapsed);
+    this.toggle.addEventListener('click', () => this.setCollapsed(!this.collapsed));
+
+    this.banner = document.createElement('div');
+    this.banner.className = 'hud-banner';
+    this.banner.setAttribute('role', 'alert');
+    this.banner.hidden = true;
+    document.body.append(this.banner);
+    /** @type {Map<string, string>} error key -> message, newest last */
+    this.errors = new Map();
+  }
+
+  /** @param {boolean} collapsed */
+  setCollapsed(collapsed) {
+    this.collapsed = collapsed;
+    this.root.classList.toggle('collapsed', collapsed);
+    this.toggle.setAttribute('aria-expanded', String(!collapsed));
+    try { localStorage.setItem(STORAGE_KEY, collapsed ? '1' : '0'); } catch { /* storage disabled */ }
+  }
+
+  /**
+   * Shows an actionable error under a key (replacing that key's previous one).
+   * @param {string} key @param {string} message
+   */
+  showError(key, message) {
+    this.errors.delete(key);
+    this.errors.set(key, message);
+    this.renderErrors();
+  }
+
+  /** @param {string} key */
+  clearError(key) {
+    if (this.errors.delete(key)) this.renderErrors();
+  }
+
+  renderErrors() {
+    const messages = [...this.errors.entries()];
+    this.banner.hidden = messages.length === 0;
+    this.banner.replaceChildren(...messages.map(([key, text]) => {
+      const p = document.createElement('p');
+      p.dataset.error = key;
+      p.textContent = text;
+      return p;
+    }));
+  }
+
+  /** @param {HudState} s */
+  update(s) {
+    const ok = s.connection === 'connected';
+    this.dot.dataset.state = ok ? (s.markerVisible ? 'good' : 'warn') : s.connection === 'connecting' ? 'warn' : 'bad';
+    this.brief.textContent = `${s.members.length + (s.clientId ? 1 : 0)} in group · RT ${ms(s.rt.mean)} · ${s.markerVisible ? 'marker ✓' : 'no marker'}`;
+    const channel = s.channel
+      ? `${s.channel.ordered ? 'ordered' : 'unordered'}, maxRetransmits ${s.channel.maxRetransmits ?? '∞ (reliable)'}`
+        + (s.channel.channels !== undefined ? ` · ${s.channel.channels} channel${s.channel.channels === 1 ? '' : 's'}` : '')
+      : '–';
+    const members = s.members.length
+      ? s.members.map((m) => `<span class="hud-member" style="--c:${m.colour}">${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'}</span>`).join(' ')
+      : '<span class="hud-muted">nobody else yet</span>';
+    const rows = [
+      ['connection', `${escapeHtml(s.connection)}${s.clientId ? ` · id ${s.clientId}` : ''}`],
+      ['transport', `${escapeHtml(s.transport)} · cycle ${s.cycleMs} ms`],
+      ['channel', escapeHtml(channel)],
+      ['members', members],
+      ['RT', `last ${ms(s.rt.last)} · mean ${ms(s.rt.mean)} · p95 ${ms(s.rt.p95)} <span class="hud-muted">(n ${s.rt.n})</span>`],
+      ['loss', s.lossPct === null ? '–' : `${s.lossPct.toFixed(1)} %`],
+      ['jitter', s.jitterMs === null ? '–' : `${s.jitterMs.toFixed(1)} ms`],
+      ['tracking', `${s.trackingFps.toFixed(1)} fps <span class="hud-muted">(${s.trackingMs.toFixed(0)} ms/frame)</span>`],
+      ['marker', s.markerVisible ? '<span class="hud-good">visible</span>' : '<span class="hud-bad">not visible</span>'],
+    ];
+    this.body.innerHTML = rows.map(([k, v]) => `<dt>${k}</dt><dd data-field="${k}">${v}</dd>`).join('');
+  }
+}
+
+/** @param {number | null} v */
+function ms(v) {
+  return v === null || v === undefined ? '–' : `${v.toFixed(0)} ms`;
+}
+
+/** @param {string} s */
+function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}

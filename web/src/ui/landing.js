@@ -1,0 +1,125 @@
+// Landing page: prefill the join form from a shared link (?group=&transport=),
+// remember the name and recent groups, make up new group names, list every
+// transport the client knows, and show the group's join link as a QR code
+// for the next phone. The form itself works without this script.
+
+import QRCode from 'qrcode';
+
+import { TRANSPORTS } from '../transport/index.js';
+
+const form = /** @type {HTMLFormElement} */ (document.getElementById('join'));
+const field = (/** @type {string} */ name) => /** @type {HTMLInputElement | HTMLSelectElement} */ (form.elements.namedItem(name));
+const groupInput = /** @type {HTMLInputElement} */ (field('group'));
+const nameInput = /** @type {HTMLInputElement} */ (field('name'));
+const transportSelect = /** @type {HTMLSelectElement} */ (field('transport'));
+
+/** What each transport is, for the select. */
+const DESCRIPTIONS = {
+  relay: 'WebSocket relay, batched',
+  'relay-faithful': 'WebSocket relay, one frame per message',
+  'relay-udp': 'server over unreliable data channels',
+  p2p: 'peer-to-peer, unreliable',
+  'p2p-reliable': 'peer-to-peer, reliable',
+};
+
+// Every transport the client core offers (relay-udp appears once it exists).
+transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
+  const option = document.createElement('option');
+  option.value = name;
+  option.textContent = DESCRIPTIONS[name] ? `${name}: ${DESCRIPTIONS[name]}` : name;
+  return option;
+}));
+transportSelect.value = 'relay';
+
+const params = new URLSearchParams(location.search);
+for (const key of ['group', 'name', 'transport', 'cycle', 'marker', 'size']) {
+  const value = params.get(key);
+  const input = field(key);
+  if (!value || !input) continue;
+  // A select set to an unknown value would submit nothing: ignore those.
+  if (input instanceof HTMLSelectElement && !Array.from(input.options).some((o) => o.value === value)) continue;
+  input.value = value;
+}
+
+const storage = {
+  get(/** @type {string} */ key) {
+    try { return localStorage.getItem(key); } catch { return null; }
+  },
+  set(/** @type {string} */ key, /** @type {string} */ value) {
+    try { localStorage.setItem(key, value); } catch { /* storage disabled (private browsing) */ }
+  },
+};
+
+if (!nameInput.value) nameInput.value = storage.get('carlab.name') ?? '';
+const recent = /** @type {string[]} */ (JSON.parse(storage.get('carlab.groups') ?? '[]'));
+/** @type {HTMLDataListElement} */ (document.getElementById('recent-groups')).replaceChildren(...recent.map((g) => {
+  const option = document.createElement('option');
+  option.value = g;
+  return option;
+}));
+
+form.addEventListener('submit', () => {
+  storage.set('carlab.name', nameInput.value.trim());
+  const group = groupInput.value.trim();
+  storage.set('carlab.groups', JSON.stringify([group, ...recent.filter((g) => g !== group)].slice(0, 8)));
+});
+
+/** A fresh group name such as `lab-k3f9`. */
+function newGroupName() {
+  const alphabet = 'abcdefghjkmnpqrstuvwxyz23456789';
+  const bytes = crypto.getRandomValues(new Uint8Array(4));
+  return `lab-${[...bytes].map((b) => alphabet[b % alphabet.length]).join('')}`;
+}
+
+document.getElementById('new-group')?.addEventListener('click', () => {
+  groupInput.value = newGroupName();
+  updateShare();
+  groupInput.focus();
+});
+
+/** The link others open to join this group (they pick their own name). */
+function joinLink() {
+  const url = new URL('/', location.href);
+  url.searchParams.set('group', groupInput.value.trim() || 'lab');
+  url.searchParams.set('transport', transportSelect.value);
+  return url.href;
+}
+
+const qr = /** @type {HTMLElement} */ (document.getElementById('qr'));
+const shareLink = /** @type {HTMLAnchorElement} */ (document.getElementById('share-link'));
+let shown = '';
+async function updateShare() {
+  const link = joinLink();
+  if (link === shown) return;
+  shown = link;
+  /** @type {HTMLElement} */ (document.getElementById('share-group')).textContent = groupInput.value.trim() || 'lab';
+  shareLink.href = link;
+  shareLink.textContent = link;
+  try {
+    qr.innerHTML = await QRCode.toString(link, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
+    qr.dataset.link = link;
+  } catch (err) {
+    qr.textContent = `QR code failed: ${err.message}`;
+  }
+}
+if (['localhost', '127.0.0.1', '[::1]'].includes(location.hostname)) {
+  const warn = document.createElement('p');
+  warn.className = 'hint warn';
+  warn.textContent = 'This link names this computer as "localhost", which other phones cannot reach: open the LAN '
+    + 'address that `carlab start` printed instead, and share from there.';
+  qr.after(warn);
+}
+groupInput.addEventListener('input', updateShare);
+transportSelect.addEventListener('change', updateShare);
+updateShare();
+
+document.getElementById('copy')?.addEventListener('click', async (event) => {
+  const button = /** @type {HTMLButtonElement} */ (event.currentTarget);
+  try {
+    await navigator.clipboard.writeText(joinLink());
+    button.textContent = 'Copied';
+  } catch {
+    button.textContent = 'Copy failed';
+  }
+  setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+});
