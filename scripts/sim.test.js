@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from './sim.js';
-import { SIM_TRANSPORTS } from './lab/sim.js';
+import { BASELINES, SIM_TRANSPORTS } from './lab/sim.js';
 import { resultsSchemaProblems } from './lab/schema.js';
 
 const sink = () => {
@@ -15,17 +15,19 @@ const sink = () => {
   return { stream, text: () => chunks.join('') };
 };
 
-test('sim: 60 clients on every transport, groups 5 and 25', { timeout: 180_000 }, async () => {
+const OURS = SIM_TRANSPORTS.filter((t) => !BASELINES.includes(t));
+
+test('sim: 60 clients on every carlab transport, groups 5 and 25', { timeout: 180_000 }, async () => {
   const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
   try {
     const stdout = sink();
     const stderr = sink();
-    const code = await run(['--transport', SIM_TRANSPORTS.join(','), '--clients', '60', '--group', '5,25',
+    const code = await run(['--transport', OURS.join(','), '--clients', '60', '--group', '5,25',
       '--duration', '4', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
     assert.equal(code, 0, stderr.text());
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
     assert.deepEqual(resultsSchemaProblems(results), []);
-    assert.equal(results.runs.length, SIM_TRANSPORTS.length * 2);
+    assert.equal(results.runs.length, OURS.length * 2);
     for (const r of results.runs) {
       const what = `${r.transport}/${r.group}`;
       assert.equal(r.connected, 60, what);
@@ -39,6 +41,27 @@ test('sim: 60 clients on every transport, groups 5 and 25', { timeout: 180_000 }
     }
     assert.match(stdout.text(), /### relay · group 25 · cycle 167 ms/);
     assert.match(await readFile(path.join(out, 'tables.md'), 'utf8'), /\| Size \|/);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('sim: the baselines run the same protocol in the same run', { timeout: 120_000 }, async () => {
+  const stdout = sink();
+  const stderr = sink();
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
+  try {
+    const code = await run(['--transport', BASELINES.join(','), '--clients', '20', '--group', '5',
+      '--duration', '2', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 0, stderr.text());
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    for (const r of results.runs) {
+      assert.equal(r.connected, 20, r.transport);
+      assert.ok(r.rt.n > 0, `${r.transport}: RT recorded`);
+      assert.equal(r.lossPct, 0, `${r.transport}: over TCP nothing is lost`);
+      assert.equal(r.rts, null, `${r.transport}: a baseline measures no RTS`);
+      assert.ok(r.serverCpuUsPerUpdate > 0, `${r.transport}: CPU per update`);
+    }
   } finally {
     await rm(out, { recursive: true, force: true });
   }
