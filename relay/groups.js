@@ -170,16 +170,69 @@ export class GroupRegistry {
     const entry = {
       sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(),
     };
+    /** @type {Session[]} members that get it but whose ACK nobody waits for */
+    const lagging = [];
     for (const member of group.members.values()) {
-      if (member !== sender && member.ready) entry.dest.set(member, NaN);
+      if (member === sender || !member.ready) continue;
+      if (member.lagging && sender.batched) {
+        lagging.push(member);
+        entry.dropped++;
+      } else {
+        entry.dest.set(member, NaN);
+      }
     }
     if (entry.dest.size === 0) {
-      // Alone in the group: nothing to wait for.
+      // Alone in the group (or with lagging members only): nothing to wait for.
       this.complete(entry);
-      return;
+    } else {
+      sender.pending.set(msg.seq, entry);
+      for (const member of entry.dest.keys()) member.push(msg.body, entry);
     }
-    sender.pending.set(msg.seq, entry);
-    for (const member of entry.dest.keys()) member.push(msg.body, entry);
+    // The entry goes along so a slow consumer's queue can replace it by the sender's next pose.
+    for (const member of lagging) member.push(msg.body, entry);
+  }
+
+  /**
+   * Mode relay's slow-consumer policy: a reliable (WebSocket) destination
+   * that has not ACKed an update of a mode-relay sender for `slowAckMs` has
+   * stopped reading (or cannot keep up). It leaves the ACK set of every
+   * pending update of mode-relay senders (dropped + 1, so they get their
+   * ACKED_ALL now) and is marked lagging: it still gets every update (stale
+   * poses replaced while its queue is held back), but no mode-relay sender
+   * waits for its ACKs until it sends one again. relay-faithful senders keep
+   * the published semantics (every ACK forwarded, waited for until their own
+   * timeout); relay-udp destinations are exempt: a lost ACK is normal there.
+   * @param {number} slowAckMs
+   */
+  checkLagging(slowAckMs) {
+    const now = performance.now();
+    /** @type {Set<Session>} */
+    const late = new Set();
+    for (const group of this.groups.values()) {
+      for (const member of group.members.values()) {
+        if (!member.batched) continue;
+        for (const entry of member.pending.values()) {
+          for (const [dest, forwardedAt] of entry.dest) {
+            const since = Number.isNaN(forwardedAt) ? entry.createdAt : forwardedAt;
+            if (!dest.udp && now - since > slowAckMs) late.add(dest);
+          }
+        }
+      }
+    }
+    for (const dest of late) this.markLagging(dest);
+  }
+
+  /** @param {Session} session */
+  markLagging(session) {
+    if (session.lagging || !session.group) return;
+    session.lagging = true;
+    this.ctx.stats.slowConsumers++;
+    for (const other of session.group.members.values()) {
+      if (other === session || !other.batched) continue;
+      for (const entry of [...other.pending.values()]) {
+        if (entry.dest.has(session)) this.dropDestination(entry, session);
+      }
+    }
   }
 
   /**
@@ -190,6 +243,11 @@ export class GroupRegistry {
   ack(acker, msg) {
     const stats = this.ctx.stats;
     stats.acksIn++;
+    if (acker.lagging) {
+      // It reads again: from its next update on, it is waited for again.
+      acker.lagging = false;
+      stats.slowConsumersRecovered++;
+    }
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
     const entry = sender?.pending.get(msg.seq);
     const forwardedAt = entry?.dest.get(acker);
@@ -253,6 +311,26 @@ export class GroupRegistry {
         }
       }
     }
+  }
+
+  /**
+   * What the relay still holds for its members: updates awaiting ACKs
+   * (`pending`) and messages waiting in outgoing queues (`queued`). Both
+   * return to 0 when everyone has left: a leak shows here first.
+   * @returns {{ pending: number, queued: number, lagging: number }}
+   */
+  backlog() {
+    let pending = 0;
+    let queued = 0;
+    let lagging = 0;
+    for (const g of this.groups.values()) {
+      for (const m of g.members.values()) {
+        pending += m.pending.size;
+        queued += m.out.queue.length + (m.dataOut?.queue.length ?? 0);
+        if (m.lagging) lagging++;
+      }
+    }
+    return { pending, queued, lagging };
   }
 
   /** Number of connected, joined clients. */

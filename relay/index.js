@@ -19,6 +19,8 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  *   is a slow consumer: its stale poses get replaced by the newest
  * @property {number} [queueHardBytes] above this the client is closed (4004)
  * @property {number} [ackTimeoutMs] pending ACKs older than this are given up
+ * @property {number} [slowAckMs] a WebSocket member that has not ACKed for this long is not
+ *   waited for any more (it lags) until it ACKs again; 0 turns the policy off
  * @property {string[]} [allowedOrigins] browser Origins allowed to connect;
  *   default: same origin as the Host header (clients without Origin, like
  *   Node clients, are allowed); ['*'] allows any
@@ -36,6 +38,10 @@ export const RELAY_DEFAULTS = Object.freeze({
   queueSoftBytes: 256 * 1024,
   queueHardBytes: 4 * 1024 * 1024,
   ackTimeoutMs: 20000,
+  // Far above the 250 ms a shared scene tolerates, so only a member that
+  // stopped reading trips it, not a loaded relay: there every member is slow
+  // and RT must show it.
+  slowAckMs: 5000,
   closeTimeoutMs: 3000,
   // A client in a group of 25 sends ~150 messages/s (an update and 24 ACKs per
   // 167 ms cycle); the bucket leaves room for groups of 100+ and for bursts.
@@ -138,6 +144,10 @@ export function createRelay(options = {}) {
 
   const sweeper = setInterval(() => groups.sweep(opts.ackTimeoutMs), Math.min(1000, opts.ackTimeoutMs));
   sweeper.unref();
+  const lagCheck = opts.slowAckMs > 0
+    ? setInterval(() => groups.checkLagging(opts.slowAckMs), Math.max(50, Math.min(250, opts.slowAckMs / 4)))
+    : null;
+  lagCheck?.unref();
 
   /** @param {Session} s */
   function detach(s) {
@@ -278,6 +288,7 @@ export function createRelay(options = {}) {
     handleUpgrade,
     metrics: () => stats.snapshot({
       clients: wss.clients.size, joined: groups.memberCount, groups: groups.groups.size, udpChannels: udp.openChannels,
+      ...groups.backlog(), blocked: blocked.size,
     }),
     resetWindow: () => stats.resetWindow(),
     close() {
@@ -285,6 +296,7 @@ export function createRelay(options = {}) {
         if (onServerUpgrade) options.server.off('upgrade', onServerUpgrade);
         clearInterval(retryBlocked);
         clearInterval(sweeper);
+        if (lagCheck) clearInterval(lagCheck);
         stats.stop();
         udp.close();
         for (const ws of wss.clients) ws.close(CloseCode.GOING_AWAY, 'relay shutting down');

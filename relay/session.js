@@ -158,7 +158,8 @@ export class Outbox {
     const stats = this.ctx.stats;
     for (const item of queue) {
       if (item.entry) {
-        item.entry.dest.set(this.session, now);
+        // A destination nobody waits on (a lagging consumer) is not put back in the ACK set.
+        if (item.entry.dest.has(this.session)) item.entry.dest.set(this.session, now);
         stats.updatesForwarded++;
       }
     }
@@ -201,9 +202,32 @@ export class Outbox {
     this.socket.send(frame);
   }
 
-  /** Builds the sender -> queue index used to replace stale poses. */
+  /**
+   * Becoming blocked: keeps only the newest queued pose of each sender (the
+   * older ones are stale: replaced, counted as dropped, like those replaced
+   * later) and builds the sender -> queue index used to replace stale poses.
+   */
   indexQueuedUpdates() {
     this.queuedUpdateBySender.clear();
+    /** @type {Set<number>} */
+    const seen = new Set();
+    /** @type {OutItem[]} */
+    const stale = [];
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      const item = this.queue[i];
+      if (!item.entry) continue;
+      if (seen.has(item.entry.sender.id)) stale.push(item);
+      else seen.add(item.entry.sender.id);
+    }
+    if (stale.length) {
+      const drop = new Set(stale);
+      this.queue = this.queue.filter((item) => !drop.has(item));
+      for (const item of stale) {
+        this.queuedBytes -= item.body.length;
+        this.ctx.stats.droppedUpdates++;
+        this.ctx.dropDestination(/** @type {PendingUpdate} */ (item.entry), this.session);
+      }
+    }
     this.queue.forEach((item, i) => {
       if (item.entry) this.queuedUpdateBySender.set(item.entry.sender.id, i);
     });
@@ -253,6 +277,12 @@ export class Session {
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
     this.dataOut = null;
     this.closed = false;
+    /**
+     * A consumer that stopped ACKing (mode relay's slow-consumer policy, see
+     * GroupRegistry.checkLagging): it still gets every update, but nobody waits
+     * for its ACKs until it sends one again.
+     */
+    this.lagging = false;
     /** Per-socket message rate limit. */
     this.rate = new TokenBucket(ctx.options.maxMessagesPerSecond, ctx.options.maxMessagesBurst);
   }

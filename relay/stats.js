@@ -82,6 +82,9 @@ export class RelayStats {
     this.unexpectedAcks = 0;
     /** (update, destination) pairs never ACKed within the ACK timeout. */
     this.ackTimeouts = 0;
+    /** Members found lagging (no ACK for slowAckMs) and no longer waited for; and those that came back. */
+    this.slowConsumers = 0;
+    this.slowConsumersRecovered = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;
@@ -149,6 +152,8 @@ export class RelayStats {
       droppedUpdates: this.droppedUpdates,
       unexpectedAcks: this.unexpectedAcks,
       ackTimeouts: this.ackTimeouts,
+      slowConsumers: this.slowConsumers,
+      slowConsumersRecovered: this.slowConsumersRecovered,
       rts: this.rtsCount
         ? { mean: this.rtsSum / this.rtsCount, max: this.rtsMax, n: this.rtsCount }
         : { mean: null, max: null, n: 0 },

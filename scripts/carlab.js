@@ -42,6 +42,7 @@ export const COMMANDS = Object.freeze({
   report: { summary: 'render results.json into tables and charts', load: () => import('./report.js') },
   markers: { summary: 'generate the marker pattern and camera parameters', load: () => import('./markers.js') },
   video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('./video.js') },
+  fuzz: { summary: 'throw seeded garbage at the relay and PeerServer; check nothing breaks', load: () => import('./fuzz.js') },
 });
 
 /**

@@ -47,6 +47,8 @@ export class UsageError extends Error {
  * @property {number} [queueSoftBytes] relay limit; undefined means the relay's default
  * @property {number} [queueHardBytes] relay limit; undefined means the relay's default
  * @property {number} [ackTimeoutMs] relay limit; undefined means the relay's default
+ * @property {number} [maxMessagesPerSecond] relay per-socket message rate (burst: twice that);
+ *   undefined means the relay's default
  * @property {string[]} [allowedOrigins] undefined means the servers' default
  * @property {boolean} build build web/dist when stale
  * @property {boolean} qr print a QR code of the first LAN URL
@@ -97,6 +99,7 @@ const FLAGS = {
   'queue-soft-bytes': { type: 'string', placeholder: '<bytes>', help: 'relay send queue size at which frames are dropped (default: the relay\'s)' },
   'queue-hard-bytes': { type: 'string', placeholder: '<bytes>', help: 'relay send queue size at which a client is cut off (default: the relay\'s)' },
   'ack-timeout-ms': { type: 'string', placeholder: '<ms>', help: 'relay wait for an ACK before counting it lost (default: the relay\'s)' },
+  'max-messages-per-second': { type: 'string', placeholder: '<n>', help: 'per-socket relay message rate, bursts of twice that; above it a client is closed with 4005 (default: the relay\'s, 2000)' },
   'allowed-origins': { type: 'string', placeholder: '<list>', help: 'comma-separated origins allowed to open WebSockets, * for any (default: the page\'s own)' },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },
   'no-qr': { type: 'boolean', help: 'do not print a QR code' },
@@ -226,6 +229,7 @@ function parseOrThrow(argv, env, readFile) {
     queueSoftBytes: optionalPositiveInteger(queueSoft),
     queueHardBytes: optionalPositiveInteger(queueHard),
     ackTimeoutMs: optionalPositiveInteger(stringOf('ack-timeout-ms')),
+    maxMessagesPerSecond: optionalPositiveInteger(stringOf('max-messages-per-second')),
     allowedOrigins: origins.raw === undefined ? undefined : parseOrigins(origins.label, origins.raw),
     build: !booleanOf('no-build'),
     qr: !booleanOf('no-qr'),
@@ -329,7 +333,8 @@ function parseUrlPath(label, raw) {
  */
 function parsePeerjsKey(label, raw) {
   // The key is a URL path segment in PeerServer's API: keep it URL-safe.
-  if (!/^[A-Za-z0-9._~-]+$/.test(raw)) throw new UsageError(`${label}: must be letters, digits, . _ ~ or -, got '${raw}'`);
+  // The value is not echoed: it is a key.
+  if (!/^[A-Za-z0-9._~-]+$/.test(raw)) throw new UsageError(`${label}: must be letters, digits, . _ ~ or - (the value given has other characters)`);
   return raw;
 }
 

@@ -36,6 +36,7 @@ describe('parseStartOptions: good input', () => {
       queueSoftBytes: undefined,
       queueHardBytes: undefined,
       ackTimeoutMs: undefined,
+      maxMessagesPerSecond: undefined,
       allowedOrigins: undefined,
       build: true,
       qr: true,
@@ -55,7 +56,7 @@ describe('parseStartOptions: good input', () => {
       '--ice-servers', '[{"urls":"stun:127.0.0.1:3478"}]',
       '--peerjs-path', '/signal/', '--peerjs-key', 'lab-key', '--relay-path', '/ws/relay',
       '--max-payload', '4096', '--queue-soft-bytes', '1000', '--queue-hard-bytes', '2000',
-      '--ack-timeout-ms', '500', '--allowed-origins', 'https://a.test, http://b.test:8080',
+      '--ack-timeout-ms', '500', '--max-messages-per-second', '300', '--allowed-origins', 'https://a.test, http://b.test:8080',
       '--no-build', '--no-qr',
     ]);
     assert.equal(result.kind, 'options');
@@ -73,6 +74,7 @@ describe('parseStartOptions: good input', () => {
       queueSoftBytes: 1000,
       queueHardBytes: 2000,
       ackTimeoutMs: 500,
+      maxMessagesPerSecond: 300,
       allowedOrigins: ['https://a.test', 'http://b.test:8080'],
       build: false,
       qr: false,
@@ -109,6 +111,7 @@ describe('parseStartOptions: environment fallbacks', () => {
       CARLAB_RELAY_PATH: '/r',
       CARLAB_MAX_PAYLOAD: '100',
       CARLAB_ACK_TIMEOUT_MS: '200',
+      CARLAB_MAX_MESSAGES_PER_SECOND: '50',
       CARLAB_ALLOWED_ORIGINS: 'https://x.test',
       CARLAB_NO_BUILD: '1',
       CARLAB_NO_QR: 'yes',
@@ -124,6 +127,7 @@ describe('parseStartOptions: environment fallbacks', () => {
     assert.equal(options.relayPath, '/r');
     assert.equal(options.maxPayload, 100);
     assert.equal(options.ackTimeoutMs, 200);
+    assert.equal(options.maxMessagesPerSecond, 50);
     assert.deepEqual(options.allowedOrigins, ['https://x.test']);
     assert.equal(options.build, false);
     assert.equal(options.qr, false);
@@ -188,6 +192,8 @@ describe('parseStartOptions: bad values', () => {
     [['--max-payload', '0'], /^--max-payload: must be a positive integer, got '0'/],
     [['--max-payload', '12kb'], /^--max-payload: must be a positive integer/],
     [['--ack-timeout-ms', '1e3'], /^--ack-timeout-ms: must be a positive integer/],
+    [['--max-messages-per-second', '0'], /^--max-messages-per-second: must be a positive integer, got '0'/],
+    [['--max-messages-per-second', 'lots'], /^--max-messages-per-second: must be a positive integer/],
     [['--queue-soft-bytes', '10', '--queue-hard-bytes', '5'], /--queue-soft-bytes \(10\) must not exceed --queue-hard-bytes \(5\)/],
     [['--relay-path', 'relay'], /^--relay-path: must be a path like \/name/],
     [['--relay-path', '/'], /^--relay-path: must be a path/],
@@ -285,7 +291,7 @@ test('help lists every flag with its environment variable', () => {
   assert.match(help, /^Usage: carlab start \[options\]/);
   for (const flag of ['--port', '--host', '--http', '--cert', '--key', '--ice-servers', '--peerjs-path', '--peerjs-key',
     '--relay-path', '--max-payload', '--queue-soft-bytes', '--queue-hard-bytes', '--ack-timeout-ms',
-    '--allowed-origins', '--no-build', '--no-qr', '-h, --help']) {
+    '--max-messages-per-second', '--allowed-origins', '--no-build', '--no-qr', '-h, --help']) {
     assert.ok(help.includes(flag), `help mentions ${flag}`);
   }
   assert.match(help, /\[CARLAB_QUEUE_HARD_BYTES\]/);

@@ -12,7 +12,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { createRelay } from '../relay/index.js';
+import { createRelay, pathnameOf } from '../relay/index.js';
 import { createSignaling } from '../signaling/index.js';
 import { formatUrl, isWildcardHost, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
@@ -51,6 +51,7 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
  * @property {number} [queueSoftBytes] relay limit
  * @property {number} [queueHardBytes] relay limit
  * @property {number} [ackTimeoutMs] relay limit
+ * @property {number} [maxMessagesPerSecond] relay per-socket message rate; the burst is twice that
  * @property {string[]} [allowedOrigins] WebSocket origins allowed by relay and signaling
  * @property {number} [closeTimeoutMs] bound on a graceful close(); default 5000
  * @property {string[]} [extraUpgradePaths] upgrade paths (prefixes) other services attached to
@@ -115,6 +116,8 @@ export async function createCarlabServer(options = {}) {
     queueSoftBytes: options.queueSoftBytes,
     queueHardBytes: options.queueHardBytes,
     ackTimeoutMs: options.ackTimeoutMs,
+    maxMessagesPerSecond: options.maxMessagesPerSecond,
+    maxMessagesBurst: options.maxMessagesPerSecond === undefined ? undefined : 2 * options.maxMessagesPerSecond,
     allowedOrigins: options.allowedOrigins,
   }));
   const signaling = await createSignaling(withoutUndefined({
@@ -184,7 +187,7 @@ export async function createCarlabServer(options = {}) {
   // Registered after the relay's and signaling's own listeners: every other
   // upgrade gets an answer instead of a socket left hanging.
   server.on('upgrade', (req, socket) => {
-    if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath)) return;
+    if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath, signalingUpgradePath !== signaling.path)) return;
     if ((options.extraUpgradePaths ?? []).some((prefix) => rawPathOf(req.url ?? '/').startsWith(prefix))) return;
     socket.on('error', () => {});
     socket.once('finish', () => socket.destroy());
@@ -221,24 +224,23 @@ export async function createCarlabServer(options = {}) {
 /**
  * Whether an upgrade request is one the relay or signaling will take.
  *
- * Both the raw path and the URL-normalised one are checked, since the
- * services may compare either; the 404 must never race their handshake.
+ * The path is read exactly as the services read it (`pathnameOf`: the
+ * request target up to `?`, nothing normalised), so every upgrade gets an
+ * answer: theirs, or this server's 404. The 404 must never race their
+ * handshake, and no request may be left hanging because the two disagree
+ * (`/./relay`, `/relay#x` or `http://host/relay` are not the relay's).
  *
  * @param {string} target request target (`req.url`)
  * @param {string} relayPath
  * @param {string} signalingPath signaling's WebSocket path, or its mount path
  *   (then anything under it counts)
+ * @param {boolean} [signalingExact] `signalingPath` is the WebSocket path itself: only
+ *   it counts (an upgrade to a path under it would otherwise get no answer at all)
  * @returns {boolean}
  */
-export function belongsToServices(target, relayPath, signalingPath) {
-  const raw = rawPathOf(target);
-  let normalised = raw;
-  try {
-    normalised = new URL(target, 'http://localhost').pathname;
-  } catch {
-    // Unparseable: only the raw form can match.
-  }
-  return [raw, normalised].some((pathname) => pathname === relayPath || isUnder(pathname, signalingPath));
+export function belongsToServices(target, relayPath, signalingPath, signalingExact = false) {
+  const pathname = pathnameOf(target);
+  return pathname === relayPath || (signalingExact ? pathname === signalingPath : isUnder(pathname, signalingPath));
 }
 
 /**

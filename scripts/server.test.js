@@ -123,10 +123,31 @@ describe('HTTP server', () => {
 
   test('an unknown WebSocket path gets 404', async () => {
     const base = carlab.url.replace(/^http/, 'ws');
-    for (const target of ['/nope', '/', '/relay/extra', '/peerjs/other']) {
+    for (const target of ['/nope', '/', '/relay/extra', '/peerjs/other', '/peerjs/peerjs/x']) {
       const result = await handshake(new URL(target, base).href);
       assert.equal(result.opened, false, target);
       assert.equal(result.opened === false && result.status, 404, target);
+    }
+  });
+
+  test('an upgrade whose raw path only normalises to a service path gets 404, never silence', async () => {
+    const net = await import('node:net');
+    const { port } = /** @type {import('node:net').AddressInfo} */ (carlab.server.address());
+    for (const target of ['/./relay', '/relay/../relay', '/relay#x', `http://127.0.0.1:${port}/relay`, '/peerjs/./peerjs?key=peerjs&id=z&token=t']) {
+      const status = await new Promise((resolve) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let text = '';
+        const timer = setTimeout(() => { socket.destroy(); resolve('no answer'); }, 3000);
+        socket.on('data', (d) => {
+          text += d;
+          const m = /^HTTP\/1\.1 (\d+)/.exec(text);
+          if (m) { clearTimeout(timer); socket.destroy(); resolve(Number(m[1])); }
+        });
+        socket.on('error', () => {});
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+          + 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+      });
+      assert.equal(status, 404, target);
     }
   });
 
@@ -254,6 +275,12 @@ test('belongsToServices', () => {
   assert.equal(belongsToServices('/peerjs/peerjs?key=k', '/relay', '/peerjs/peerjs'), true);
   assert.equal(belongsToServices('/peerjs/other', '/relay', '/peerjs/peerjs'), false);
   assert.equal(belongsToServices('/peerjs/other', '/relay', '/peerjs'), true);
+  assert.equal(belongsToServices('/peerjs/peerjs/x', '/relay', '/peerjs/peerjs', true), false);
+  assert.equal(belongsToServices('/peerjs/peerjs?key=k', '/relay', '/peerjs/peerjs', true), true);
+  // read as the services read it: nothing normalised, or the request would hang unanswered
+  for (const target of ['/./relay', '/relay/../relay', '/relay#x', 'http://127.0.0.1/relay', '//relay']) {
+    assert.equal(belongsToServices(target, '/relay', '/peerjs/peerjs', true), false, target);
+  }
   assert.equal(belongsToServices('/relayx', '/relay', '/peerjs'), false);
   assert.equal(belongsToServices('/', '/relay', '/peerjs'), false);
 });

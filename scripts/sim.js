@@ -19,13 +19,21 @@ Transports: ${SIM_TRANSPORTS.join(', ')}
 
 ${LAB_FLAGS_HELP}
   --workers N          load-generator threads (default: 1 per 400 clients, at most 2)
+  --timeline S         timeline bucket in seconds: RT mean and server RSS per bucket,
+                       and the run's stability (first vs last window) (default 10)
+  --restart-at S       kill the server (SIGKILL) S seconds into each measured window and
+                       start it again on the same port: clients reconnect, the run
+                       reports the outage and the updates lost in it
+  --restart-down MS    keep it down this long before restarting (default 0)
 
 Presets:
   car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
                        5, 10, 20, 25 x cycles 167, 698 ms: the CAR server study's tables
 
-Example:
-  carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim`;
+Examples:
+  carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
+  carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
+    --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
 /** @type {import('./lab/command.js').LabCommand} */
@@ -42,7 +50,9 @@ export const simCommand = {
       cycle: '167,698', duration: '20', warmup: '3',
     },
   },
-  extraFlags: { workers: { type: 'string' } },
+  extraFlags: {
+    workers: { type: 'string' }, timeline: { type: 'string' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+  },
   help: simHelp,
   validate(o) {
     if (o.values.workers !== undefined) {
@@ -51,12 +61,23 @@ export const simCommand = {
       o.workers = w;
     }
     if (o.url) return '--url is not supported: sim starts its own server to measure its CPU apart';
+    for (const [flag, key, min] of /** @type {const} */ ([['timeline', 'timelineS', 1], ['restart-at', 'restartAtS', 0], ['restart-down', 'restartDownMs', 0]])) {
+      const raw = o.values[flag];
+      if (raw === undefined) continue;
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < min) return `--${flag}: "${raw}" is not a number >= ${min}`;
+      o[key] = n;
+    }
+    if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
+    if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
     return null;
   },
   describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
   runPoint: ({ point, options, onProgress, shouldStop }) => runSimPoint({
     point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
+    timelineS: options.timelineS,
+    restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
   }),
 };
 

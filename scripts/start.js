@@ -80,6 +80,7 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
       queueSoftBytes: options.queueSoftBytes,
       queueHardBytes: options.queueHardBytes,
       ackTimeoutMs: options.ackTimeoutMs,
+      maxMessagesPerSecond: options.maxMessagesPerSecond,
       allowedOrigins: options.allowedOrigins,
     });
   } catch (err) {

@@ -7,6 +7,48 @@ import { ExpressPeerServer } from 'peer';
 import { WebSocketServer } from 'ws';
 import { isOriginAllowed, rejectUpgrade } from '../relay/upgrade.js';
 import { pathnameOf } from '../relay/index.js';
+import { TokenBucket } from '../relay/session.js';
+import { CloseCode } from '../web/src/core/protocol.js';
+
+/** What a PeerJS client sends over the PeerServer WebSocket (peerjs 1.5 `ServerMessageType`). */
+export const PEERJS_CLIENT_TYPES = Object.freeze(['HEARTBEAT', 'OFFER', 'ANSWER', 'CANDIDATE', 'LEAVE']);
+
+/** Defaults of the signaling server's limits. */
+export const SIGNALING_DEFAULTS = Object.freeze({
+  maxPayload: 64 * 1024,
+  // A page joining a group of 25 sends an offer and a few candidates per
+  // neighbour at once: a few hundred messages. Far below that is abuse.
+  maxMessagesPerSecond: 500,
+  maxMessagesBurst: 1000,
+});
+
+/**
+ * Checks one message a PeerJS client sent. The PeerServer itself ignores
+ * what it cannot parse; carlab closes the socket instead, with the relay's
+ * close codes, so a misbehaving peer is cut off and counted.
+ * @param {Buffer | ArrayBuffer | Buffer[]} data
+ * @param {boolean} isBinary
+ * @returns {[number, string] | null} a close code and reason, or null when fine
+ */
+export function checkPeerMessage(data, isBinary) {
+  if (isBinary) return [CloseCode.BAD_FRAME, 'binary frames are not part of the PeerJS protocol'];
+  let message;
+  try {
+    message = JSON.parse(String(data));
+  } catch {
+    return [CloseCode.BAD_FRAME, 'not JSON'];
+  }
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    return [CloseCode.BAD_FRAME, 'not a JSON object'];
+  }
+  if (!PEERJS_CLIENT_TYPES.includes(message.type)) {
+    return [CloseCode.PROTOCOL_VIOLATION, `type ${JSON.stringify(message.type)?.slice(0, 40)} is not sent by PeerJS clients`];
+  }
+  if (message.dst !== undefined && typeof message.dst !== 'string') {
+    return [CloseCode.PROTOCOL_VIOLATION, 'dst must be a peer id string'];
+  }
+  return null;
+}
 
 /**
  * @typedef {object} SignalingOptions
@@ -15,6 +57,9 @@ import { pathnameOf } from '../relay/index.js';
  * @property {string} [key] PeerServer key clients must present, default 'peerjs'
  * @property {string[]} [allowedOrigins] as for the relay (same-origin by default)
  * @property {number} [aliveTimeoutMs] drop peers silent this long (PeerJS pings every 5 s)
+ * @property {number} [maxPayload] largest WebSocket message (larger: close 1009)
+ * @property {number} [maxMessagesPerSecond] per-socket message rate (token bucket refill); above: close 4005
+ * @property {number} [maxMessagesBurst] the bucket's size
  */
 
 /**
@@ -40,7 +85,14 @@ export function createSignaling(options = {}) {
   const path = normalisePath(options.path ?? '/peerjs');
   const key = options.key ?? 'peerjs';
   const wsPath = `${path === '/' ? '' : path}/peerjs`;
-  const counters = { peersConnected: 0, peersTotal: 0, messages: 0, errors: 0 };
+  const limits = {
+    maxPayload: options.maxPayload ?? SIGNALING_DEFAULTS.maxPayload,
+    maxMessagesPerSecond: options.maxMessagesPerSecond ?? SIGNALING_DEFAULTS.maxMessagesPerSecond,
+    maxMessagesBurst: options.maxMessagesBurst ?? SIGNALING_DEFAULTS.maxMessagesBurst,
+  };
+  const counters = { peersConnected: 0, peersTotal: 0, messages: 0, errors: 0, sockets: 0, badRequests: 0 };
+  /** @type {Record<string, number>} sockets closed by carlab's checks, by close code */
+  const closedByCode = {};
 
   /** @type {WebSocketServer | null} */
   let wss = null;
@@ -52,7 +104,7 @@ export function createSignaling(options = {}) {
     corsOptions: { origin: true },
     // We route upgrades ourselves so several WebSocket servers share one port.
     createWebSocketServer: (wsOptions) => {
-      wss = new WebSocketServer({ noServer: true, path: wsOptions.path, maxPayload: 64 * 1024 });
+      wss = new WebSocketServer({ noServer: true, path: wsOptions.path, maxPayload: limits.maxPayload, perMessageDeflate: false });
       return wss;
     },
   });
@@ -64,6 +116,15 @@ export function createSignaling(options = {}) {
   const root = express();
   root.disable('x-powered-by');
   root.use(path, peerApp); // fires 'mount': the PeerServer initialises here
+  // Bad requests (e.g. a path that is not valid percent-encoding) end here
+  // with their 4xx status, quietly: express's default handler would log a
+  // stack trace per request, which anyone could use to flood the log.
+  root.use((/** @type {any} */ err, /** @type {any} */ _req, /** @type {any} */ res, /** @type {any} */ _next) => {
+    counters.badRequests++;
+    const status = Number(err?.status ?? err?.statusCode);
+    if (res.headersSent) { res.destroy(); return; }
+    res.status(status >= 400 && status < 600 ? status : 500).type('text/plain').send(status >= 400 && status < 500 ? 'Bad Request' : 'Internal Server Error');
+  });
 
   const handleUpgrade = (req, socket, head) => {
     if (!isOriginAllowed(req, options.allowedOrigins)) {
@@ -71,8 +132,40 @@ export function createSignaling(options = {}) {
       return;
     }
     const server = /** @type {WebSocketServer} */ (wss);
-    server.handleUpgrade(req, socket, head, (ws) => server.emit('connection', ws, req));
+    server.handleUpgrade(req, socket, head, (ws) => {
+      counters.sockets++;
+      ws.once('close', () => { counters.sockets--; });
+      server.emit('connection', ws, req);
+      guard(ws);
+    });
   };
+
+  /**
+   * Puts carlab's checks in front of the PeerServer's own message handler
+   * (which it attached while handling 'connection'): a message that fails
+   * them closes the socket and never reaches the PeerServer.
+   * @param {import('ws').WebSocket} ws
+   */
+  function guard(ws) {
+    const theirs = ws.listeners('message');
+    ws.removeAllListeners('message');
+    const rate = new TokenBucket(limits.maxMessagesPerSecond, limits.maxMessagesBurst);
+    let closed = false;
+    ws.on('message', (data, isBinary) => {
+      if (closed) return;
+      /** @type {[number, string] | null} */
+      const problem = rate.take(1)
+        ? checkPeerMessage(/** @type {any} */ (data), isBinary)
+        : [CloseCode.RATE_LIMITED, `over ${limits.maxMessagesPerSecond} messages/s`];
+      if (problem) {
+        closed = true;
+        closedByCode[problem[0]] = (closedByCode[problem[0]] ?? 0) + 1;
+        ws.close(problem[0], problem[1]);
+        return;
+      }
+      for (const f of theirs) f.call(ws, data, isBinary);
+    });
+  }
 
   /** @type {((req: any, socket: any, head: any) => void) | null} */
   let onServerUpgrade = null;
@@ -94,7 +187,7 @@ export function createSignaling(options = {}) {
       root(/** @type {any} */ (req), /** @type {any} */ (res));
       return true;
     },
-    metrics: () => ({ path, ...counters }),
+    metrics: () => ({ path, ...counters, closedByCode: { ...closedByCode } }),
     close() {
       if (onServerUpgrade) options.server?.off('upgrade', onServerUpgrade);
       return new Promise((resolve) => {

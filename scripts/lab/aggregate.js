@@ -121,10 +121,42 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
         updatesForwarded: relay.updatesForwarded ?? null,
         droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesOut: relay.framesOut,
         messagesOut: relay.messagesOut, bytesIn: relay.bytesIn, bytesOut: relay.bytesOut, closedByCode: relay.closedByCode,
+        slowConsumers: relay.slowConsumers ?? null,
       }
       : null,
     setupMs: aggregateSetup(clients),
     channel: aggregateChannel(clients),
+    ...outageOf(clients, streams),
+  };
+}
+
+/**
+ * The `outage` fields of a run in which clients lost the relay and
+ * reconnected (a relay restart): how many, how long each was without it
+ * (detection to rejoin, on its own clock) and what the run lost meanwhile.
+ * Nothing when nobody reconnected.
+ * @param {any[]} clients
+ * @param {ReturnType<typeof aggregateStreams>} streams
+ */
+export function outageOf(clients, streams) {
+  const reconnected = clients.filter((c) => (c.reconnects ?? 0) > 0);
+  const down = clients.filter((c) => c.reconnecting);
+  if (reconnected.length === 0 && down.length === 0) return {};
+  const outages = clients.flatMap((c) => (c.outages ?? []).map((/** @type {any} */ x) => x.ms));
+  return {
+    outage: {
+      clientsReconnected: reconnected.length,
+      reconnects: clients.reduce((s, c) => s + (c.reconnects ?? 0), 0),
+      /** Clients still without the relay when the run ended. */
+      stillDown: down.length,
+      outageMs: summarize(outages),
+      /** Updates some neighbour never received: in flight when the relay died, or sent into the gap. */
+      updatesLost: streams.lost,
+      /** Outstanding updates given up at the disconnect. */
+      abandoned: clients.reduce((s, c) => s + (c.abandoned ?? 0), 0),
+      /** Action cycles that passed while a client was disconnected (nothing sent). */
+      pausedCycles: clients.reduce((s, c) => s + (c.pausedCycles ?? 0), 0),
+    },
   };
 }
 

@@ -1,6 +1,20 @@
 // The system under test in its own process, so its CPU is measured apart
 // from the load generator's. Forked by the lab runners; speaks over IPC:
-//   -> { cmd: 'reset' | 'metrics' | 'close', id }   <- { id, ... }
+//   -> { cmd: 'reset' | 'metrics' | 'heap' | 'close', id }   <- { id, ... }
+// and reports, unasked, { type: 'fault', kind, message } for every unhandled
+// rejection (the process goes on) and uncaught exception (it then exits 70),
+// so a run can count them instead of only seeing the process die.
+
+/** @param {string} kind @param {unknown} err */
+function reportFault(kind, err) {
+  const message = String(/** @type {any} */ (err)?.stack ?? err).slice(0, 2000);
+  try { if (process.connected) /** @type {any} */ (process).send({ type: 'fault', kind, message }); } catch { /* parent gone */ }
+}
+process.on('unhandledRejection', (reason) => reportFault('unhandledRejection', reason));
+process.on('uncaughtException', (err) => {
+  reportFault('uncaughtException', err);
+  setTimeout(() => process.exit(70), 100); // let the report go out; the state is not trusted any more
+});
 
 import { createCarlabServer } from '../server.js';
 import { createSocketIoBaseline, createWsFloor } from '../../relay/baselines.js';
@@ -26,9 +40,15 @@ process.on('message', async (/** @type {any} */ m) => {
     case 'metrics':
       reply({
         relay: server.relay.metrics(),
+        signaling: server.signaling.metrics(),
         baselines: Object.fromEntries(Object.entries(baselines).map(([name, b]) => [name, b.metrics()])),
         rssBytes: process.memoryUsage().rss,
       });
+      break;
+    case 'heap':
+      // With --expose-gc (the churn and fuzz runs start us so) this is the live heap.
+      /** @type {any} */ (globalThis).gc?.();
+      reply({ ...process.memoryUsage(), gc: typeof (/** @type {any} */ (globalThis).gc) === 'function' });
       break;
     case 'close':
       // Socket.IO closes the HTTP server it is attached to: close it last.

@@ -64,23 +64,40 @@ export const BASELINES = Object.freeze(['socketio', 'ws-floor']);
 /**
  * The system under test in its own process.
  * @param {Record<string, any>} [serverOptions] createCarlabServer options
+ * @param {{ execArgv?: string[], stderr?: 'inherit' | 'ignore' }} [childOptions] e.g. ['--expose-gc']
+ *   for heap measurements (`heap()`); stderr 'ignore' for runs that kill it on purpose
  */
-export async function startServerChild(serverOptions = {}) {
-  const child = fork(SERVER_CHILD, [JSON.stringify(serverOptions)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+export async function startServerChild(serverOptions = {}, childOptions = {}) {
+  const child = fork(SERVER_CHILD, [JSON.stringify(serverOptions)], {
+    stdio: ['ignore', 'ignore', childOptions.stderr ?? 'inherit', 'ipc'],
+    execArgv: [...process.execArgv, ...(childOptions.execArgv ?? [])],
+  });
   let nextId = 1;
   /** @type {Map<number, (m: any) => void>} */
   const waiting = new Map();
+  /** Unhandled rejections and uncaught exceptions the server reported. @type {{ kind: string, message: string }[]} */
+  const faults = [];
+  /** @type {{ code: number | null, signal: string | null } | null} */
+  let exit = null;
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+    exit = { code, signal };
+    for (const reply of waiting.values()) reply({ error: 'server exited' });
+    waiting.clear();
+    resolve(exit);
+  }));
   const ready = new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`server exited with code ${code} before it was ready`)));
     child.on('message', (/** @type {any} */ m) => {
       if (m.type === 'ready') resolve(m);
+      else if (m.type === 'fault') faults.push({ kind: m.kind, message: m.message });
       else if (waiting.has(m.id)) { waiting.get(m.id)?.(m); waiting.delete(m.id); }
     });
   });
   const { url } = /** @type {any} */ (await ready);
   /** @param {string} cmd */
   const ask = (cmd) => new Promise((resolve) => {
+    if (exit || !child.connected) { resolve({ error: 'server exited' }); return; }
     const id = nextId++;
     waiting.set(id, resolve);
     child.send({ cmd, id });
@@ -88,12 +105,24 @@ export async function startServerChild(serverOptions = {}) {
   return {
     url,
     pid: /** @type {number} */ (child.pid),
+    faults,
+    /** Resolves with how the process ended. */
+    exited,
+    /** How it ended, null while it runs. */
+    get exit() { return exit; },
     resetWindow: () => ask('reset'),
     /** @returns {Promise<any>} */
     metrics: () => ask('metrics'),
+    /** process.memoryUsage() after a GC (when started with --expose-gc). @returns {Promise<any>} */
+    heap: () => ask('heap'),
+    /** Kills it without a goodbye (a crash, for the restart tests). @param {NodeJS.Signals} [signal] */
+    async kill(signal = 'SIGKILL') {
+      if (exit) return exit;
+      child.kill(signal);
+      return exited;
+    },
     async close() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
+      if (exit) return;
       ask('close');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
       await exited;
@@ -112,7 +141,47 @@ export async function startServerChild(serverOptions = {}) {
  * @property {number} [workers] generator threads (default: 1 per 400 clients, at most 2)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
+ * @property {number} [timelineS] length of the timeline's buckets (RT mean and server RSS), default 10
+ * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
+ *   seconds into the measured window and start it again on the same port after downMs:
+ *   the clients reconnect, the run record reports the outage
  */
+
+/**
+ * RT and memory stability over a run from its timeline: the mean RT of the
+ * first and the last window (60 s, or a quarter of a shorter run) and the
+ * server's RSS growth from the end of the warm-up to the end of the run.
+ * @param {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null }[]} timeline
+ * @param {number} rssWarmBytes server RSS when the measured window began
+ * @param {number} durationS
+ */
+export function stabilityOf(timeline, rssWarmBytes, durationS) {
+  const full = timeline.filter((b) => b.s >= (timeline[0]?.s ?? 0) * 0.5);
+  if (full.length === 0) return null;
+  const bucketS = full[0].s;
+  const windowS = durationS >= 240 ? 60 : Math.max(bucketS, durationS / 4);
+  const k = Math.max(1, Math.min(Math.floor(full.length / 2) || 1, Math.round(windowS / bucketS)));
+  const meanOf = (/** @type {typeof timeline} */ bs) => {
+    const n = bs.reduce((a, b) => a + b.n, 0);
+    return n ? bs.reduce((a, b) => a + (b.rtMean ?? 0) * b.n, 0) / n : null;
+  };
+  const rtFirst = meanOf(full.slice(0, k));
+  const rtLast = meanOf(full.slice(-k));
+  const rss = timeline.map((b) => b.rssBytes).filter((v) => typeof v === 'number');
+  const rssEnd = rss.length ? rss[rss.length - 1] : null;
+  const rssMax = rss.length ? Math.max(...rss) : null;
+  return {
+    windowS: k * bucketS,
+    rtFirst,
+    rtLast,
+    rtDriftPct: rtFirst && rtLast !== null ? (100 * Math.abs(rtLast - rtFirst)) / rtFirst : null,
+    rssWarmBytes,
+    rssEndBytes: rssEnd,
+    rssMaxBytes: rssMax,
+    rssGrowthPct: rssWarmBytes && rssEnd !== null ? (100 * (rssEnd - rssWarmBytes)) / rssWarmBytes : null,
+    rssMaxGrowthPct: rssWarmBytes && rssMax !== null ? (100 * (rssMax - rssWarmBytes)) / rssWarmBytes : null,
+  };
+}
 
 /**
  * Runs one point and returns its run record.
@@ -120,7 +189,10 @@ export async function startServerChild(serverOptions = {}) {
  */
 export async function runSimPoint(o) {
   const { point } = o;
-  const server = await startServerChild({ ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport) });
+  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport) };
+  let server = await startServerChild(serverOptions);
+  /** Servers that died or were killed during the run (their faults count too). */
+  const pastServers = [];
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
   const workerCount = Math.max(1, Math.min(o.workers ?? Math.min(2, Math.ceil(point.clients / 400)), point.clients));
   const runId = `sim${Date.now().toString(36)}`;
@@ -129,6 +201,8 @@ export async function runSimPoint(o) {
   /** @type {Generator[]} */
   const workers = [];
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
+  /** The timeline bucket being filled (RTs reported while measuring). */
+  const bucket = { on: false, rtSum: 0, rtN: 0 };
   try {
     const per = Math.ceil(point.clients / workerCount);
     const connected = [];
@@ -144,6 +218,7 @@ export async function runSimPoint(o) {
       worker.on('message', (m) => {
         if (m.type === 'progress') {
           live.rtSum += m.rtSum; live.rtN += m.rtN; live.sent += m.sent;
+          if (bucket.on) { bucket.rtSum += m.rtSum; bucket.rtN += m.rtN; }
           if (m.done) live.done++;
         }
       });
@@ -162,7 +237,23 @@ export async function runSimPoint(o) {
 
     for (const w of workers) w.postMessage({ cmd: 'start' });
     const started = Date.now();
-    const tick = async (phase, seconds) => {
+    const timelineS = o.timelineS ?? 10;
+    /** @type {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null }[]} */
+    const timeline = [];
+    let bucketStart = 0;
+    /** Closes the bucket being filled: its RT mean and the server's RSS now. */
+    const closeBucket = async (/** @type {number} */ at) => {
+      const m = await server.metrics();
+      timeline.push({
+        t: Math.round(bucketStart / 100) / 10, s: Math.round((at - bucketStart) / 100) / 10,
+        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
+      });
+      bucket.rtSum = 0; bucket.rtN = 0;
+      bucketStart = at;
+    };
+    /** @type {any} */
+    let restartInfo = null;
+    const tick = async (phase, seconds, measuring = false) => {
       const end = Date.now() + seconds * 1000;
       while (Date.now() < end && !o.shouldStop?.()) {
         if (o.updates > 0 && live.done === workers.length) break;
@@ -170,16 +261,35 @@ export async function runSimPoint(o) {
         const rtMean = live.rtN ? live.rtSum / live.rtN : null;
         o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean, sent: live.sent });
         live.rtSum = 0; live.rtN = 0; live.sent = 0;
+        if (!measuring) continue;
+        const at = performance.now() - windowStart;
+        if (o.restart && !restartInfo && at >= o.restart.atS * 1000) restartInfo = await restartServer(at);
+        if (at - bucketStart >= timelineS * 1000) await closeBucket(at);
       }
     };
+    /** Kills the server mid-run and starts it again on the same port. @param {number} at */
+    const restartServer = async (at) => {
+      const port = Number(new URL(server.url).port);
+      pastServers.push(server);
+      const killedAt = performance.now();
+      await server.kill('SIGKILL');
+      if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
+      server = await startServerChild({ ...serverOptions, port });
+      return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
+    };
+    let windowStart = 0;
     await tick('warm-up', o.warmupS);
     await server.resetWindow();
+    const rssWarm = (await server.metrics()).rssBytes ?? null;
     const cpuStart = process.cpuUsage();
     const childCpuStart = asProcesses ? await childCpuMicros(workers) : 0;
-    const windowStart = performance.now();
+    windowStart = performance.now();
+    bucket.on = true;
     // with --updates, run until every client sent them (bounded by the ACK timeout per update)
-    await tick('measuring', o.updates > 0 ? (o.updates * point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS);
+    await tick('measuring', o.updates > 0 ? (o.updates * point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS, true);
     const windowMs = performance.now() - windowStart;
+    bucket.on = false;
+    if (windowMs - bucketStart >= 1000 || timeline.length === 0) await closeBucket(windowMs);
     const cpuUsed = process.cpuUsage(cpuStart);
     const childCpuUsed = asProcesses ? await childCpuMicros(workers) - childCpuStart : 0;
     const serverMetrics = await server.metrics();
@@ -207,6 +317,10 @@ export async function runSimPoint(o) {
         durationS: Math.round(windowMs / 100) / 10,
         serverRssBytes: serverMetrics.rssBytes,
         stoppedEarly: Boolean(o.shouldStop?.()),
+        timeline,
+        stability: restartInfo ? null : stabilityOf(timeline, rssWarm, windowMs / 1000),
+        serverFaults: [...pastServers, server].flatMap((x) => x.faults).length,
+        ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
       },
     });
   } finally {

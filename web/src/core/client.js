@@ -33,7 +33,11 @@ import { ReceiveStream, summarize } from './metrics.js';
  * @property {(m: import('./protocol.js').AckedAllMsg) => void} onAckedAll
  * @property {(m: import('./protocol.js').Member) => void} onMemberJoined
  * @property {(id: number) => void} onMemberLeft
- * @property {(code: number, reason: string) => void} onClose
+ * @property {(code: number, reason: string) => void} onClose the connection is gone for good
+ * @property {(info: { code: number, reason: string }) => void} [onReconnecting] the connection
+ *   dropped and the transport is reconnecting (transports that can)
+ * @property {(m: import('./protocol.js').WelcomeMsg) => void} [onReconnected] rejoined: the new
+ *   WELCOME, called synchronously like onWelcome
  */
 
 /**
@@ -50,7 +54,8 @@ import { ReceiveStream, summarize } from './metrics.js';
  * @property {() => import('./protocol.js').Pose} pose the newest local pose
  * @property {() => number} [now] monotonic ms clock, default performance.now
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
- *   'member-joined', 'member-left', 'pose', 'object', 'rt', 'closed'
+ *   'member-joined', 'member-left', 'pose', 'object', 'rt', 'closed',
+ *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id })
  */
 
 /** Default action cycle, the paper's fast phone. */
@@ -90,6 +95,13 @@ export class CarClient {
     this.connected = false;
     /** @type {{ code: number, reason: string } | null} */
     this.closedWith = null;
+    /** Rejoins after the connection dropped, and the time spent without one (ms). */
+    this.reconnects = 0;
+    this.outageMs = 0;
+    /** @type {{ at: number, ms: number, code: number }[]} each outage: start (client clock), length, close code */
+    this.outages = [];
+    /** @type {{ at: number, code: number } | null} the outage going on */
+    this.outage = null;
     this.cycle = new ActionCycle({
       cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
       ackTimeoutMs: options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS,
@@ -126,9 +138,12 @@ export class CarClient {
         onClose: (code, reason) => {
           this.connected = false;
           this.closedWith = { code, reason };
+          this.outage = null;
           this.cycle.stop();
           this.emit('closed', { code, reason });
         },
+        onReconnecting: ({ code, reason }) => this.disconnected(code, reason),
+        onReconnected: (w) => this.rejoined(w),
       },
     );
     this.welcome(welcome); // idempotent: transports that called onWelcome already did this
@@ -165,6 +180,42 @@ export class CarClient {
     if (this.id === w.clientId) return;
     this.id = w.clientId;
     for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+  }
+
+  /**
+   * The connection dropped; the transport is reconnecting. The outstanding
+   * update can no longer complete (the relay that held it is gone): it is
+   * abandoned, and the cycle sends nothing until we are back (sequence
+   * numbers go on where they were).
+   * @param {number} code @param {string} reason
+   */
+  disconnected(code, reason) {
+    this.connected = false;
+    this.outage = { at: this.now(), code };
+    this.cycle.pause();
+    this.emit('reconnecting', { code, reason });
+  }
+
+  /**
+   * Rejoined after an outage: members are re-learned from the new WELCOME
+   * (members that did not come back leave the ACK set, those who did are
+   * kept with their streams), and the cycle resumes.
+   * @param {import('./protocol.js').WelcomeMsg} w
+   */
+  rejoined(w) {
+    const started = this.outage;
+    const ms = started ? this.now() - started.at : 0;
+    this.reconnects++;
+    this.outageMs += ms;
+    if (started && this.outages.length < 1000) this.outages.push({ at: started.at, ms, code: started.code });
+    this.outage = null;
+    this.id = w.clientId; // the same unless it stayed taken
+    const present = new Set(w.members.map((m) => m.id).filter((id) => id !== this.id));
+    for (const id of [...this.members.keys()]) if (!present.has(id)) this.removeMember(id);
+    for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+    this.connected = true;
+    this.cycle.resume();
+    this.emit('reconnected', { outageMs: ms, id: this.id });
   }
 
   /** @param {number} id @param {string} name */
@@ -263,6 +314,12 @@ export class CarClient {
       completed: this.cycle.completed,
       ackTimeouts: this.cycle.ackTimeouts,
       skippedCycles: this.cycle.skippedCycles,
+      reconnects: this.reconnects,
+      reconnecting: this.outage !== null,
+      outageMs: this.outageMs + (this.outage ? this.now() - this.outage.at : 0),
+      outages: this.outages,
+      abandoned: this.cycle.abandoned,
+      pausedCycles: this.cycle.pausedCycles,
       channel: this.transport.channelInfo(),
       setup: this.transport.setupInfo?.() ?? null,
       closedWith: this.closedWith,

@@ -35,6 +35,12 @@ export class ActionCycle {
     this.ackTimeouts = 0;
     /** Cycles that found the previous update still unacknowledged. */
     this.skippedCycles = 0;
+    /** Paused: the connection is down, nothing is sent (see pause()). */
+    this.paused = false;
+    /** Cycles that passed while paused. */
+    this.pausedCycles = 0;
+    /** Outstanding updates given up because the connection dropped. */
+    this.abandoned = 0;
     /** @type {Record<string, number>} updates sent per receiver id */
     this.sentTo = {};
     /** @type {Record<string, number>} ACKs received per receiver id */
@@ -68,8 +74,29 @@ export class ActionCycle {
     clearTimeout(this.timer);
   }
 
+  /**
+   * The connection dropped: send nothing until resume(). The outstanding
+   * update can never complete now; it is abandoned (its ACKs are lost, not
+   * waited on), and the sequence numbers go on where they were.
+   */
+  pause() {
+    this.paused = true;
+    if (this.outstanding) {
+      this.abandoned++;
+      this.outstanding = null;
+    }
+  }
+
+  resume() {
+    this.paused = false;
+  }
+
   /** One action cycle. Public so tests and the Node sim can drive it directly. */
   tick() {
+    if (this.paused) {
+      this.pausedCycles++;
+      return;
+    }
     const now = this.options.now();
     const out = this.outstanding;
     if (out) {

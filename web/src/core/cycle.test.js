@@ -87,3 +87,21 @@ test('warm-up updates are flagged; maxUpdates stops the cycle; alone, nothing is
   assert.equal(alone.sent.length, 2);
   assert.equal(alone.rts.length, 0);
 });
+
+test('paused (the connection dropped): the outstanding update is abandoned, nothing is sent, seq goes on after resume', () => {
+  const h = harness();
+  h.cycle.tick();
+  h.cycle.pause();
+  assert.equal(h.cycle.outstanding, null);
+  assert.equal(h.cycle.abandoned, 1);
+  h.advance(167); h.cycle.tick();
+  h.advance(167); h.cycle.tick();
+  assert.deepEqual(h.sent.map(([seq]) => seq), [1], 'nothing sent while paused');
+  assert.equal(h.cycle.pausedCycles, 2);
+  h.cycle.ack(2, 1); // a late ACK of the abandoned update changes nothing
+  assert.equal(h.rts.length, 0);
+  h.cycle.resume();
+  h.advance(167); h.cycle.tick();
+  assert.deepEqual(h.sent.map(([seq]) => seq), [1, 2], 'the next seq');
+  assert.equal(h.cycle.ackTimeouts, 0);
+});

@@ -29,6 +29,8 @@ export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
  *   (Node: `RTCPeerConnection` from 'node-datachannel/polyfill')
  * @property {number} [discardIncomingFraction] test knob of the p2p and relay-udp transports
  * @property {any} [io] socket.io-client's `io`, for the socketio baseline
+ * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] relay and relay-faithful:
+ *   reconnect after the relay went away (default true; false to see the close at once)
  */
 
 /**
@@ -49,7 +51,7 @@ export function createTransport(name, env) {
       return createSocketIoTransport({ url: base.origin, io: env.io });
     case 'relay':
     case 'relay-faithful':
-      return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket });
+      return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true });
     case 'relay-udp': {
       const RTCPeerConnection = env.RTCPeerConnection ?? globalThis.RTCPeerConnection;
       if (!RTCPeerConnection) throw new Error(`transport ${name} needs WebRTC (RTCPeerConnection)`);

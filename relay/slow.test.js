@@ -1,0 +1,158 @@
+// Slow consumers, all of the promise at once: a member that stops reading
+// (it ACKs nothing and its socket fills up) does not stall its group (the
+// others keep their RT), does not grow relay memory beyond the hard bound
+// while its group keeps sending (its stale poses are replaced by the newest
+// and counted as dropped), is closed with 4004 past the hard limit, and if
+// it reads again before that, it gets the newest poses and is waited for again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { once } from 'node:events';
+import WebSocket from 'ws';
+import { createRelay } from './index.js';
+import { CarClient } from '../web/src/core/client.js';
+import { createRelayTransport } from '../web/src/transport/relay.js';
+import { summarize } from '../web/src/core/metrics.js';
+import { CloseCode, MsgType, decode, encode } from '../web/src/core/protocol.js';
+
+const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
+
+/** @param {() => boolean} cond @param {number} [timeoutMs] */
+async function until(cond, timeoutMs = 15000) {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${String(cond).slice(6, 90)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A raw member; `read` false: it never reads its socket (the kernel buffers fill up). */
+async function rawMember(url, group, name) {
+  const ws = new WebSocket(url);
+  let id = 0;
+  /** @type {Map<number, number>} newest seq seen per sender */
+  const newest = new Map();
+  let updates = 0;
+  ws.on('message', (data) => {
+    const m = /** @type {any} */ (decode(/** @type {Buffer} */ (data)));
+    for (const u of m.type === MsgType.BATCH ? m.messages : [m]) {
+      if (u.type === MsgType.WELCOME) id = u.clientId;
+      if (u.type === MsgType.UPDATE) {
+        updates++;
+        newest.set(u.sender, Math.max(newest.get(u.sender) ?? 0, u.seq));
+        ws.send(encode({ type: MsgType.ACK, sender: u.sender, seq: u.seq, acker: id }));
+      }
+    }
+  });
+  await once(ws, 'open');
+  ws.send(encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group, name, token: '' }));
+  await until(() => id !== 0);
+  const socket = /** @type {any} */ (ws)._socket;
+  return { ws, id: () => id, newest, updates: () => updates, pause: () => socket.pause(), resume: () => socket.resume() };
+}
+
+test('a consumer that stops reading: its group keeps its RT, relay memory stays bounded, stale poses are replaced', { timeout: 150_000 }, async () => {
+  const server = http.createServer();
+  const queueHardBytes = 1024 * 1024;
+  const relay = createRelay({
+    server, path: '/relay', slowAckMs: 1000, queueSoftBytes: 16 * 1024, queueHardBytes, maxPayload: 1024 * 1024,
+    maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9, // the flood below is on purpose
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `ws://127.0.0.1:${/** @type {any} */ (server.address()).port}/relay`;
+  try {
+    const good = [];
+    for (let i = 0; i < 4; i++) {
+      const c = new CarClient({
+        transport: createRelayTransport({ url, batched: true, WebSocket }),
+        group: 'slow', name: `good${i}`, cycleMs: 50, ackTimeoutMs: 20000, pose,
+      });
+      await c.connect();
+      good.push(c);
+    }
+    const slow = await rawMember(url, 'slow', 'slow');
+    await until(() => good.every((c) => c.members.size === 4));
+    for (const c of good) c.start();
+    await until(() => good.every((c) => c.rt.length >= 20));
+    const before = summarize(good.flatMap((c) => c.rt));
+
+    // 1. It stops reading. After slowAckMs its neighbours stop waiting for it.
+    slow.pause();
+    const mark = good.map((c) => c.rt.length);
+    await sleep(3000);
+    const during = good.flatMap((c, i) => c.rt.slice(mark[i]));
+    const waited = during.filter((rt) => rt >= 900).length;
+    const others = summarize(during.filter((rt) => rt < 900));
+    console.log(`slow consumer: RT before ${before.mean?.toFixed(2)} ms; while it does not read: ${others.n} updates at ${others.mean?.toFixed(2)} ms`
+      + ` (p95 ${others.p95?.toFixed(2)}), ${waited} waited for it up to slowAckMs`);
+    assert.ok(waited <= good.length, `at most the update in flight per sender waits for it: ${waited}`);
+    // 3 s at 50 ms, minus the one wait of slowAckMs: up to ~40 per sender (fewer on a loaded
+    // machine). Without the policy each sender would complete none: it would wait for the
+    // silent member until its 20 s ACK timeout.
+    assert.ok(others.n >= good.length * 5, `the group went on: ${others.n} updates in 3 s`);
+    assert.ok(/** @type {number} */ (others.p95) < 250, `the group kept its RT under 250 ms: p95 ${others.p95}`);
+    assert.ok(good.every((c) => c.cycle.ackTimeouts === 0), 'nobody ran into its ACK timeout');
+    const m1 = /** @type {any} */ (relay.metrics());
+    assert.equal(m1.slowConsumers, 1);
+    assert.equal(m1.lagging, 1);
+
+    // 2. Its group keeps sending, much more: here a second slow member and a
+    // flooding sender in a group of their own (so the flood costs the good
+    // clients nothing). The slow socket fills up, its queue keeps one pose per
+    // sender, the relay holds no more than the hard bound for it.
+    const slow2 = await rawMember(url, 'flood', 'slow2');
+    const flooder = await rawMember(url, 'flood', 'flood');
+    slow2.pause();
+    const session = [...relay.groups.groups.values()].find((g) => g.key === 'r:flood').members.get(slow2.id());
+    let maxHeld = 0;
+    let seq = 0;
+    const deadline = Date.now() + 40000;
+    while (relay.stats.droppedUpdates < 1000 && Date.now() < deadline) {
+      const msgs = [];
+      for (let i = 0; i < 4000; i++) msgs.push({ type: MsgType.UPDATE, sender: flooder.id(), seq: ++seq, sendTime: 0, pose: pose(), object: null });
+      flooder.ws.send(encode({ type: MsgType.BATCH, messages: msgs }));
+      await sleep(5);
+      maxHeld = Math.max(maxHeld, session.out.queuedBytes + session.socket.bufferedAmount);
+    }
+    assert.ok(relay.stats.droppedUpdates >= 1000, `stale poses replaced and counted: ${relay.stats.droppedUpdates}`);
+    assert.ok(session.out.blocked, 'held back as a slow consumer');
+    assert.ok(session.queue.filter((/** @type {any} */ q) => q.body[0] === MsgType.UPDATE).length <= 1, 'one pose per sender waits');
+    assert.ok(maxHeld <= queueHardBytes, `relay held at most ${maxHeld} bytes for it (hard bound ${queueHardBytes})`);
+    assert.equal(slow2.ws.readyState, WebSocket.OPEN, 'poses alone never reach the hard bound');
+    console.log(`slow consumer: ${relay.stats.droppedUpdates} stale poses replaced; at most ${maxHeld} bytes held for it (hard bound ${queueHardBytes})`);
+
+    // 3. It reads again: it gets the newest pose, ACKs, and is waited for again.
+    await until(() => session.lagging, 40000); // it has not ACKed for slowAckMs by now
+    const lastSeq = seq;
+    slow2.resume();
+    await until(() => (slow2.newest.get(flooder.id()) ?? 0) === lastSeq, 40000);
+    await until(() => !session.lagging, 40000);
+    assert.ok(/** @type {any} */ (relay.metrics()).slowConsumersRecovered >= 1);
+
+    // 4. Past the hard limit it is closed (4004): it stops reading again and
+    // sends updates; the flooder ACKs them, and the ACKED_ALLs to it (never
+    // replaced, unlike poses) pile up.
+    slow2.pause();
+    for (let k = 0; k < 200 && !relay.stats.closedByCode[CloseCode.SLOW_CONSUMER]; k++) {
+      const ups = [];
+      for (let i = 0; i < 4000; i++) ups.push({ type: MsgType.UPDATE, sender: slow2.id(), seq: k * 4000 + i + 1, sendTime: 0, pose: pose(), object: null });
+      slow2.ws.send(encode({ type: MsgType.BATCH, messages: ups }));
+      await sleep(5);
+    }
+    await until(() => (relay.stats.closedByCode[CloseCode.SLOW_CONSUMER] ?? 0) === 1, 40000);
+    slow2.ws.terminate();
+    assert.ok(good.every((c) => c.closedWith === null), 'nobody else was closed');
+    assert.equal(slow.ws.readyState, WebSocket.OPEN);
+    for (const c of good) c.close();
+    flooder.ws.close();
+    slow.ws.terminate();
+  } finally {
+    await relay.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});

@@ -1,0 +1,32 @@
+// Soak, short form: `carlab sim` on relay with 60 clients for 15 s. The long
+// form (300 clients, 600 s) is a command, see docs/reliability.md. Zero lost,
+// duplicated or reordered updates (sequence-checked per stream), relay RSS
+// growth under 10 % after the warm-up, RT stable: the last window's mean RT
+// within 20 % of the first's, or within 5 ms: on loopback RT is ~1-3 ms, where a
+// scheduler hiccup on a shared machine is more than 20 % (the long form, at 60 s
+// windows, is held to the 20 % alone).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runSimPoint } from './sim.js';
+
+test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT stable', { timeout: 90_000 }, async () => {
+  const run = /** @type {any} */ (await runSimPoint({
+    point: { transport: 'relay', clients: 60, group: 5, cycleMs: 167 },
+    durationS: 15, warmupS: 3, updates: 0, ackTimeoutMs: 20000, timelineS: 5,
+  }));
+  const s = run.stability;
+  console.log(`soak: ${JSON.stringify({ rt: run.rt.mean, lossPct: run.lossPct, dups: run.dups, reorders: run.reorders,
+    expected: run.updates.expected, stability: s, timeline: run.timeline })}`);
+  assert.equal(run.connected, 60);
+  assert.ok(run.updates.expected > 15000, `sequence-checked updates: ${run.updates.expected}`);
+  assert.equal(run.lossPct, 0);
+  assert.equal(run.updates.lost, 0);
+  assert.equal(run.dups, 0);
+  assert.equal(run.reorders, 0);
+  assert.equal(run.timeline.length, 3, 'one bucket per 5 s');
+  assert.ok(s && s.windowS === 5, 'first and last 5 s compared');
+  assert.ok(s.rssGrowthPct < 10, `relay RSS grew ${s.rssGrowthPct.toFixed(1)} % after the warm-up`);
+  assert.ok(s.rtDriftPct < 20 || Math.abs(s.rtLast - s.rtFirst) < 5,
+    `RT first ${s.rtFirst.toFixed(2)} ms, last ${s.rtLast.toFixed(2)} ms (${s.rtDriftPct.toFixed(0)} %)`);
+  assert.equal(run.serverFaults, 0);
+});

@@ -1,0 +1,43 @@
+// The soak and restart fields of a run record, from made-up inputs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { stabilityOf } from './sim.js';
+import { outageOf } from './aggregate.js';
+
+test('stabilityOf: first and last window (a quarter of a short run, 60 s of a long one), RSS growth after warm-up', () => {
+  const bucket = (t, rtMean, rssBytes, s = 10) => ({ t, s, rtMean, n: 100, rssBytes });
+  const short = stabilityOf([bucket(0, 10, 100), bucket(10, 11, 101), bucket(20, 12, 102), bucket(30, 12, 105)], 100, 40);
+  assert.equal(short.windowS, 10);
+  assert.equal(short.rtFirst, 10);
+  assert.equal(short.rtLast, 12);
+  assert.equal(short.rtDriftPct, 20);
+  assert.equal(short.rssGrowthPct, 5);
+  assert.equal(short.rssMaxGrowthPct, 5);
+  const long = stabilityOf(Array.from({ length: 60 }, (_, i) => bucket(i * 10, i < 6 ? 2 : 3, 1000 + i)), 1000, 600);
+  assert.equal(long.windowS, 60, 'a minute at each end');
+  assert.equal(long.rtFirst, 2);
+  assert.equal(long.rtLast, 3);
+  assert.equal(long.rtDriftPct, 50);
+  // a short last bucket (the run's remainder) is left out of the comparison
+  const tail = stabilityOf([bucket(0, 4, 1), bucket(10, 4, 1), bucket(20, 40, 1, 1)], 1, 21);
+  assert.equal(tail.rtLast, 4);
+  assert.equal(stabilityOf([], 1, 10), null);
+});
+
+test('outageOf: nothing without reconnects; counts, per-client outage and losses with them', () => {
+  const streams = /** @type {any} */ ({ lost: 7 });
+  assert.deepEqual(outageOf([{ reconnects: 0 }, {}], streams), {});
+  const { outage } = /** @type {any} */ (outageOf([
+    { reconnects: 1, outages: [{ at: 0, ms: 800, code: 1006 }], abandoned: 1, pausedCycles: 5 },
+    { reconnects: 2, outages: [{ at: 0, ms: 1200, code: 1006 }, { at: 9, ms: 400, code: 1001 }], abandoned: 0, pausedCycles: 9 },
+    { reconnects: 0, reconnecting: true, outages: [], abandoned: 1, pausedCycles: 3 },
+  ], streams));
+  assert.equal(outage.clientsReconnected, 2);
+  assert.equal(outage.reconnects, 3);
+  assert.equal(outage.stillDown, 1);
+  assert.equal(outage.outageMs.n, 3);
+  assert.equal(outage.outageMs.max, 1200);
+  assert.equal(outage.updatesLost, 7);
+  assert.equal(outage.abandoned, 2);
+  assert.equal(outage.pausedCycles, 17);
+});
