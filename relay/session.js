@@ -48,6 +48,16 @@ export class TokenBucket {
 /** Most messages the relay puts in one BATCH frame (the count is a u16). */
 export const MAX_BATCH = 4096;
 
+/**
+ * The bodies of queue[from..to), in one array (the fan-out path: no slice-then-map copy).
+ * @param {OutItem[]} queue @param {number} from @param {number} to
+ */
+function bodiesOf(queue, from, to) {
+  const bodies = new Array(to - from);
+  for (let i = from; i < to; i++) bodies[i - from] = queue[i].body;
+  return bodies;
+}
+
 /** WebSocket readyState OPEN. */
 const OPEN = 1;
 
@@ -191,7 +201,7 @@ export class Outbox {
   write(queue, from, to) {
     const frame = to - from === 1
       ? frameOfBody(queue[from].body)
-      : encodeBatchOfBodies(queue.slice(from, to).map((item) => item.body));
+      : encodeBatchOfBodies(bodiesOf(queue, from, to));
     const stats = this.ctx.stats;
     stats.framesOut++;
     stats.bytesOut += frame.length;

@@ -188,7 +188,10 @@ export async function createCarlabServer(options = {}) {
   // upgrade gets an answer instead of a socket left hanging.
   server.on('upgrade', (req, socket) => {
     if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath, signalingUpgradePath !== signaling.path)) return;
-    if ((options.extraUpgradePaths ?? []).some((prefix) => rawPathOf(req.url ?? '/').startsWith(prefix))) return;
+    // Read the path as the services do (pathnameOf), or an odd target such as
+    // `/floor#x` would pass here and then be ignored by the service too: a hang.
+    const pathname = pathnameOf(req.url);
+    if ((options.extraUpgradePaths ?? []).some((prefix) => pathname.startsWith(prefix))) return;
     socket.on('error', () => {});
     socket.once('finish', () => socket.destroy());
     socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nNot Found\n');
