@@ -3,7 +3,7 @@
 // `carlab bench` (scripts/lab/command.js); the point runner is scripts/lab/sim.js.
 
 import { LAB_FLAGS_HELP } from './lab/flags.js';
-import { SIM_TRANSPORTS, runSimPoint } from './lab/sim.js';
+import { SIM_TRANSPORTS, runSimPoint, simGeneratorCount } from './lab/sim.js';
 import { runLabCommand } from './lab/command.js';
 
 /** Help text of `carlab sim`. */
@@ -26,12 +26,17 @@ ${LAB_FLAGS_HELP}
                        reports the outage and the updates lost in it
   --restart-down MS    keep it down this long before restarting (default 0)
 
+With --net the server runs in a server namespace and each load generator is a
+child process in its own client namespace (one link per generator; the
+profile's rate is per client, so a link with k clients gets k x rate).
+
 Presets:
   car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
                        5, 10, 20, 25 x cycles 167, 698 ms: the CAR server study's tables
 
 Examples:
   carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
+  carlab sim --net none,lossy-2,3g --transport relay,relay-udp --clients 500 --group 25 --out results/net-sim
   carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
@@ -73,7 +78,14 @@ export const simCommand = {
     return null;
   },
   describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
-  runPoint: ({ point, options, onProgress, shouldStop }) => runSimPoint({
+  // one client namespace per generator process, its share of the clients on it
+  netLinks: (point, o) => {
+    const n = simGeneratorCount(point.clients, o.workers);
+    const per = Math.ceil(point.clients / n);
+    return Array.from({ length: n }, (_, w) => Math.max(0, Math.min(point.clients, (w + 1) * per) - w * per));
+  },
+  runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
+    net,
     point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
     timelineS: options.timelineS,

@@ -7,6 +7,7 @@ import { expandSweep, failedConditions, parseLabFlags } from './flags.js';
 import { describeEnvironment } from './env.js';
 import { createProgress } from './progress.js';
 import { renderTables, writeResults } from './output.js';
+import { isNetUsageError, prepareNetwork, withNetwork } from './net/network.js';
 
 /**
  * @typedef {object} LabCommand
@@ -19,7 +20,11 @@ import { renderTables, writeResults } from './output.js';
  * @property {(options: any) => string | null} [validate] extra checks; returns an error message
  * @property {(options: any) => Record<string, any>} [describe] extra env fields for results.json
  * @property {(ctx: { point: import('./flags.js').SweepPoint, options: any,
- *   onProgress: (p: any) => void, shouldStop: () => boolean }) => Promise<object>} runPoint
+ *   onProgress: (p: any) => void, shouldStop: () => boolean,
+ *   net: import('./net/network.js').PointNetwork | null }) => Promise<object>} runPoint
+ *   net: where to place the server and the peers under --net (null without)
+ * @property {(point: import('./flags.js').SweepPoint, options: any) => number[]} [netLinks]
+ *   peers per client namespace for a point under --net; without it --net is refused
  * @property {(options: any) => number} [secondsPerPoint] estimate for the ETA
  * @property {(options: any, stderr: NodeJS.WritableStream) => Promise<void>} [prepare] once before the sweep
  */
@@ -50,8 +55,19 @@ export async function runLabCommand(command, argv, io = {}) {
   const problem = command.validate?.(options);
   if (problem) return usage(problem);
 
+  if (options.nets) {
+    if (!command.netLinks) return usage('--net is not supported by this command');
+    try {
+      // up front: a profile the machine cannot apply stops the run before anything runs
+      options.netProfiles = await prepareNetwork({ list: options.nets.join(','), file: options.netFile });
+    } catch (err) {
+      if (!isNetUsageError(err)) throw err;
+      stderr.write(`carlab ${command.name}: --net: ${/** @type {Error} */ (err).message}\n`);
+      return 2;
+    }
+  }
   await command.prepare?.(options, stderr);
-  const points = expandSweep({ transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles });
+  const points = expandSweep({ transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
   const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: /** @type {any} */ (stderr) });
 
@@ -68,12 +84,19 @@ export async function runLabCommand(command, argv, io = {}) {
   try {
     for (const point of points) {
       if (interrupted) break;
-      const label = `${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
+      const label = `${point.net ? `${point.net} · ` : ''}${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
       progress.point(label);
       try {
-        runs.push(await command.runPoint({
-          point, options, onProgress: (p) => progress.update(p), shouldStop: () => interrupted,
-        }));
+        const onProgress = (/** @type {any} */ p) => progress.update(p);
+        const go = (/** @type {import('./net/network.js').PointNetwork | null} */ net) => command.runPoint({
+          point, options, onProgress, shouldStop: () => interrupted, net,
+        });
+        const profile = point.net ? options.netProfiles.get(point.net) : null;
+        runs.push(profile
+          ? await withNetwork(profile, /** @type {NonNullable<LabCommand['netLinks']>} */ (command.netLinks)(point, options), go, {
+            onPhase: (phase) => onProgress({ phase, elapsedS: 0, rtMean: null }),
+          })
+          : await go(null));
       } catch (err) {
         runs.push({ ...point, error: String(/** @type {Error} */ (err)?.message ?? err) });
         stderr.write(`\ncarlab ${command.name}: ${label}: ${/** @type {Error} */ (err)?.message ?? err}\n`);
@@ -85,7 +108,8 @@ export async function runLabCommand(command, argv, io = {}) {
     process.off('SIGINT', onSigint);
   }
 
-  const results = { env: describeEnvironment({ command: command.name, ...(command.describe?.(options) ?? {}) }), runs };
+  const netEnv = options.netProfiles ? { net: { file: options.netFile, profiles: [...options.netProfiles.values()] } } : {};
+  const results = { env: describeEnvironment({ command: command.name, ...(command.describe?.(options) ?? {}), ...netEnv }), runs };
   stdout.write(`${renderTables(results)}\n`);
   if (options.out) {
     const files = await writeResults(options.out, results);

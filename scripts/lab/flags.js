@@ -99,15 +99,20 @@ export function failedConditions(conditions, run) {
  * @property {number} clients
  * @property {number} group
  * @property {number} cycleMs
+ * @property {string} [net] network profile (--net); absent without --net
  */
 
 /**
- * The cross product of the sweep lists, transports outermost, then group,
- * cycle and clients ascending (so a point that fails is followed by bigger ones).
- * @param {{ transports: string[], clients: number[], groups: number[], cycles: number[] }} lists
+ * The cross product of the sweep lists: network profiles outermost (when
+ * given), then transports, group, cycle and clients ascending (so a point
+ * that fails is followed by bigger ones).
+ * @param {{ transports: string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null }} lists
  * @returns {SweepPoint[]}
  */
 export function expandSweep(lists) {
+  if (lists.nets?.length) {
+    return lists.nets.flatMap((net) => expandSweep({ ...lists, nets: null }).map((p) => ({ net, ...p })));
+  }
   /** @type {SweepPoint[]} */
   const points = [];
   for (const transport of lists.transports) {
@@ -152,6 +157,8 @@ export function parseLabFlags(argv, spec) {
         out: { type: 'string' },
         'fail-if': { type: 'string' },
         url: { type: 'string' },
+        net: { type: 'string' },
+        'net-file': { type: 'string' },
         'no-progress': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         ...(spec.extra ?? {}),
@@ -189,8 +196,13 @@ export function parseLabFlags(argv, spec) {
       url: v.url ?? null,
       progress: !v['no-progress'],
       preset: v.preset ?? null,
+      // profile names; checked against the profiles file by the command (scripts/lab/net)
+      nets: v.net === undefined ? null : String(v.net).split(',').map((x) => x.trim()).filter(Boolean),
+      netFile: v['net-file'] ?? null,
       values: v,
     };
+    if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
+    if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
     if (options.url) {
       try { new URL(options.url); } catch { throw new UsageError(`--url: "${options.url}" is not a URL`); }
     }
@@ -213,6 +225,11 @@ Each point:
   --warmup S           seconds before measuring; warm-up RTs are reported apart (default 3)
   --ack-timeout MS     give up on missing ACKs after this long (default 20000, as in the paper)
   --preset NAME        a named sweep (flags given explicitly override it)
+Network (root; docs/network.md):
+  --net LIST           run every point under each network profile: server and peers in their
+                       own network namespaces joined by shaped veth links, each profile
+                       calibrated first (none, lossy-1, lossy-2, lossy-5, 3g, hspa, internet, ...)
+  --net-file FILE      more profiles (JSON, the format of scripts/lab/net/profiles.json)
 Output:
   --out DIR            write DIR/results.json, results.csv, tables.md, report.html
   --fail-if EXPR       exit 1 if any run breaks a condition, e.g. "rt.mean>250,lossPct>2"

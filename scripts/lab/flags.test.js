@@ -69,3 +69,17 @@ test('--preset fills the sweep; explicit flags override it; unknown presets are 
   assert.equal(bad.kind, 'error');
   assert.match(bad.error.message, /--preset: unknown "nope" \(one of paper\)/);
 });
+
+test('--net sweeps every point under each profile, profiles outermost', () => {
+  const points = expandSweep({ transports: ['relay', 'relay-udp'], clients: [10], groups: [5], cycles: [167], nets: ['none', 'lossy-2'] });
+  assert.deepEqual(points.map((p) => `${p.net}/${p.transport}`), ['none/relay', 'none/relay-udp', 'lossy-2/relay', 'lossy-2/relay-udp']);
+  assert.equal(expandSweep({ transports: ['relay'], clients: [10], groups: [5], cycles: [167] })[0].net, undefined);
+  const spec = { transports: ['relay'], defaults: { transport: 'relay', clients: '10', group: '5' } };
+  const ok = parseLabFlags(['--net', 'lossy-1, 3g', '--net-file', 'x.json'], spec);
+  assert.equal(ok.kind, 'options');
+  assert.deepEqual(/** @type {any} */ (ok).options.nets, ['lossy-1', '3g']);
+  assert.equal(/** @type {any} */ (ok).options.netFile, 'x.json');
+  assert.equal(/** @type {any} */ (parseLabFlags([], spec)).options.nets, null);
+  assert.match(/** @type {any} */ (parseLabFlags(['--net-file', 'x.json'], spec)).error.message, /--net-file needs --net/);
+  assert.match(/** @type {any} */ (parseLabFlags(['--net', ','], spec)).error.message, /--net: empty list/);
+});

@@ -13,6 +13,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { isLabRun, renderExperimentTables } from './browsers/tables.js';
+import { renderNetTables } from './net/report.js';
 
 /** Mean RT above which a population is not supported (DESIGN "Supported clients"). */
 export const RT_LIMIT_MS = 250;
@@ -48,6 +49,7 @@ export const NONE = '–';
  * @property {number | null} cycleMs
  * @property {unknown} [browser]
  * @property {unknown} [sim]
+ * @property {unknown} [net] network profile record (--net), or its name on a failed point
  * @property {Stats | null} [rt]
  * @property {{ mean?: number | null, max?: number | null } | null} [rts]
  * @property {{ server?: number | null, clients?: number | null } | null} [cpu]
@@ -82,6 +84,7 @@ export const NONE = '–';
  * @property {string} transport
  * @property {number | null} group
  * @property {number | null} cycleMs
+ * @property {string | null} [net] network profile (--net)
  * @property {boolean} unreliable whether loss counts too
  * @property {number | null} supported largest client count whose runs all pass, null if none
  * @property {number | null} smallest smallest client count tested
@@ -231,11 +234,11 @@ export function tableRow(run) {
  * @returns {RunTable[]}
  */
 export function runTables(results) {
-  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, runs }) => ({
+  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, net, runs }) => ({
     transport,
     group,
     cycleMs,
-    title: tableTitle(transport, group, cycleMs),
+    title: tableTitle(transport, group, cycleMs, net),
     runs: [...runs].sort((a, b) => compareNumbers(a.clients, b.clients)),
   }));
 }
@@ -244,10 +247,22 @@ export function runTables(results) {
  * @param {string} transport
  * @param {number | null} group
  * @param {number | null} cycleMs
+ * @param {string | null} [net] network profile (--net)
  * @returns {string}
  */
-export function tableTitle(transport, group, cycleMs) {
-  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms`;
+export function tableTitle(transport, group, cycleMs, net = null) {
+  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${net ? ` · net ${net}` : ''}`;
+}
+
+/**
+ * The network profile a run ran under (--net), null without.
+ * @param {Run} run
+ * @returns {string | null}
+ */
+export function netName(run) {
+  const net = run?.net;
+  if (typeof net === 'string') return net; // a failed point keeps the name only
+  return isObject(net) && typeof net.profile === 'string' ? net.profile : null;
 }
 
 /**
@@ -260,7 +275,7 @@ export function tableTitle(transport, group, cycleMs) {
  * @returns {Supported[]}
  */
 export function supportedClients(runs) {
-  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, runs: members }) => {
+  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, runs: members }) => {
     /** @type {Map<number, boolean>} */
     const passBySize = new Map();
     for (const run of members) {
@@ -280,6 +295,7 @@ export function supportedClients(runs) {
       transport,
       group,
       cycleMs,
+      net,
       unreliable: members.some(isUnreliable),
       supported,
       smallest,
@@ -303,7 +319,7 @@ export function supportedRow(entry) {
   if (entry.smallest !== null) {
     tested = entry.smallest === entry.largest ? String(entry.smallest) : `${entry.smallest}–${entry.largest}`;
   }
-  return [entry.transport, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
+  return [entry.net ? `${entry.transport} · net ${entry.net}` : entry.transport, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
 }
 
 /** What the table columns mean, one paragraph. */
@@ -349,6 +365,8 @@ export function renderTables(results) {
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
   out.push(markdownTable(SUPPORTED_COLUMNS, supportedClients(runs).map(supportedRow), ['left', 'right', 'right', 'right', 'right']));
   out.push('');
+  const net = renderNetTables(runs);
+  if (net) out.push(net);
   return out.join('\n');
 }
 
@@ -637,22 +655,24 @@ export function runsOf(results) {
 }
 
 /**
- * Runs grouped by (transport, group, cycleMs), sorted by transport, group, cycle.
+ * Runs grouped by (transport, group, cycleMs, network profile), sorted by
+ * transport, group, cycle; profiles in the order they ran.
  *
  * @param {Run[]} runs
- * @returns {{ transport: string, group: number | null, cycleMs: number | null, runs: Run[] }[]}
+ * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }[]}
  */
 export function groupRuns(runs) {
-  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, runs: Run[] }>} */
+  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }>} */
   const groups = new Map();
   for (const run of runs) {
     if (!isObject(run)) continue;
     const transport = typeof run.transport === 'string' ? run.transport : String(run.transport ?? '?');
     const group = num(run.group);
     const cycleMs = num(run.cycleMs);
-    const key = JSON.stringify([transport, group, cycleMs]);
+    const net = netName(run);
+    const key = JSON.stringify([transport, group, cycleMs, net]);
     let entry = groups.get(key);
-    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, runs: [] }));
+    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, runs: [] }));
     entry.runs.push(run);
   }
   return [...groups.values()].sort(

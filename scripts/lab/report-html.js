@@ -37,6 +37,7 @@ import {
   supportedRow,
   tableRow,
 } from './output.js';
+import { netReportSection } from './net/report.js';
 
 /** @typedef {import('./output.js').Results} Results */
 /** @typedef {import('./output.js').Run} Run */
@@ -869,6 +870,8 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
   const runs = runsOf(results);
   const env = results && typeof results.env === 'object' ? results.env : null;
   const charts = buildCharts(results);
+  const net = netReportSection(runs);
+  if (net) charts.push(...net.charts);
   const tables = runTables(results);
   const ordered = tables.flatMap((table) => table.runs);
 
@@ -905,6 +908,7 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
 <h2>Charts</h2>
 ${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the tables below do not.</p></noscript>\n<div class="grid">\n${chartCards}\n</div>` : '<p class="empty">No data to chart.</p>'}
 </section>`);
+  if (net) sections.push(net.html);
   if (carSections) sections.push(`<section id="tables">
 <h2>Response time, CPU and loss</h2>
 <p class="legend">${escapeHtml(TABLE_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
@@ -940,7 +944,7 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
 <h1>${escapeHtml(title)}</h1>
 <p>${escapeHtml(lab ? labSummary(runsOf(allResults)) : headerSummary(runs))} · rendered ${escapeHtml(renderedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
 </header>
-<nav>${lab ? lab.nav.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('') : ''}${carSections ? '<a href="#charts">Charts</a><a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a></nav>
+<nav>${lab ? lab.nav.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('') : ''}${carSections ? '<a href="#charts">Charts</a>' + (net ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a></nav>
 <main>
 ${sections.join('\n')}
 </main>

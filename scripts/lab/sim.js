@@ -6,6 +6,7 @@
 import { fork } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { aggregateRun } from './aggregate.js';
+import { forkInNamespace } from './net/network.js';
 
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
@@ -25,9 +26,10 @@ const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
  * Starts sim-worker.js on a job.
  * @param {Record<string, any>} job
  * @param {boolean} asProcess
+ * @param {string | null} [netns] run the process in this network namespace (--net)
  * @returns {Generator}
  */
-function startGenerator(job, asProcess) {
+function startGenerator(job, asProcess, netns = null) {
   if (!asProcess) {
     const w = new Worker(SIM_WORKER, { workerData: job });
     return {
@@ -35,7 +37,7 @@ function startGenerator(job, asProcess) {
       postMessage: (m) => w.postMessage(m), terminate: () => { w.terminate(); }, isProcess: false,
     };
   }
-  const c = fork(SIM_WORKER, [JSON.stringify(job)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const c = fork(SIM_WORKER, [JSON.stringify(job)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], ...(netns ? forkInNamespace(netns) : {}) });
   return {
     on: (e, f) => { c.on(e, f); }, off: (e, f) => { c.off(e, f); }, once: (e, f) => { c.once(e, f); },
     postMessage: (m) => { if (c.connected) c.send(m); }, terminate: () => { c.kill('SIGKILL'); }, isProcess: true,
@@ -64,13 +66,16 @@ export const BASELINES = Object.freeze(['socketio', 'ws-floor']);
 /**
  * The system under test in its own process.
  * @param {Record<string, any>} [serverOptions] createCarlabServer options
- * @param {{ execArgv?: string[], stderr?: 'inherit' | 'ignore' }} [childOptions] e.g. ['--expose-gc']
- *   for heap measurements (`heap()`); stderr 'ignore' for runs that kill it on purpose
+ * @param {{ execArgv?: string[], stderr?: 'inherit' | 'ignore', netns?: string }} [childOptions] e.g. ['--expose-gc']
+ *   for heap measurements (`heap()`); stderr 'ignore' for runs that kill it on purpose;
+ *   netns: run it in this network namespace (--net; give serverOptions.host an address there)
  */
 export async function startServerChild(serverOptions = {}, childOptions = {}) {
   const child = fork(SERVER_CHILD, [JSON.stringify(serverOptions)], {
     stdio: ['ignore', 'ignore', childOptions.stderr ?? 'inherit', 'ipc'],
-    execArgv: [...process.execArgv, ...(childOptions.execArgv ?? [])],
+    ...(childOptions.netns
+      ? forkInNamespace(childOptions.netns, childOptions.execArgv)
+      : { execArgv: [...process.execArgv, ...(childOptions.execArgv ?? [])] }),
   });
   let nextId = 1;
   /** @type {Map<number, (m: any) => void>} */
@@ -145,7 +150,19 @@ export async function startServerChild(serverOptions = {}, childOptions = {}) {
  * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
  *   seconds into the measured window and start it again on the same port after downMs:
  *   the clients reconnect, the run record reports the outage
+ * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
+ *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
+ *   net.clientNs.length === simGeneratorCount(clients, workers)
  */
+
+/**
+ * How many load generators a point uses: --workers, or 1 per 400 clients, at most 2.
+ * @param {number} clients
+ * @param {number} [workers]
+ */
+export function simGeneratorCount(clients, workers) {
+  return Math.max(1, Math.min(workers ?? Math.min(2, Math.ceil(clients / 400)), clients));
+}
 
 /**
  * RT and memory stability over a run from its timeline: the mean RT of the
@@ -189,15 +206,19 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
  */
 export async function runSimPoint(o) {
   const { point } = o;
-  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport) };
-  let server = await startServerChild(serverOptions);
+  const net = o.net ?? null;
+  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport), ...(net ? { host: net.serverIp } : {}) };
+  const serverPlace = net ? { netns: net.serverNs } : {};
+  let server = await startServerChild(serverOptions, serverPlace);
   /** Servers that died or were killed during the run (their faults count too). */
   const pastServers = [];
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
-  const workerCount = Math.max(1, Math.min(o.workers ?? Math.min(2, Math.ceil(point.clients / 400)), point.clients));
+  const workerCount = simGeneratorCount(point.clients, o.workers);
+  if (net && net.clientNs.length !== workerCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${workerCount} generators`);
   const runId = `sim${Date.now().toString(36)}`;
-  // node-datachannel (relay-udp) only works in a process's main thread
-  const asProcesses = point.transport === 'relay-udp';
+  // node-datachannel (relay-udp) only works in a process's main thread; a
+  // thread cannot change network namespace (--net)
+  const asProcesses = point.transport === 'relay-udp' || Boolean(net);
   /** @type {Generator[]} */
   const workers = [];
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
@@ -213,7 +234,7 @@ export async function runSimPoint(o) {
         url: server.url, config, transport: point.transport, from, to, clients: point.clients,
         groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
         warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
-      }, asProcesses);
+      }, asProcesses, net ? net.clientNs[w] : null);
       workers.push(worker);
       worker.on('message', (m) => {
         if (m.type === 'progress') {
@@ -274,7 +295,7 @@ export async function runSimPoint(o) {
       const killedAt = performance.now();
       await server.kill('SIGKILL');
       if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
-      server = await startServerChild({ ...serverOptions, port });
+      server = await startServerChild({ ...serverOptions, port }, serverPlace);
       return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
     };
     let windowStart = 0;
