@@ -38,6 +38,16 @@ import { ReceiveStream, summarize } from './metrics.js';
  *   dropped and the transport is reconnecting (transports that can)
  * @property {(m: import('./protocol.js').WelcomeMsg) => void} [onReconnected] rejoined: the new
  *   WELCOME, called synchronously like onWelcome
+ * @property {(s: ConnectionStatus) => void} [onConnectionStatus] for display only: a connection of
+ *   the transport is up, or down and retried (every attempt); the data path may still work (p2p
+ *   channels stay open while the PeerServer is away)
+ *
+ * @typedef {object} ConnectionStatus
+ * @property {'connected' | 'reconnecting'} state
+ * @property {string} part which connection: 'relay', or for p2p 'membership' | 'signaling'
+ * @property {number} [attempt] reconnecting: the number of the attempt that comes next (1 = first)
+ * @property {number} [delayMs] reconnecting: the wait before it
+ * @property {number} [code] reconnecting: close code of the connection that dropped, when known
  */
 
 /**
@@ -55,7 +65,8 @@ import { ReceiveStream, summarize } from './metrics.js';
  * @property {() => number} [now] monotonic ms clock, default performance.now
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
  *   'member-joined', 'member-left', 'pose', 'object', 'rt', 'closed',
- *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id })
+ *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id }),
+ *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
  */
 
 /** Default action cycle, the paper's fast phone. */
@@ -144,6 +155,7 @@ export class CarClient {
         },
         onReconnecting: ({ code, reason }) => this.disconnected(code, reason),
         onReconnected: (w) => this.rejoined(w),
+        onConnectionStatus: (s) => this.emit('connection', { ...s, at: this.now() }),
       },
     );
     this.welcome(welcome); // idempotent: transports that called onWelcome already did this

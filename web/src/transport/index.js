@@ -29,8 +29,9 @@ export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
  *   (Node: `RTCPeerConnection` from 'node-datachannel/polyfill')
  * @property {number} [discardIncomingFraction] test knob of the p2p and relay-udp transports
  * @property {any} [io] socket.io-client's `io`, for the socketio baseline
- * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] relay and relay-faithful:
- *   reconnect after the relay went away (default true; false to see the close at once)
+ * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] relay, relay-faithful and
+ *   the p2p transports' membership socket: reconnect after the relay went away (default true; false
+ *   to see the close at once). The p2p transports also reconnect to the PeerServer, always.
  */
 
 /**
@@ -80,6 +81,7 @@ export function createTransport(name, env) {
           secure: base.protocol === 'https:',
         },
         discardIncomingFraction: env.discardIncomingFraction,
+        reconnect: env.reconnect ?? true,
       });
     default:
       throw new Error(`unknown transport "${name}"; known: ${TRANSPORTS.join(', ')}`);

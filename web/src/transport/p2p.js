@@ -11,8 +11,8 @@
 // unlimited), so on every PeerJS connection both sides open a pre-negotiated
 // channel of their own with the parameters we want, and read them back.
 
-import { MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
-import { createRelayTransport } from './relay.js';
+import { CloseCode, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
+import { RECONNECT_DEFAULTS, backoffDelay, createRelayTransport } from './relay.js';
 
 /** Negotiated channel id both sides use for carlab traffic (PeerJS's own channel is in-band). */
 export const CARLAB_CHANNEL_ID = 10;
@@ -28,6 +28,14 @@ export const SETUP_TIMEOUT_MS = 15000;
 /** Retry backoff: first delay and cap. */
 export const RETRY_BASE_MS = 500;
 export const RETRY_MAX_MS = 15000;
+/**
+ * After a relay restart the members come back one by one: one that is missing
+ * from our rejoin's WELCOME but whose channel is still open gets this long to
+ * rejoin before we drop it (a member that really left closes its channel).
+ */
+export const MEMBERSHIP_GRACE_MS = 20000;
+/** PeerServer reconnection: the relay transport's backoff (full jitter, 250 ms doubling to 10 s). */
+export const SIGNALING_RECONNECT = RECONNECT_DEFAULTS;
 
 /**
  * PeerJS id of a client: group-scoped so ids of different groups never meet.
@@ -51,6 +59,8 @@ export function peerIdOf(group, clientId) {
  * @property {RTCIceServer[]} [iceServers] from the server's configuration; never PeerJS's public defaults
  * @property {any} Peer the PeerJS Peer class
  * @property {any} [WebSocket]
+ * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] the membership WebSocket
+ *   rejoins after the relay went away (default true); the PeerServer connection always does
  * @property {() => number} [now]
  * @property {number} [discardIncomingFraction] test knob: drop this fraction of
  *   received updates before they reach the client (deterministically, every
@@ -82,6 +92,7 @@ export function createP2PTransport(options) {
   const now = options.now ?? (() => performance.now());
   const membership = createRelayTransport({
     url: options.relayUrl, batched: false, membershipOnly: true, WebSocket: options.WebSocket, now,
+    reconnect: options.reconnect ?? true,
   });
   /** @type {Map<number, Link>} */
   const links = new Map();
@@ -95,7 +106,20 @@ export function createP2PTransport(options) {
   /** @type {import('../core/client.js').TransportHandlers} */
   let handlers;
   const setupInfo = { signalingMs: /** @type {number | null} */ (null), peers: /** @type {any[]} */ ([]) };
-  const counters = { connectAttempts: 0, failures: 0, retries: 0, discarded: 0, sendErrors: 0, updatesSeen: 0 };
+  const counters = {
+    connectAttempts: 0, failures: 0, retries: 0, discarded: 0, sendErrors: 0, updatesSeen: 0,
+    // PeerServer: times it went away, reconnect() calls, and re-opens with our id
+    signalingLost: 0, signalingAttempts: 0, signalingReconnects: 0,
+    // relay (membership): rejoins after it went away
+    membershipRejoins: 0,
+  };
+  /** Members missing from a rejoin's WELCOME whose channels are still open: id -> timer. */
+  const graceTimers = new Map();
+  /** @type {any} */
+  let signalingTimer = null;
+  let signalingAttempt = 0;
+  /** Why we closed ourselves, reported instead of the membership socket's own 1000. */
+  let fatal = /** @type {{ code: number, reason: string } | null} */ (null);
   const discardEvery = options.discardIncomingFraction ? Math.round(1 / options.discardIncomingFraction) : 0;
 
   /** @param {Link} link */
@@ -138,7 +162,10 @@ export function createP2PTransport(options) {
     if (!members.has(link.id) || !link.initiator) return; // the other side retries
     const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** link.attempts) * (0.5 + Math.random() / 2);
     counters.retries++;
-    link.retryTimer = setTimeout(() => { if (links.get(link.id) === link) initiate(link); }, delay);
+    link.retryTimer = setTimeout(() => {
+      link.retryTimer = null;
+      if (links.get(link.id) === link) initiate(link);
+    }, delay);
   }
 
   /**
@@ -198,7 +225,14 @@ export function createP2PTransport(options) {
   function memberAppeared(id, name) {
     if (id === myId) return;
     members.set(id, name);
-    if (links.has(id)) return;
+    clearTimeout(graceTimers.get(id));
+    graceTimers.delete(id);
+    const existing = links.get(id);
+    if (existing) {
+      // A link that failed while the member was unknown (no retry then): dial again.
+      if (existing.initiator && !existing.conn && existing.retryTimer === null) initiate(existing);
+      return;
+    }
     /** @type {Link} */
     const link = {
       id, name, conn: null, channel: null, initiator: myId > id, reported: false,
@@ -212,11 +246,64 @@ export function createP2PTransport(options) {
   /** @param {number} id */
   function memberGone(id) {
     members.delete(id);
+    clearTimeout(graceTimers.get(id));
+    graceTimers.delete(id);
     const link = links.get(id);
     if (!link) return;
     links.delete(id);
     unreport(link);
     teardown(link);
+  }
+
+  /**
+   * The membership WebSocket rejoined after the relay went away: learn the
+   * members again. Links stay as they are (their channels never needed the
+   * relay); members not (yet) back keep an open channel for MEMBERSHIP_GRACE_MS.
+   * @param {import('../core/protocol.js').WelcomeMsg} w
+   */
+  function membershipRejoined(w) {
+    counters.membershipRejoins++;
+    if (w.clientId !== myId) {
+      // Our PeerJS id names the old client id: others could no longer dial us.
+      fatal = { code: CloseCode.ID_TAKEN, reason: 'rejoined the group with another id' };
+      close();
+      return;
+    }
+    const present = new Map(w.members.filter((m) => m.id !== myId).map((m) => [m.id, m.name]));
+    for (const id of [...members.keys()]) {
+      if (present.has(id)) continue;
+      const link = links.get(id);
+      if (link?.channel?.readyState !== 'open') {
+        memberGone(id);
+        continue;
+      }
+      members.delete(id); // unknown until it rejoins: its link is not retried meanwhile
+      clearTimeout(graceTimers.get(id));
+      graceTimers.set(id, setTimeout(() => { if (!members.has(id)) memberGone(id); }, MEMBERSHIP_GRACE_MS));
+    }
+    for (const [id, name] of present) memberAppeared(id, name);
+  }
+
+  /**
+   * The PeerServer connection dropped (PeerJS 'disconnected', also after each
+   * failed reconnect): reconnect with the same id after a backoff with full
+   * jitter. Open channels are untouched; only new connections need the server.
+   */
+  function signalingLost() {
+    if (closed || !peer || peer.destroyed || signalingTimer !== null) return;
+    if (signalingAttempt === 0) counters.signalingLost++;
+    const delayMs = backoffDelay(signalingAttempt++, SIGNALING_RECONNECT);
+    handlers.onConnectionStatus?.({ state: 'reconnecting', part: 'signaling', attempt: signalingAttempt, delayMs });
+    signalingTimer = setTimeout(() => {
+      signalingTimer = null;
+      if (closed || peer.destroyed || !peer.disconnected) return;
+      counters.signalingAttempts++;
+      try {
+        peer.reconnect();
+      } catch {
+        signalingLost();
+      }
+    }, delayMs);
   }
 
   /** @param {any} conn */
@@ -291,8 +378,12 @@ export function createP2PTransport(options) {
         onMemberLeft: (id) => memberGone(id),
         onClose: (code, reason) => {
           for (const id of [...links.keys()]) memberGone(id);
-          h.onClose(code, reason);
+          h.onClose(fatal?.code ?? code, fatal?.reason ?? reason);
         },
+        // The relay is away: the channels carry on, so the cycle is not paused
+        // (no onReconnecting to the client core); the display hears of it.
+        onReconnected: (w) => membershipRejoined(w),
+        onConnectionStatus: (st) => h.onConnectionStatus?.({ ...st, part: 'membership' }),
       });
       myId = welcome.clientId;
       const t0 = now();
@@ -311,6 +402,14 @@ export function createP2PTransport(options) {
       });
       setupInfo.signalingMs = now() - t0;
       peer.on('connection', onIncoming);
+      peer.on('disconnected', signalingLost);
+      peer.on('open', () => {
+        // PeerServer re-registered our id after a reconnect (a restarted one answers OPEN).
+        if (signalingAttempt === 0) return;
+        signalingAttempt = 0;
+        counters.signalingReconnects++;
+        h.onConnectionStatus?.({ state: 'connected', part: 'signaling' });
+      });
       peer.on('error', (/** @type {any} */ err) => {
         // 'peer-unavailable' names the peer id in its message: fail that link so it retries.
         const m = /peer (\S+)/.exec(String(err?.message ?? ''));
@@ -338,14 +437,19 @@ export function createP2PTransport(options) {
       return { kind: 'rtcdatachannel', ...first, channels: open.length, uniform };
     },
     setupInfo: () => ({ signalingMs: setupInfo.signalingMs, peers: setupInfo.peers.slice(), counters: { ...counters } }),
-    close() {
-      closed = true;
-      for (const link of links.values()) teardown(link);
-      links.clear();
-      try { peer?.destroy(); } catch { /* gone */ }
-      membership.close();
-    },
+    close,
   };
+
+  function close() {
+    closed = true;
+    clearTimeout(signalingTimer);
+    for (const timer of graceTimers.values()) clearTimeout(timer);
+    graceTimers.clear();
+    for (const link of links.values()) teardown(link);
+    links.clear();
+    try { peer?.destroy(); } catch { /* gone */ }
+    membership.close();
+  }
 }
 
 /**

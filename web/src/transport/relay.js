@@ -59,7 +59,8 @@ const ID_TAKEN_RETRIES = 3;
  * @property {(m: import('../core/protocol.js').SignalMsg) => void} [onSignal] SIGNALs from the relay (relay-udp)
  * @property {boolean | ReconnectOptions} [reconnect] reconnect after an unexpected close (default
  *   false): the transport re-sends HELLO with the same client id and token, and reports the
- *   outage through the handlers' onReconnecting / onReconnected
+ *   outage through the handlers' onReconnecting / onReconnected, and every attempt through
+ *   onConnectionStatus
  */
 
 /**
@@ -129,7 +130,6 @@ export function createRelayTransport(options) {
     const join = /** @type {import('../core/client.js').JoinParams} */ (joinParams);
     const socket = new WS(options.url);
     ws = socket;
-    socket.binaryType = 'arraybuffer';
     let welcomed = false;
     socket.onopen = () => {
       socket.send(encode({
@@ -144,10 +144,11 @@ export function createRelayTransport(options) {
         token: join.token ?? '',
       }));
     };
-    socket.onmessage = (event) => {
+    /** @param {any} data one frame: an ArrayBuffer (browser) or a Buffer (Node's `ws`) */
+    const onFrame = (data) => {
       if (socket !== ws) return;
       const arrival = now();
-      const frame = decode(event.data);
+      const frame = decode(data);
       if (frame instanceof ProtocolError) {
         socket.close(frame.closeCode, frame.message.slice(0, 120));
         return;
@@ -167,6 +168,7 @@ export function createRelayTransport(options) {
               idTaken = 0;
               h.onReconnected?.(m);
             }
+            h.onConnectionStatus?.({ state: 'connected', part: 'relay' });
             break;
           case MsgType.UPDATE: h.onUpdate(m, arrival); break;
           case MsgType.ACK: h.onAck(m); break;
@@ -178,6 +180,15 @@ export function createRelayTransport(options) {
         }
       }
     };
+    if (typeof socket.on === 'function') {
+      // Node's `ws` (the load generator): the frame as a Buffer, without the
+      // ArrayBuffer copy and the MessageEvent per frame; text stays a string.
+      socket.binaryType = 'nodebuffer';
+      socket.on('message', (/** @type {any} */ data, /** @type {boolean} */ isBinary) => onFrame(isBinary ? data : String(data)));
+    } else {
+      socket.binaryType = 'arraybuffer';
+      socket.onmessage = (/** @type {any} */ event) => onFrame(event.data);
+    }
     socket.onerror = () => {}; // the close event follows and carries the reason
     socket.onclose = (event) => {
       if (socket !== ws) return;
@@ -196,6 +207,7 @@ export function createRelayTransport(options) {
         if ((isReconnectable(event.code) || taken) && attempt < reconnect.maxAttempts) {
           if (welcomed) h.onReconnecting?.({ code: event.code, reason: event.reason });
           const delay = backoffDelay(attempt++, reconnect, reconnect.random);
+          h.onConnectionStatus?.({ state: 'reconnecting', part: 'relay', attempt, delayMs: delay, code: event.code });
           retryTimer = setTimeout(() => {
             retryTimer = null;
             if (closedByUs) return;

@@ -132,6 +132,33 @@ describe('reconnecting clients', () => {
     await env.stop();
   });
 
+  test('every attempt is reported for display (attempt N, its wait), then connected', async () => {
+    let env = await startRelay();
+    const port = env.port;
+    /** @type {any[]} */
+    const seen = [];
+    const c = new CarClient({
+      transport: createRelayTransport({ url: env.url, batched: true, WebSocket, reconnect: { baseMs: 40, maxMs: 80 } }),
+      group: 'status', name: 'c', pose, onEvent: (e, d) => { if (e === 'connection') seen.push(d); },
+    });
+    await c.connect();
+    assert.deepEqual(seen.map((s) => s.state), ['connected']);
+    await env.stop();
+    await until(() => seen.filter((s) => s.state === 'reconnecting').length >= 3);
+    env = await startRelay(port);
+    await until(() => seen.at(-1).state === 'connected');
+    const attempts = seen.slice(1, -1);
+    assert.deepEqual(attempts.map((s) => s.attempt), attempts.map((_, i) => i + 1), 'numbered 1, 2, 3, ...');
+    for (const s of attempts) {
+      assert.equal(s.part, 'relay');
+      assert.ok(s.delayMs >= 0 && s.delayMs < 80, `wait within the ceiling: ${s.delayMs}`);
+      assert.equal(typeof s.at, 'number');
+    }
+    assert.equal(attempts[0].code, 1001, 'the first names the close that started it');
+    c.close();
+    await env.stop();
+  });
+
   test('closing while the relay is down ends the retries and reports the close', async () => {
     const env = await startRelay();
     const c = new CarClient({
