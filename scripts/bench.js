@@ -3,7 +3,7 @@
 // (scripts/lab/command.js); the point runner is scripts/lab/bench.js.
 
 import { LAB_FLAGS_HELP, parseNameList } from './lab/flags.js';
-import { BENCH_BROWSERS, BENCH_TRANSPORTS, runBenchPoint } from './lab/bench.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, runBenchPoint } from './lab/bench.js';
 import { runLabCommand } from './lab/command.js';
 import { WEB_DIR, buildWebApp, isBuildStale } from './start.js';
 
@@ -23,11 +23,19 @@ Fleet:
   --browsers LIST      chromium, firefox or both (pages take them in turn; default chromium)
   --peers-per-page K   simulated peers hosted in one page (default 1); several per page
                        share one renderer process, its event loop and its CPU
-  --pages-per-browser N  pages per browser process (default 50)
+  --pages-per-browser N  pages per browser process (default 50; 1 with --net)
   --url URL            measure a running carlab server (no server CPU or RTS then)
 
+With --net the server runs in a server namespace and each Chromium process in
+its own client namespace (one link per browser; the profile's rate is per peer,
+so a link with k peers gets k x rate). Pages interleave the peers so the members
+of a working group sit on different links, and p2p crosses two links as between
+two phones. Chromium only: Firefox's WebDriver BiDi connects over a loopback
+port, which a namespace would cut off.
+
 Example:
-  carlab bench --transport relay,p2p --clients 50,100,200 --group 5,10 --cycle 167 --duration 60 --out results/x`;
+  carlab bench --transport relay,p2p --clients 50,100,200 --group 5,10 --cycle 167 --duration 60 --out results/x
+  carlab bench --net none,lossy-2,3g --transport relay,relay-udp,p2p --clients 50 --group 5 --peers-per-page 10 --out results/net-bench`;
 }
 
 /** @type {import('./lab/command.js').LabCommand} */
@@ -38,7 +46,7 @@ export const benchCommand = {
   extraFlags: {
     browsers: { type: 'string', default: 'chromium' },
     'peers-per-page': { type: 'string', default: '1' },
-    'pages-per-browser': { type: 'string', default: '50' },
+    'pages-per-browser': { type: 'string' },
   },
   help: benchHelp,
   validate(o) {
@@ -47,13 +55,20 @@ export const benchCommand = {
     } catch (err) {
       return /** @type {Error} */ (err).message;
     }
+    // under --net each browser process is one link: one page per browser unless asked otherwise
+    o.values['pages-per-browser'] ??= o.nets ? '1' : '50';
     for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
       const n = Number(o.values[flag]);
       if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
       o[key] = n;
     }
+    if (o.nets && o.browsers.includes('firefox')) {
+      return '--net runs Chromium only: Firefox\'s WebDriver BiDi connects to Playwright over a loopback port inside the browser\'s namespace, which the run cannot reach';
+    }
+    if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
     return null;
   },
+  netLinks: (point, o) => benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: true }).peersPerBrowser,
   describe: (o) => ({ generator: 'browsers', browsers: o.browsers, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser }),
   async prepare(o, stderr) {
     if (o.url) return;
@@ -63,7 +78,8 @@ export const benchCommand = {
     }
   },
   secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
-  runPoint: ({ point, options, onProgress, shouldStop }) => runBenchPoint({
+  runPoint: ({ point, options, onProgress, shouldStop, net }) => runBenchPoint({
+    net,
     point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop,

@@ -3,14 +3,18 @@
 // then aggregation. The browsers are launched as Playwright browser servers
 // so their process trees can be measured.
 
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { chromium, firefox } from '@playwright/test';
-import { chromiumLaunchOptions, firefoxLaunchOptions } from '../../e2e/browsers.js';
+import { CHROMIUM_PATH, chromiumLaunchOptions, firefoxLaunchOptions } from '../../e2e/browsers.js';
+import { namespaceWrapperScript } from './net/commands.js';
+import { ipPath } from './net/network.js';
 import { aggregateRun } from './aggregate.js';
 import { startServerChild } from './sim.js';
 import { sampleProcessTree } from './proctree.js';
 
 /** Transports a browser peer can run. */
-export const BENCH_TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'p2p', 'p2p-reliable']);
+export const BENCH_TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp', 'p2p', 'p2p-reliable']);
 /** Browsers a fleet can mix. */
 export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
 
@@ -27,15 +31,34 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
  * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
+ * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
+ *   net.serverNs, browser b in net.clientNs[b] (Chromium only); pages interleave peers
+ *   so a group's members sit in different namespaces
  */
 
 /**
+ * How a point's peers fill pages and browser processes. Interleaved: page p
+ * hosts peers p, p + pages, p + 2 pages, ... (a group spans pages).
+ * @param {{ clients: number, peersPerPage: number, pagesPerBrowser: number, interleave: boolean }} o
+ */
+export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave }) {
+  const pageCount = Math.ceil(clients / peersPerPage);
+  const browserCount = Math.max(1, Math.ceil(pageCount / pagesPerBrowser));
+  const pages = Array.from({ length: pageCount }, (_, p) => (interleave
+    ? { offset: p, stride: pageCount, peers: Math.ceil((clients - p) / pageCount) }
+    : { offset: p * peersPerPage, stride: 1, peers: Math.min(peersPerPage, clients - p * peersPerPage) }));
+  const peersPerBrowser = Array.from({ length: browserCount }, (_, b) => pages.filter((_, p) => p % browserCount === b).reduce((s, x) => s + x.peers, 0));
+  return { pageCount, browserCount, pages, peersPerBrowser };
+}
+
+/**
  * @param {string} name
+ * @param {string | null} [executablePath] e.g. a wrapper that starts Chromium in a namespace
  * @returns {Promise<{ name: string, server: import('playwright-core').BrowserServer, browser: import('playwright-core').Browser, pid: number }>}
  */
-async function launchBrowser(name) {
+async function launchBrowser(name, executablePath = null) {
   const type = name === 'firefox' ? firefox : chromium;
-  const options = name === 'firefox' ? firefoxLaunchOptions() : chromiumLaunchOptions();
+  const options = name === 'firefox' ? firefoxLaunchOptions() : { ...chromiumLaunchOptions(), ...(executablePath ? { executablePath } : {}) };
   // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
   const server = await type.launchServer(/** @type {any} */ ({ ...options, handleSIGINT: false }));
   const browser = await type.connect(server.wsEndpoint());
@@ -48,11 +71,15 @@ async function launchBrowser(name) {
  */
 export async function runBenchPoint(o) {
   const { point } = o;
-  const server = o.url ? null : await startServerChild({ ackTimeoutMs: o.ackTimeoutMs });
+  const net = o.net ?? null;
+  const server = o.url ? null : await startServerChild({ ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}) }, net ? { netns: net.serverNs } : {});
   const baseUrl = (o.url ?? server?.url ?? '').replace(/\/$/, '');
   const runId = `bench${Date.now().toString(36)}`;
-  const pageCount = Math.ceil(point.clients / o.peersPerPage);
-  const browserCount = Math.max(1, Math.ceil(pageCount / o.pagesPerBrowser));
+  const layout = benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) });
+  const { pageCount, browserCount } = layout;
+  if (net && net.clientNs.length !== browserCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${browserCount} browsers`);
+  // Chromium keeps Playwright's pipe through `exec ip netns exec NS chromium`
+  const wrapperDir = net ? await mkdtemp(`${tmpdir()}/carlab-netns-`) : null;
   /** @type {Awaited<ReturnType<typeof launchBrowser>>[]} */
   const browsers = [];
   /** @type {{ page: import('playwright-core').Page, browser: string }[]} */
@@ -60,17 +87,25 @@ export async function runBenchPoint(o) {
   const pageErrors = [];
   try {
     o.onProgress?.({ phase: 'launching', elapsedS: 0, rtMean: null });
-    for (let b = 0; b < browserCount; b++) browsers.push(await launchBrowser(o.browsers[b % o.browsers.length]));
+    for (let b = 0; b < browserCount; b++) {
+      let executable = null;
+      if (net && wrapperDir) {
+        executable = `${wrapperDir}/chromium-${b}`;
+        await writeFile(executable, namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
+        await chmod(executable, 0o755);
+      }
+      browsers.push(await launchBrowser(o.browsers[b % o.browsers.length], executable));
+    }
     for (let p = 0; p < pageCount; p++) {
       if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
       const host = browsers[p % browsers.length];
-      const peers = Math.min(o.peersPerPage, point.clients - p * o.peersPerPage);
+      const { peers, offset, stride } = layout.pages[p];
       const context = await host.browser.newContext();
       const page = await context.newPage();
       page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
       const q = new URLSearchParams({
         group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
-        offset: String(p * o.peersPerPage), total: String(point.clients), cycle: String(point.cycleMs),
+        offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs),
         ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
         autostart: '0', name: `${host.name[0]}`,
       });
@@ -138,5 +173,6 @@ export async function runBenchPoint(o) {
     for (const { page } of pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
     for (const b of browsers) await b.server.close().catch(() => {});
     await server?.close();
+    if (wrapperDir) await rm(wrapperDir, { recursive: true, force: true });
   }
 }

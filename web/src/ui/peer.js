@@ -5,7 +5,9 @@
 //   peers      peers hosted in this page (default 1)
 //   size       group size (default: all in one group); offset: index of this
 //              page's first peer in the population; total: population size
-//              (so the last, smaller group knows its size)
+//              (so the last, smaller group knows its size); stride: step between
+//              this page's peers (default 1; the bench under --net interleaves
+//              pages so a group's members sit in different network namespaces)
 //   cycle      action cycle ms (default 167);  ackTimeout ms (default 20000)
 //   warmup     ms;  updates  max updates per peer (0 = until stopped)
 //   autostart  0 to wait for window.carlab.start() (default 1)
@@ -26,6 +28,7 @@ const settings = {
   peers: num('peers', 1),
   size: num('size', 0),
   offset: num('offset', 0),
+  stride: num('stride', 1),
   total: num('total', 0),
   cycleMs: num('cycle', 167),
   ackTimeoutMs: num('ackTimeout', 20000),
@@ -49,7 +52,7 @@ async function boot() {
   const t0 = performance.now();
   const joins = [];
   for (let i = 0; i < settings.peers; i++) {
-    const index = settings.offset + i;
+    const index = settings.offset + i * settings.stride;
     const group = settings.size > 0 ? `${settings.group}-${Math.floor(index / settings.size)}` : settings.group;
     const transport = createTransport(settings.transport, {
       baseUrl: location.origin, config, Peer, discardIncomingFraction: settings.discard || undefined,
@@ -98,7 +101,7 @@ window.carlab = {
   meshed() {
     return clients.every((c, i) => {
       if (settings.size <= 0 || settings.total <= 0) return true;
-      const g = Math.floor((settings.offset + i) / settings.size);
+      const g = Math.floor((settings.offset + i * settings.stride) / settings.size);
       return c.members.size === Math.min(settings.size, settings.total - g * settings.size) - 1;
     });
   },
