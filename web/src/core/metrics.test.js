@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { summarize, percentile, jitterStep, ReceiveStream, aggregateStreams } from './metrics.js';
+import { summarize, percentile, jitterStep, ReceiveStream, aggregateStreams, DUP_WINDOW } from './metrics.js';
 
 test('summarize: mean, population Dev, nearest-rank percentiles, max, n', () => {
   const s = summarize([2, 4, 4, 4, 5, 5, 7, 9]);
@@ -77,4 +77,69 @@ test('aggregateStreams: loss per stream from the sender\'s own count, ACK loss a
   assert.equal(r.acksReceived, 22);
   assert.ok(Math.abs(r.ackLossPct - (100 * 2) / 24) < 1e-9);
   assert.equal(r.jitterMs, (4 + 0 + 2) / 3);
+});
+
+/**
+ * The duplicate detection as first written (a Set of seen seqs, trimmed past
+ * 2 x DUP_WINDOW): the reference the bounded window must agree with.
+ */
+class SetReceiveStream {
+  constructor() { this.newestSeq = -1; this.seen = new Set(); this.received = 0; this.duplicates = 0; this.reorders = 0; }
+  /** @param {number} seq */
+  arrive(seq) {
+    if (this.seen.has(seq) || this.newestSeq - seq >= DUP_WINDOW) { this.duplicates++; return false; }
+    this.seen.add(seq);
+    if (this.seen.size > DUP_WINDOW * 2) for (const s of this.seen) if (this.newestSeq - s >= DUP_WINDOW) this.seen.delete(s);
+    this.received++;
+    if (seq < this.newestSeq) { this.reorders++; return false; }
+    this.newestSeq = seq;
+    return true;
+  }
+}
+
+test('ReceiveStream: the bounded duplicate window decides like a Set of every seq seen', () => {
+  // seeded LCG: in-order runs, duplicates, late arrivals, far-behind and far-ahead jumps
+  let x = 12345;
+  const rand = () => { x = (Math.imul(x, 1103515245) + 12345) >>> 0; return x / 2 ** 32; };
+  const s = new ReceiveStream();
+  const ref = new SetReceiveStream();
+  let next = 1;
+  for (let i = 0; i < 60000; i++) {
+    const r = rand();
+    let seq;
+    if (r < 0.8) seq = next++;
+    else if (r < 0.9) seq = Math.max(0, next - 1 - Math.floor(rand() * 50)); // recent: dup or late
+    else if (r < 0.95) seq = Math.max(0, next - Math.floor(rand() * 2 * DUP_WINDOW)); // around the window's edge
+    else if (r < 0.99) { next += Math.floor(rand() * 100); seq = next++; } // a gap (loss)
+    else { next += DUP_WINDOW + Math.floor(rand() * 3 * DUP_WINDOW); seq = next++; } // a jump past the window
+    assert.equal(s.arrive(seq, 0, 0), ref.arrive(seq), `arrival ${i}, seq ${seq}`);
+  }
+  assert.deepEqual([s.received, s.duplicates, s.reorders, s.newestSeq], [ref.received, ref.duplicates, ref.reorders, ref.newestSeq]);
+  assert.ok(s.duplicates > 1000 && s.reorders > 1000);
+});
+
+/**
+ * Bytes a stream's own fields hold (typed arrays, Sets, Maps, Arrays counted at 8 bytes an entry).
+ * @param {object} o
+ */
+function retainedBytes(o) {
+  let bytes = 0;
+  for (const v of Object.values(o)) {
+    if (ArrayBuffer.isView(v)) bytes += v.byteLength;
+    else if (v instanceof Set || v instanceof Map) bytes += 8 * v.size;
+    else if (Array.isArray(v)) bytes += 8 * v.length;
+    else bytes += 8;
+  }
+  return bytes;
+}
+
+test('ReceiveStream: memory stays bounded over a long stream (the 10-minute soak leak)', () => {
+  // 20 000 updates = 56 min at 167 ms; the old Set held up to 2 x DUP_WINDOW seqs per stream
+  const s = new ReceiveStream();
+  s.arrive(1, 0, 0);
+  const start = retainedBytes(s);
+  for (let seq = 2; seq <= 20000; seq++) s.arrive(seq, seq * 167, seq * 167 + 1);
+  assert.equal(s.received, 20000);
+  assert.equal(retainedBytes(s), start);
+  assert.ok(start <= 1024, `${start} bytes per stream`);
 });
