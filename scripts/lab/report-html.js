@@ -45,7 +45,7 @@ import { netReportSection } from './net/report.js';
 /**
  * @typedef {object} ChartSpec one chart of the report
  * @property {string} id the canvas element id
- * @property {'rt' | 'loss' | 'setup' | 'cpu'} kind
+ * @property {'rt' | 'supported' | 'loss' | 'setup' | 'cpu'} kind
  * @property {string} title
  * @property {string} subtitle
  * @property {number} [height] canvas height in CSS pixels, when not the default
@@ -295,6 +295,7 @@ export function buildCharts(results) {
   const add = (kind, spec) => spec && charts.push({ id: `chart-${charts.length + 1}-${kind}`, kind, ...spec });
 
   for (const { cycleMs, runs: cycleRuns } of cycles) add('rt', rtChart(cycleRuns, cycleMs, colors, many));
+  add('supported', supportedChart(runs, colors));
   for (const { cycleMs, runs: cycleRuns } of cycles) add('loss', lossChart(cycleRuns, cycleMs, colors, many));
   add('setup', setupChart(runs));
   for (const { cycleMs, runs: cycleRuns } of cycles) add('cpu', cpuChart(cycleRuns, cycleMs, colors, many));
@@ -384,6 +385,62 @@ function rtChart(runs, cycleMs, colors, many) {
     title: `Response time vs clients${cycleSuffix(cycleMs, many)}`,
     subtitle: `Mean RT per population; the dashed line is the ${RT_LIMIT_MS} ms limit.`,
     config: { type: 'line', data: { datasets }, options },
+  };
+}
+
+/**
+ * Supported clients (DESIGN: the largest population with mean RT < 250 ms,
+ * and loss < 2 % where unreliable) as grouped bars: one category per group
+ * size (and cycle and network profile, when the runs have several), one bar
+ * per transport. A transport that passed at none of its tested populations
+ * gets a zero bar; the tooltip says which populations were tested.
+ *
+ * @param {Run[]} runs
+ * @param {Map<string, string>} colors
+ * @returns {Omit<ChartSpec, 'id' | 'kind'> | null}
+ */
+function supportedChart(runs, colors) {
+  const entries = supportedClients(runs.filter((run) => num(run.rt?.mean) !== null)).filter((entry) => entry.smallest !== null);
+  if (!entries.length) return null;
+  const manyCycles = new Set(entries.map((entry) => entry.cycleMs)).size > 1;
+  const manyNets = new Set(entries.map((entry) => entry.net ?? null)).size > 1;
+  const categoryOf = (/** @type {import('./output.js').Supported} */ entry) => JSON.stringify([entry.group, entry.cycleMs, entry.net ?? null]);
+  const categories = [...new Map(entries.map((entry) => [categoryOf(entry), entry])).values()].sort(
+    (a, b) => (a.cycleMs ?? Infinity) - (b.cycleMs ?? Infinity) || (a.group ?? Infinity) - (b.group ?? Infinity) || String(a.net ?? '').localeCompare(String(b.net ?? '')),
+  );
+  const labels = categories.map((entry) => [
+    `group ${fmt(entry.group)}`,
+    ...(manyCycles ? [`${fmt(entry.cycleMs)} ms`] : []),
+    ...(manyNets ? [entry.net ?? 'loopback'] : []),
+  ].join(' · '));
+  const transports = [...new Set(entries.map((entry) => entry.transport))].sort(compareTransports);
+  const datasets = transports.map((transport) => {
+    const color = colors.get(transport) ?? EXTRA_COLORS[0];
+    const cells = categories.map((category) =>
+      entries.find((entry) => entry.transport === transport && categoryOf(entry) === categoryOf(category)) ?? null);
+    return {
+      label: transport,
+      data: cells.map((entry) => (entry ? entry.supported ?? 0 : null)),
+      tips: cells.map((entry) => {
+        if (!entry) return [];
+        const tested = entry.smallest === entry.largest ? fmt(entry.smallest) : `${fmt(entry.smallest)}–${fmt(entry.largest)}`;
+        const verdict = entry.supported === null
+          ? `none passed (supported ${entry.label})`
+          : entry.supported === entry.largest ? 'every tested population passed: the limit may be higher' : `${fmt(entry.supported)} supported`;
+        return [`tested ${tested} clients`, verdict];
+      }),
+      backgroundColor: withAlpha(color, 0.75),
+      borderColor: color,
+      borderWidth: 1,
+      minBarLength: 2,
+    };
+  });
+  const options = baseOptions('', 'supported clients', { xType: 'category' });
+  options.interaction = { mode: 'index', intersect: false };
+  return {
+    title: 'Supported clients per transport and group size',
+    subtitle: `Largest tested population with mean RT < ${RT_LIMIT_MS} ms (and loss < ${LOSS_LIMIT_PCT} % where unreliable); a stub bar: none passed.`,
+    config: { type: 'bar', data: { labels, datasets }, options },
   };
 }
 

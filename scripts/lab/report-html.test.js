@@ -164,7 +164,7 @@ describe('pieces', () => {
 describe('buildCharts', () => {
   test('RT, loss, setup and CPU charts with the 250 ms line', () => {
     const charts = buildCharts(sampleResults());
-    assert.deepEqual(charts.map((c) => c.kind), ['rt', 'loss', 'setup', 'cpu']);
+    assert.deepEqual(charts.map((c) => c.kind), ['rt', 'supported', 'loss', 'setup', 'cpu']);
     assert.equal(new Set(charts.map((c) => c.id)).size, charts.length);
     const rt = charts[0].config;
     const labels = rt.data.datasets.map((d) => d.label);
@@ -174,17 +174,40 @@ describe('buildCharts', () => {
     assert.ok(limit.borderDash.length);
     assert.deepEqual(rt.data.datasets[1].data.map((p) => p.x), [100, 300, 500]);
 
-    const loss = charts[1].config;
+    const loss = charts[2].config;
     assert.deepEqual(loss.data.labels, ['group 5', 'group 25']);
     const udpLoss = loss.data.datasets.find((d) => d.label === 'relay-udp');
     assert.deepEqual(udpLoss.data, [0.35, 1.4]);
 
-    const setup = charts[2].config;
+    const setup = charts[3].config;
     assert.deepEqual(setup.data.labels, ['signaling', 'offer/answer', 'ICE connected', 'DTLS connected', 'peer (channel open)']);
     assert.deepEqual(setup.data.datasets[0].data, [[13, 22], [39, 58], [110, 175], [143, 221], [171, 262]]);
 
     // JSON only: the page gets them through a <script type="application/json">.
     assert.deepEqual(JSON.parse(JSON.stringify(charts)), charts);
+  });
+
+  test('supported clients: grouped bars, transport x group size (x cycle when several)', () => {
+    const supported = buildCharts(sampleResults()).find((c) => c.kind === 'supported').config;
+    assert.equal(supported.type, 'bar');
+    assert.deepEqual(supported.data.labels, ['group 5', 'group 25']);
+    // relay at group 25 fails at 500 (291 ms); relay-udp at 500 loses 1.4 %, under the 2 % bar.
+    assert.deepEqual(supported.data.datasets.map((d) => [d.label, d.data]), [
+      ['relay', [500, 300]],
+      ['relay-udp', [500, 500]],
+      ['p2p', [10, null]],
+    ]);
+    assert.deepEqual(supported.data.datasets[0].tips[1], ['tested 100–500 clients', '300 supported']);
+    assert.deepEqual(supported.data.datasets[0].tips[0], ['tested 100–500 clients', 'every tested population passed: the limit may be higher']);
+
+    // Several cycles: one category per group x cycle; a transport passing nowhere gets a 0 bar.
+    const results = sampleResults();
+    results.runs = results.runs.filter((run) => run.transport === 'relay');
+    results.runs.push({ ...results.runs[0], clients: 200, group: 5, cycleMs: 698, rt: { ...results.runs[0].rt, mean: 260 } });
+    const byCycle = buildCharts(results).find((c) => c.kind === 'supported').config;
+    assert.deepEqual(byCycle.data.labels, ['group 5 · 167 ms', 'group 25 · 167 ms', 'group 5 · 698 ms']);
+    assert.deepEqual(byCycle.data.datasets[0].data, [500, 300, 0]);
+    assert.deepEqual(byCycle.data.datasets[0].tips[2], ['tested 200 clients', 'none passed (supported < 200)']);
   });
 
   test('one RT chart per cycle, no setup chart without setupMs, none without data', () => {
@@ -195,6 +218,7 @@ describe('buildCharts', () => {
     assert.deepEqual(kinds, [
       'rt:Response time vs clients · cycle 167 ms',
       'rt:Response time vs clients · cycle 698 ms',
+      'supported:Supported clients per transport and group size',
       'loss:Loss vs group size · cycle 167 ms',
       'loss:Loss vs group size · cycle 698 ms',
       'cpu:CPU vs clients · cycle 167 ms',
@@ -307,8 +331,8 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
       assert.deepEqual(failed, []);
       assert.deepEqual(requests.filter((r) => r !== url), [], 'no request but the file itself');
       assert.equal(state.pwned, false);
-      assert.equal(state.canvases.length, 4);
-      assert.equal(state.chartInstances, 4);
+      assert.equal(state.canvases.length, 5);
+      assert.equal(state.chartInstances, 5);
       assert.deepEqual(state.charts.map((c) => c.id), state.canvases.map((c) => c.id));
       for (const chart of state.charts) assert.ok(chart.points > 0, `${chart.id} has drawn elements`);
       for (const canvas of state.canvases) {
