@@ -26,6 +26,18 @@ const port = inChildProcess
 /** @type {CarClient[]} */
 const clients = [];
 
+/**
+ * `ws` as the simulated phones' WebSocket, with the per-frame work a phone's
+ * browser would not do here left out: no permessage-deflate offer (the relay
+ * refuses it anyway) and no UTF-8 check of text frames (the protocol has none).
+ */
+class SimWebSocket extends WebSocket {
+  /** @param {string} url */
+  constructor(url) {
+    super(url, { perMessageDeflate: false, skipUTF8Validation: true });
+  }
+}
+
 /** WebRTC for relay-udp; loaded only when needed (a native module). */
 const nativeRtc = job.transport === 'relay-udp' ? await import('node-datachannel') : null;
 const RTCPeerConnection = nativeRtc ? (await import('node-datachannel/polyfill')).RTCPeerConnection : undefined;
@@ -50,7 +62,7 @@ async function connectAll() {
     while (next < job.to) {
       const i = next++;
       const client = new CarClient({
-        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket, RTCPeerConnection, io }),
+        transport: createTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
         cycleMs: job.cycleMs,

@@ -183,6 +183,11 @@ class Writer {
   result() { return this.buf.slice(0, this.pos); }
 }
 
+const SCRATCH_BYTES = 1024;
+/** A writer that grew past this (a big WELCOME or STATS) is not kept. */
+const SCRATCH_KEEP_BYTES = 65536;
+let scratch = new Writer(SCRATCH_BYTES);
+
 /**
  * Writes the type and payload of one message (no version byte).
  * @param {Writer} w
@@ -295,10 +300,15 @@ function truncateUtf8(s, max) {
  * @returns {Uint8Array}
  */
 export function encode(msg) {
-  const w = new Writer(msg.type === MsgType.BATCH ? 4 + msg.messages.length * 50 : 80);
+  // One writer for every frame (encode is synchronous and never re-entered):
+  // the frame is the only allocation, which matters at thousands of frames a second.
+  const w = scratch;
+  w.pos = 0;
   w.u8(VERSION);
   writeBody(w, msg);
-  return w.result();
+  const frame = w.result();
+  if (w.buf.length > SCRATCH_KEEP_BYTES) scratch = new Writer(SCRATCH_BYTES);
+  return frame;
 }
 
 /**
