@@ -126,7 +126,34 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
       : null,
     setupMs: aggregateSetup(clients),
     channel: aggregateChannel(clients),
+    ...byBrowserOf(clients),
     ...outageOf(clients, streams),
+  };
+}
+
+/**
+ * The `byBrowser` field of a mixed fleet (clients of more than one
+ * `browser`): per browser, RT of the updates its peers sent (sender's clock)
+ * and loss, duplicates, reorders and jitter of the streams its peers
+ * received, from any sender. Nothing for a single-browser or Node run.
+ * @param {any[]} clients client records, each with a `browser` name in a bench
+ */
+export function byBrowserOf(clients) {
+  const names = [...new Set(clients.map((c) => c.browser).filter(Boolean))].sort();
+  if (names.length < 2) return {};
+  return {
+    byBrowser: Object.fromEntries(names.map((name) => {
+      const own = clients.filter((c) => c.browser === name);
+      const streams = aggregateStreams(clients, (receiver) => /** @type {any} */ (receiver).browser === name);
+      return [name, {
+        clients: own.length,
+        rt: summarize(own.flatMap((c) => c.rt)),
+        lossPct: streams.lossPct,
+        dups: streams.duplicates,
+        reorders: streams.reorders,
+        jitterMs: streams.jitterMs,
+      }];
+    })),
   };
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups } from './aggregate.js';
+import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups, byBrowserOf } from './aggregate.js';
 
 const client = (id, extra = {}) => ({
   id, group: 'g', rt: [], rtWarmup: [], sentTo: {}, acksFrom: {}, recv: {},
@@ -61,4 +61,24 @@ test('setup delays and channel parameters aggregate over clients', () => {
 
 test('populations split into working groups of G; the last may be smaller', () => {
   assert.deepEqual(assignGroups(7, 3), [0, 0, 0, 1, 1, 1, 2]);
+});
+
+test('a mixed fleet is split per browser: RT as sender, loss and jitter as receiver', () => {
+  const recv = (received, jitterMs) => ({ received, duplicates: 0, reorders: 0, jitterMs, acksSent: received });
+  const clients = [
+    // chromium 1 sends 4 to firefox 2, which got 3; firefox 2 sends 2 to chromium 1, which got both
+    client(1, { browser: 'chromium', rt: [10, 30], sentTo: { 2: 4 }, recv: { 2: recv(2, 1) } }),
+    client(2, { browser: 'firefox', rt: [50], sentTo: { 1: 2 }, recv: { 1: recv(3, 5) } }),
+  ];
+  const { byBrowser } = /** @type {any} */ (byBrowserOf(clients));
+  assert.deepEqual(Object.keys(byBrowser), ['chromium', 'firefox']);
+  assert.equal(byBrowser.chromium.rt.mean, 20);
+  assert.equal(byBrowser.chromium.lossPct, 0, 'chromium received everything sent to it');
+  assert.equal(byBrowser.chromium.jitterMs, 1);
+  assert.equal(byBrowser.firefox.rt.mean, 50);
+  assert.equal(byBrowser.firefox.lossPct, 25, 'firefox missed 1 of 4');
+  assert.equal(byBrowser.firefox.jitterMs, 5);
+  assert.deepEqual(byBrowserOf(clients.map((c) => ({ ...c, browser: 'chromium' }))), {}, 'one browser: no split');
+  const run = aggregateRun({ point: { transport: 'p2p', clients: 2, group: 2, cycleMs: 167 }, clients, relay: null, cpu: { server: null, clients: 50 } });
+  assert.equal(/** @type {any} */ (run).byBrowser.firefox.clients, 1);
 });

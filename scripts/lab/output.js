@@ -48,6 +48,7 @@ export const NONE = '–';
  * @property {number | null} group
  * @property {number | null} cycleMs
  * @property {unknown} [browser]
+ * @property {Record<string, any>} [byBrowser] per browser of a mixed fleet (aggregate.js byBrowserOf)
  * @property {unknown} [sim]
  * @property {unknown} [net] network profile record (--net), or its name on a failed point
  * @property {Stats | null} [rt]
@@ -365,9 +366,31 @@ export function renderTables(results) {
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
   out.push(markdownTable(SUPPORTED_COLUMNS, supportedClients(runs).map(supportedRow), ['left', 'right', 'right', 'right', 'right']));
   out.push('');
+  const perBrowser = runs.filter((run) => run.byBrowser);
+  if (perBrowser.length) {
+    out.push('## Per browser in mixed fleets', '', PER_BROWSER_LEGEND, '');
+    out.push(markdownTable(PER_BROWSER_COLUMNS, perBrowser.flatMap(perBrowserRows), PER_BROWSER_COLUMNS.map((_, i) => (i < 2 ? 'left' : 'right'))));
+    out.push('');
+  }
   const net = renderNetTables(runs);
   if (net) out.push(net);
   return out.join('\n');
+}
+
+const PER_BROWSER_COLUMNS = Object.freeze(['Transport', 'Browser', 'Size', 'Group', 'Peers', 'RT', 'Dev', 'p95', '% loss', 'Jitter (ms)']);
+const PER_BROWSER_LEGEND = 'A fleet of several browsers split by browser: RT of the updates its peers sent (sender\'s clock); '
+  + 'loss and jitter of the streams its peers received, from any sender.';
+
+/**
+ * One row per browser of a mixed-fleet run (`byBrowser`, scripts/lab/aggregate.js).
+ * @param {any} run
+ * @returns {string[][]}
+ */
+export function perBrowserRows(run) {
+  return Object.entries(run.byBrowser ?? {}).map(([name, b]) => [
+    String(run.transport), name, fmt(run.clients), fmt(run.group), fmt(b.clients),
+    fmt(b.rt?.mean), fmt(b.rt?.dev), fmt(b.rt?.p95), fmt(b.lossPct, 2), fmt(b.jitterMs, 2),
+  ]);
 }
 
 /**

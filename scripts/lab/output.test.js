@@ -205,6 +205,18 @@ describe('renderTables', () => {
     assert.deepEqual(cells(udp[2]), ['100', '29', '–', '–', '–', '0.02']);
   });
 
+  test('a mixed fleet gets a row per browser; single-browser runs none', () => {
+    assert.doesNotMatch(renderTables(results), /Per browser in mixed fleets/);
+    const mixed = makeRun({ transport: 'p2p', clients: 10, group: 5, rt: { mean: 6 },
+      byBrowser: { chromium: { clients: 5, rt: { mean: 4.4, dev: 1.2, p95: 7 }, lossPct: 0, jitterMs: 1.1 },
+        firefox: { clients: 5, rt: { mean: 7.6, dev: 2, p95: 12 }, lossPct: 0.25, jitterMs: 1.9 } } });
+    const md = renderTables({ env: {}, runs: [mixed] });
+    const part = md.split('## Per browser in mixed fleets\n')[1];
+    assert.ok(part);
+    assert.match(part, /\| p2p +\| chromium +\| +10 \| +5 \| +5 \| +4 \| +1 \| +7 \| +0\.00 \| +1\.10 \|/);
+    assert.match(part, /\| p2p +\| firefox +\| +10 \| +5 \| +5 \| +8 \| +2 \| +12 \| +0\.25 \| +1\.90 \|/);
+  });
+
   test('ends with the supported clients table', () => {
     const md = renderTables(results);
     const supported = md.split('## Supported clients\n')[1];

@@ -157,6 +157,13 @@ test('tables.md and report.html: one section per experiment; CAR tables only for
     { experiment: 'car', pair: 'C-C', transport: 'relay', clients: 10, group: 5, cycleMs: 167, browser: 'chromium',
       rt: { mean: 12, dev: 3, p50: 11, p95: 18, p99: 20, max: 25, n: 500 }, rts: { mean: 1, max: 4 }, cpu: { server: 5, clients: 40 },
       lossPct: 0, ackLossPct: 0, dups: 0, reorders: 0, jitterMs: 1.5, setupMs: null, channel: null },
+    { experiment: 'car', pair: 'C+F', transport: 'p2p', clients: 10, group: 5, cycleMs: 167, browser: 'chromium+firefox',
+      rt: { mean: 6, dev: 3, p50: 5, p95: 11, p99: 12, max: 15, n: 500 }, rts: null, cpu: { server: 1, clients: 60 },
+      lossPct: 0, ackLossPct: 0, dups: 0, reorders: 0, jitterMs: 1.5, setupMs: null, channel: null,
+      byBrowser: {
+        chromium: { clients: 5, rt: { mean: 4.5, dev: 1, p95: 7 }, lossPct: 0, jitterMs: 1.2 },
+        firefox: { clients: 5, rt: { mean: 7.5, dev: 2, p95: 12 }, lossPct: 0.5, jitterMs: 1.8 },
+      } },
   ];
   assert.equal(runs.filter(isLabRun).length, 6);
   const sections = experimentSections(runs);
@@ -172,6 +179,7 @@ test('tables.md and report.html: one section per experiment; CAR tables only for
   assert.match(md, /\| sequential, 1 channel +\| 100 ± 20 \|/);
   assert.match(md, /## Location updates per browser/);
   assert.match(md, /### relay · group 5 · cycle 167 ms/); // the car run in the CAR layout
+  assert.match(md, /\| C\+F · firefox +\| p2p +\| +5 \| +5 \| +7\.5 \| +2\.0 \| +12\.0 \| +0\.50 \| +1\.80 \|/); // a mixed fleet per browser
   assert.doesNotMatch(md, /### p2p · group – /); // experiment runs stay out of it
   assert.equal(renderExperimentTables([]), '');
 

@@ -218,11 +218,18 @@ function carTables(runs) {
   const header = ['Fleet', 'Transport', 'Clients', 'Group', 'RT', 'Dev', 'p95', 'Loss %', 'Jitter (ms)', 'Client CPU %'];
   return [{
     title: 'Location updates per browser fleet',
-    legend: 'The `carlab bench` run of each fleet (C = Chromium, F = Firefox, C+F = pages alternating). RT in ms.',
+    legend: 'The `carlab bench` run of each fleet (C = Chromium, F = Firefox, C+F = pages alternating). RT in ms. '
+      + 'A mixed fleet also gets a row per browser: RT of the updates its peers sent, loss and jitter of what its peers received.',
     header,
-    rows: [...runs].sort((a, b) => byPair(a, b) || String(a.transport).localeCompare(String(b.transport))).map((r) => [
-      r.pair ?? r.browser ?? '?', String(r.transport), fmt(r.clients), fmt(r.group), fmt(r.rt?.mean, 1), fmt(r.rt?.dev, 1), fmt(r.rt?.p95, 1),
-      fmt(r.lossPct, 2), fmt(r.jitterMs, 2), fmt(r.cpu?.clients, 1),
+    rows: [...runs].sort((a, b) => byPair(a, b) || String(a.transport).localeCompare(String(b.transport))).flatMap((r) => [
+      [
+        r.pair ?? r.browser ?? '?', String(r.transport), fmt(r.clients), fmt(r.group), fmt(r.rt?.mean, 1), fmt(r.rt?.dev, 1), fmt(r.rt?.p95, 1),
+        fmt(r.lossPct, 2), fmt(r.jitterMs, 2), fmt(r.cpu?.clients, 1),
+      ],
+      ...Object.entries(r.byBrowser ?? {}).map(([name, b]) => [
+        `${r.pair ?? r.browser ?? '?'} · ${name}`, String(r.transport), fmt(b.clients), fmt(r.group), fmt(b.rt?.mean, 1), fmt(b.rt?.dev, 1),
+        fmt(b.rt?.p95, 1), fmt(b.lossPct, 2), fmt(b.jitterMs, 2), '–',
+      ]),
     ]),
     align: aligns(header.length, 2),
   }];

@@ -167,8 +167,11 @@ export class ReceiveStream {
  * stream, expected = what the sender reports sending to that receiver,
  * received = distinct updates the receiver got; summed over the run.
  * @param {ClientStats[]} clients
+ * @param {(receiver: ClientStats) => boolean} [countReceiver] only the streams
+ *   into receivers it accepts (a per-browser split of a mixed fleet); streams
+ *   to a receiver that left no record count only when no filter is given
  */
-export function aggregateStreams(clients) {
+export function aggregateStreams(clients, countReceiver) {
   /** @type {Map<string, ClientStats>} */
   const byKey = new Map();
   for (const c of clients) byKey.set(`${c.group}\u0000${c.id}`, c);
@@ -182,6 +185,7 @@ export function aggregateStreams(clients) {
   for (const sender of clients) {
     for (const [rid, count] of Object.entries(sender.sentTo)) {
       const receiver = byKey.get(`${sender.group}\u0000${rid}`);
+      if (countReceiver && !(receiver && countReceiver(receiver))) continue;
       const stream = receiver?.recv[String(sender.id)];
       expected += count;
       // A receiver can hold at most what was sent to it (it may have had
