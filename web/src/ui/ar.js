@@ -4,6 +4,7 @@
 //
 // Query parameters (a deep link skips the landing form):
 //   group, name     working group and display name (required; else back to the form)
+//   token           the group's access token, from the join link (optional: an open group)
 //   transport       relay | relay-faithful | p2p | p2p-reliable | ... (default relay)
 //   cycle           action cycle in ms (default 167);  ackTimeout  ms (default 20000)
 //   marker          pattern (default) | barcode-N (3x3 matrix marker, N in 0..63)
@@ -23,6 +24,8 @@ import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
 import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
 import { startTracking } from '../ar/tracking.js';
 import { Hud } from './hud.js';
+import { closeCodeText, joinErrorText } from './join-errors.js';
+import { tokenFrom } from './join-link.js';
 
 /** @typedef {import('../core/protocol.js').Pose} Pose */
 
@@ -40,6 +43,7 @@ const num = (/** @type {string} */ key, /** @type {number} */ dflt) => {
 const settings = {
   group: (q.get('group') ?? '').trim(),
   name: (q.get('name') ?? '').trim(),
+  token: tokenFrom(q),
   transport: q.get('transport') ?? 'relay',
   cycleMs: num('cycle', 167),
   ackTimeoutMs: num('ackTimeout', 20000),
@@ -55,7 +59,7 @@ const settings = {
 if (!settings.group || !settings.name) {
   // Not a complete deep link: let the landing form ask for the rest.
   const back = new URLSearchParams();
-  for (const key of ['group', 'name', 'transport', 'cycle']) if (q.get(key)) back.set(key, /** @type {string} */ (q.get(key)));
+  for (const key of ['group', 'token', 'name', 'transport', 'cycle']) if (q.get(key)) back.set(key, /** @type {string} */ (q.get(key)));
   location.replace(`/?${back}`);
   await new Promise(() => {}); // the page is going away: run nothing else
 
@@ -75,6 +79,8 @@ let client = null;
 /** @type {Awaited<ReturnType<typeof startTracking>> | null} */
 let tracking = null;
 const status = { connection: 'starting', rtLast: /** @type {number | null} */ (null) };
+/** The newest ConnectionStatus of each of the transport's connections (relay | membership | signaling). */
+const links = new Map();
 /** Poses we sent, by seq (newest 300), for the tests: seq -> { pose, epoch ms }. */
 const sent = new Map();
 /** Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }. */
@@ -139,11 +145,24 @@ function onClientEvent(event, detail) {
     case 'rt':
       status.rtLast = detail;
       break;
+    case 'connection':
+      links.set(detail.part, detail);
+      updateHud();
+      break;
+    case 'reconnecting':
+      status.connection = 'reconnecting';
+      break;
+    case 'reconnected':
+      status.connection = 'connected';
+      break;
     case 'closed':
       status.connection = 'closed';
+      links.clear();
       if (detail.code !== 1000) {
-        hud.showError('network', `Disconnected from the group (${detail.code}${detail.reason ? `: ${detail.reason}` : ''}). Reload to join again.`);
+        hud.showError('network', closeCodeText(detail.code, { group: settings.group, hasToken: settings.token !== '' })
+          ?? `Disconnected from the group (${detail.code}${detail.reason ? `: ${detail.reason}` : ''}). Reload to join again.`);
       }
+      updateHud();
       break;
     default:
   }
@@ -172,6 +191,7 @@ async function joinGroup() {
     transport,
     group: settings.group,
     name: settings.name,
+    token: settings.token || undefined,
     cycleMs: settings.cycleMs,
     ackTimeoutMs: settings.ackTimeoutMs,
     pose: currentPose,
@@ -181,11 +201,13 @@ async function joinGroup() {
   try {
     await withTimeout(client.connect(), 20_000, 'no answer within 20 s');
   } catch (err) {
-    status.connection = 'unreachable';
-    const cert = location.protocol === 'https:'
+    status.connection = err.code === 4006 ? 'refused' : 'unreachable';
+    const cert = location.protocol === 'https:' && err.code === undefined
       ? ` If this browser has not accepted the server's certificate, open ${location.origin}/ once and accept it.`
       : '';
-    hud.showError('network', `Could not join group "${settings.group}" over ${settings.transport}: ${err.message}.${cert}`);
+    hud.showError('network', joinErrorText(err, {
+      group: settings.group, transport: settings.transport, hasToken: settings.token !== '',
+    }) + cert);
     throw err;
   }
   status.connection = 'connected';
@@ -259,6 +281,8 @@ function hudState() {
   }
   return {
     connection: status.connection,
+    links: [...links.values()],
+    now: performance.now(),
     transport: settings.transport,
     channel: client ? /** @type {any} */ (client.transport.channelInfo()) : null,
     clientId: client?.id ?? null,

@@ -1,17 +1,20 @@
-// Landing page: prefill the join form from a shared link (?group=&transport=),
+// Landing page: prefill the join form from a shared link (?group=&transport=&token=),
 // remember the name and recent groups, make up new group names, list every
 // transport the client knows, and show the group's join link as a QR code
-// for the next phone. The form itself works without this script.
+// for the next phone, with the group's access token when it has one. The
+// form itself works without this script.
 
 import QRCode from 'qrcode';
 
 import { TRANSPORTS } from '../transport/index.js';
+import { joinLink as makeJoinLink, makeToken } from './join-link.js';
 
 const form = /** @type {HTMLFormElement} */ (document.getElementById('join'));
 const field = (/** @type {string} */ name) => /** @type {HTMLInputElement | HTMLSelectElement} */ (form.elements.namedItem(name));
 const groupInput = /** @type {HTMLInputElement} */ (field('group'));
 const nameInput = /** @type {HTMLInputElement} */ (field('name'));
 const transportSelect = /** @type {HTMLSelectElement} */ (field('transport'));
+const tokenInput = /** @type {HTMLInputElement} */ (field('token'));
 
 /** What each transport is, for the select. */
 const DESCRIPTIONS = {
@@ -32,7 +35,7 @@ transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
 transportSelect.value = 'relay';
 
 const params = new URLSearchParams(location.search);
-for (const key of ['group', 'name', 'transport', 'cycle', 'marker', 'size']) {
+for (const key of ['group', 'token', 'name', 'transport', 'cycle', 'marker', 'size']) {
   const value = params.get(key);
   const input = field(key);
   if (!value || !input) continue;
@@ -59,6 +62,10 @@ const recent = /** @type {string[]} */ (JSON.parse(storage.get('carlab.groups') 
 }));
 
 form.addEventListener('submit', () => {
+  // An open group: leave `token=` out of the AR page's URL. (The token itself is
+  // never stored: it belongs to the link, not to this device.)
+  tokenInput.value = tokenInput.value.trim();
+  if (!tokenInput.value) tokenInput.disabled = true;
   storage.set('carlab.name', nameInput.value.trim());
   const group = groupInput.value.trim();
   storage.set('carlab.groups', JSON.stringify([group, ...recent.filter((g) => g !== group)].slice(0, 8)));
@@ -77,12 +84,20 @@ document.getElementById('new-group')?.addEventListener('click', () => {
   groupInput.focus();
 });
 
+document.getElementById('new-token')?.addEventListener('click', () => {
+  tokenInput.value = makeToken();
+  updateShare();
+});
+// Back from the AR page (bfcache): the field may still be disabled by the submit.
+window.addEventListener('pageshow', () => { tokenInput.disabled = false; });
+
 /** The link others open to join this group (they pick their own name). */
 function joinLink() {
-  const url = new URL('/', location.href);
-  url.searchParams.set('group', groupInput.value.trim() || 'lab');
-  url.searchParams.set('transport', transportSelect.value);
-  return url.href;
+  return makeJoinLink(location.href, {
+    group: groupInput.value.trim() || 'lab',
+    transport: transportSelect.value,
+    token: tokenInput.validity.valid ? tokenInput.value : '',
+  });
 }
 
 const qr = /** @type {HTMLElement} */ (document.getElementById('qr'));
@@ -93,6 +108,7 @@ async function updateShare() {
   if (link === shown) return;
   shown = link;
   /** @type {HTMLElement} */ (document.getElementById('share-group')).textContent = groupInput.value.trim() || 'lab';
+  /** @type {HTMLElement} */ (document.getElementById('share-locked')).hidden = !new URL(link).searchParams.has('token');
   shareLink.href = link;
   shareLink.textContent = link;
   try {
@@ -110,6 +126,7 @@ if (['localhost', '127.0.0.1', '[::1]'].includes(location.hostname)) {
   qr.after(warn);
 }
 groupInput.addEventListener('input', updateShare);
+tokenInput.addEventListener('input', updateShare);
 transportSelect.addEventListener('change', updateShare);
 updateShare();
 

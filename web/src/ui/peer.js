@@ -1,6 +1,7 @@
 // The browser fleet page: hosts one or more simulated peers (scripted poses,
 // no camera) for the e2e tests and `carlab bench`. Query parameters:
 //   group      group name (peers=K > 1: K peers split into groups of `size`)
+//   token      the group's access token, from the join link (optional)
 //   transport  relay | relay-faithful | p2p | p2p-reliable
 //   peers      peers hosted in this page (default 1)
 //   size       group size (default: all in one group); offset: index of this
@@ -19,11 +20,14 @@ import { CarClient } from '../core/client.js';
 import { scriptedPose } from '../core/path.js';
 import { summarize } from '../core/metrics.js';
 import { createTransport } from '../transport/index.js';
+import { joinErrorText } from './join-errors.js';
+import { tokenFrom } from './join-link.js';
 
 const q = new URLSearchParams(location.search);
 const num = (name, dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
 const settings = {
   group: q.get('group') ?? 'fleet',
+  token: tokenFrom(q),
   transport: q.get('transport') ?? 'relay',
   peers: num('peers', 1),
   size: num('size', 0),
@@ -58,7 +62,7 @@ async function boot() {
       baseUrl: location.origin, config, Peer, discardIncomingFraction: settings.discard || undefined,
     });
     const client = new CarClient({
-      transport, group, name: `${settings.name}${index}`,
+      transport, group, name: `${settings.name}${index}`, token: settings.token || undefined,
       cycleMs: settings.cycleMs, ackTimeoutMs: settings.ackTimeoutMs,
       warmupMs: settings.warmupMs, maxUpdates: settings.maxUpdates,
       pose: () => scriptedPose(index, performance.now()),
@@ -118,6 +122,8 @@ ready.then(() => {
   render();
   setInterval(render, 1000);
 }, (err) => {
-  summaryEl.textContent = `failed: ${err.message}`;
+  summaryEl.textContent = `failed: ${joinErrorText(err, {
+    group: settings.group, transport: settings.transport, hasToken: settings.token !== '',
+  })}`;
   summaryEl.classList.add('error');
 });
