@@ -90,3 +90,33 @@ test('p2p: the PeerServer (with the relay) restarts; open channels keep deliveri
     await server.stop();
   }
 });
+
+test('AR page HUD: "reconnecting… attempt N, next in X s" while the server is down, then "connected"', async ({ browser }) => {
+  const server = await ownServer();
+  const context = await browser.newContext();
+  try {
+    const relayPage = await context.newPage();
+    const p2pPage = await context.newPage();
+    await relayPage.goto(`${server.baseURL}/ar.html?group=${unique('hud')}&name=r&transport=relay&source=none`);
+    await p2pPage.goto(`${server.baseURL}/ar.html?group=${unique('hudp')}&name=p&transport=p2p&source=none`);
+    for (const p of [relayPage, p2pPage]) {
+      await p.evaluate(() => window.carlab.ready.then(() => true));
+      await expect(p.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/);
+    }
+    await server.kill();
+    // relay: the data path is down; the collapsed view (the brief) says so too
+    await expect(relayPage.locator('.hud-brief')).toHaveText(/^reconnecting… attempt \d+, next in \d+\.\d s$/, { timeout: 10_000 });
+    await expect(relayPage.locator('.hud-brief')).toHaveText(/attempt ([3-9]|\d\d)/, { timeout: 15_000 });
+    await relayPage.screenshot({ path: 'test-results/hud-reconnecting.png' });
+    // p2p: channels carry on; what is retried is named
+    await expect(p2pPage.locator('[data-field=connection]'))
+      .toHaveText(/^connected · (group list|PeerServer) reconnecting… attempt \d+.* · (group list|PeerServer) reconnecting…/, { timeout: 10_000 });
+    await server.start();
+    await expect(relayPage.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/, { timeout: 30_000 });
+    await expect(relayPage.locator('.hud-brief')).toHaveText(/in group/);
+    await expect(p2pPage.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/, { timeout: 30_000 });
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});

@@ -4,7 +4,10 @@
 
 /**
  * @typedef {object} HudState
- * @property {string} connection e.g. 'connecting', 'connected', 'closed'
+ * @property {string} connection e.g. 'connecting', 'connected', 'reconnecting', 'closed'
+ * @property {(import('../core/client.js').ConnectionStatus & { at: number })[]} [links] the newest
+ *   status of each of the transport's connections (client 'connection' events)
+ * @property {number} [now] the clock of `links[].at`, now
  * @property {string} transport
  * @property {{ ordered?: boolean, maxRetransmits?: number | null, channels?: number } | null} channel
  * @property {{ id: number, name: string, colour: string, tracking: boolean }[]} members
@@ -19,6 +22,28 @@
  */
 
 const STORAGE_KEY = 'carlab.hud.collapsed';
+
+/** What each of a transport's connections is called on screen. */
+const PART_LABELS = /** @type {Record<string, string>} */ ({ relay: '', membership: 'group list ', signaling: 'PeerServer ' });
+
+/**
+ * The connection line: the state, and for every connection being retried
+ * "reconnecting… attempt N, next in X s" (counting down; "attempt N…" while
+ * it runs). On p2p the channels keep working while the relay or the
+ * PeerServer is away, so the state says connected and names what is retried.
+ * @param {Pick<HudState, 'connection' | 'links' | 'now'>} s
+ */
+export function connectionText(s) {
+  const now = s.now ?? 0;
+  const retrying = (s.links ?? []).filter((l) => l.state === 'reconnecting').map((l) => {
+    const wait = (l.at ?? now) + (l.delayMs ?? 0) - now;
+    const label = PART_LABELS[l.part] ?? `${l.part} `;
+    return `${label}reconnecting… attempt ${l.attempt ?? 1}${wait > 0 ? `, next in ${(wait / 1000).toFixed(1)} s` : '…'}`;
+  });
+  if (retrying.length === 0) return s.connection === 'reconnecting' ? 'reconnecting…' : s.connection;
+  if (s.connection === 'connected') return `connected · ${retrying.join(' · ')}`;
+  return retrying.join(' · ');
+}
 
 export class Hud {
   /** @param {HTMLElement} root */
@@ -85,9 +110,15 @@ export class Hud {
 
   /** @param {HudState} s */
   update(s) {
-    const ok = s.connection === 'connected';
-    this.dot.dataset.state = ok ? (s.markerVisible ? 'good' : 'warn') : s.connection === 'connecting' ? 'warn' : 'bad';
-    this.brief.textContent = `${s.members.length + (s.clientId ? 1 : 0)} in group · RT ${ms(s.rt.mean)} · ${s.markerVisible ? 'marker ✓' : 'no marker'}`;
+    const line = connectionText(s);
+    const ok = line === 'connected';
+    this.dot.dataset.state = ok ? (s.markerVisible ? 'good' : 'warn')
+      : ['connecting', 'reconnecting'].includes(s.connection) || line.startsWith('connected') ? 'warn' : 'bad';
+    this.root.dataset.connection = s.connection;
+    // Collapsed, the brief is all one sees: an outage shows there, not the numbers.
+    this.brief.textContent = ok
+      ? `${s.members.length + (s.clientId ? 1 : 0)} in group · RT ${ms(s.rt.mean)} · ${s.markerVisible ? 'marker ✓' : 'no marker'}`
+      : line;
     const channel = s.channel
       ? `${s.channel.ordered ? 'ordered' : 'unordered'}, maxRetransmits ${s.channel.maxRetransmits ?? '∞ (reliable)'}`
         + (s.channel.channels !== undefined ? ` · ${s.channel.channels} channel${s.channel.channels === 1 ? '' : 's'}` : '')
@@ -96,7 +127,7 @@ export class Hud {
       ? s.members.map((m) => `<span class="hud-member" style="--c:${m.colour}">${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'}</span>`).join(' ')
       : '<span class="hud-muted">nobody else yet</span>';
     const rows = [
-      ['connection', `${escapeHtml(s.connection)}${s.clientId ? ` · id ${s.clientId}` : ''}`],
+      ['connection', `${escapeHtml(line)}${s.clientId ? ` · id ${s.clientId}` : ''}`],
       ['transport', `${escapeHtml(s.transport)} · cycle ${s.cycleMs} ms`],
       ['channel', escapeHtml(channel)],
       ['members', members],

@@ -1,0 +1,25 @@
+// The HUD's connection line, driven by the transports' connection statuses.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connectionText } from './hud.js';
+
+test('connected, reconnecting with attempt and countdown, then connected again', () => {
+  assert.equal(connectionText({ connection: 'connected', links: [{ state: 'connected', part: 'relay', at: 0 }], now: 5 }), 'connected');
+  const down = { connection: 'reconnecting', links: [{ state: 'reconnecting', part: 'relay', attempt: 3, delayMs: 2400, code: 1006, at: 1000 }] };
+  assert.equal(connectionText({ ...down, now: 1000 }), 'reconnecting… attempt 3, next in 2.4 s');
+  assert.equal(connectionText({ ...down, now: 2960 }), 'reconnecting… attempt 3, next in 0.4 s');
+  assert.equal(connectionText({ ...down, now: 3500 }), 'reconnecting… attempt 3…', 'the attempt runs');
+  assert.equal(connectionText({ connection: 'reconnecting', links: [], now: 0 }), 'reconnecting…');
+  assert.equal(connectionText({ connection: 'closed', links: [], now: 0 }), 'closed');
+});
+
+test('p2p: the channels work while the relay and the PeerServer are retried', () => {
+  const links = [
+    { state: 'reconnecting', part: 'membership', attempt: 2, delayMs: 1000, at: 0 },
+    { state: 'reconnecting', part: 'signaling', attempt: 1, delayMs: 200, at: 0 },
+  ];
+  assert.equal(connectionText({ connection: 'connected', links, now: 0 }),
+    'connected · group list reconnecting… attempt 2, next in 1.0 s · PeerServer reconnecting… attempt 1, next in 0.2 s');
+  assert.equal(connectionText({ connection: 'connected', links: [{ ...links[0], state: 'connected' }, { ...links[1], state: 'connected' }], now: 9 }),
+    'connected');
+});
