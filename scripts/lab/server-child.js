@@ -16,8 +16,24 @@ process.on('uncaughtException', (err) => {
   setTimeout(() => process.exit(70), 100); // let the report go out; the state is not trusted any more
 });
 
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { createCarlabServer } from '../server.js';
 import { createSocketIoBaseline, createWsFloor } from '../../relay/baselines.js';
+
+// The live heap without forcing a GC (which would change what a run measures):
+// the heap in use right after the last full (mark-compact) GC V8 chose to run.
+// Flat over a soak = no JS leak; RSS can still grow as V8 and malloc keep pages.
+/** @type {{ bytes: number | null, at: number | null, count: number }} */
+const afterMajorGc = { bytes: null, at: null, count: 0 };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    if (/** @type {any} */ (e).detail?.kind !== perfConstants.NODE_PERFORMANCE_GC_MAJOR) continue;
+    afterMajorGc.bytes = getHeapStatistics().used_heap_size;
+    afterMajorGc.at = Date.now();
+    afterMajorGc.count++;
+  }
+}).observe({ entryTypes: ['gc'] });
 
 const { baselines: withBaselines, ...options } = JSON.parse(process.argv[2] ?? '{}');
 const server = await createCarlabServer({
@@ -37,14 +53,19 @@ process.on('message', async (/** @type {any} */ m) => {
       for (const b of Object.values(baselines)) b.resetWindow();
       reply({ ok: true });
       break;
-    case 'metrics':
+    case 'metrics': {
+      const memory = process.memoryUsage();
       reply({
         relay: server.relay.metrics(),
         signaling: server.signaling.metrics(),
         baselines: Object.fromEntries(Object.entries(baselines).map(([name, b]) => [name, b.metrics()])),
-        rssBytes: process.memoryUsage().rss,
+        rssBytes: memory.rss,
+        // heap vs native: tells a JS leak from V8 or the allocator keeping pages (the soak's timeline)
+        memory,
+        heapAfterMajorGc: { ...afterMajorGc },
       });
       break;
+    }
     case 'heap':
       // With --expose-gc (the churn and fuzz runs start us so) this is the live heap.
       /** @type {any} */ (globalThis).gc?.();

@@ -165,10 +165,19 @@ export function simGeneratorCount(clients, workers) {
 }
 
 /**
+ * One bucket of a run's timeline: RT mean and count of the updates completed
+ * in it, and the server's memory when it closed: RSS, V8's heap size, and the
+ * live heap after V8's last full GC (none forced: a JS leak shows as a climb
+ * there, while RSS also moves with V8's heap sizing and the allocator).
+ * @typedef {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null,
+ *   heapTotalBytes?: number | null, heapAfterGcBytes?: number | null }} TimelineBucket
+ */
+
+/**
  * RT and memory stability over a run from its timeline: the mean RT of the
  * first and the last window (60 s, or a quarter of a shorter run) and the
  * server's RSS growth from the end of the warm-up to the end of the run.
- * @param {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null }[]} timeline
+ * @param {TimelineBucket[]} timeline
  * @param {number} rssWarmBytes server RSS when the measured window began
  * @param {number} durationS
  */
@@ -187,6 +196,9 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
   const rss = timeline.map((b) => b.rssBytes).filter((v) => typeof v === 'number');
   const rssEnd = rss.length ? rss[rss.length - 1] : null;
   const rssMax = rss.length ? Math.max(...rss) : null;
+  const heap = timeline.map((b) => b.heapAfterGcBytes).filter((v) => typeof v === 'number');
+  const heapFirst = heap.length ? heap[0] : null;
+  const heapLast = heap.length ? heap[heap.length - 1] : null;
   return {
     windowS: k * bucketS,
     rtFirst,
@@ -197,6 +209,9 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
     rssMaxBytes: rssMax,
     rssGrowthPct: rssWarmBytes && rssEnd !== null ? (100 * (rssEnd - rssWarmBytes)) / rssWarmBytes : null,
     rssMaxGrowthPct: rssWarmBytes && rssMax !== null ? (100 * (rssMax - rssWarmBytes)) / rssWarmBytes : null,
+    heapAfterGcFirstBytes: heapFirst,
+    heapAfterGcLastBytes: heapLast,
+    heapAfterGcGrowthPct: heapFirst && heapLast !== null ? (100 * (heapLast - heapFirst)) / heapFirst : null,
   };
 }
 
@@ -259,7 +274,7 @@ export async function runSimPoint(o) {
     for (const w of workers) w.postMessage({ cmd: 'start' });
     const started = Date.now();
     const timelineS = o.timelineS ?? 10;
-    /** @type {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null }[]} */
+    /** @type {TimelineBucket[]} */
     const timeline = [];
     let bucketStart = 0;
     /** Closes the bucket being filled: its RT mean and the server's RSS now. */
@@ -268,6 +283,7 @@ export async function runSimPoint(o) {
       timeline.push({
         t: Math.round(bucketStart / 100) / 10, s: Math.round((at - bucketStart) / 100) / 10,
         rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
+        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
       });
       bucket.rtSum = 0; bucket.rtN = 0;
       bucketStart = at;

@@ -24,6 +24,8 @@ test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT st
   assert.equal(run.dups, 0);
   assert.equal(run.reorders, 0);
   assert.equal(run.timeline.length, 3, 'one bucket per 5 s');
+  // the relay's heap beside its RSS: what tells a JS leak from V8/malloc keeping pages
+  assert.ok(run.timeline.every((b) => typeof b.heapTotalBytes === 'number' && b.heapTotalBytes > 0));
   assert.ok(s && s.windowS === 5, 'first and last 5 s compared');
   assert.ok(s.rssGrowthPct < 10, `relay RSS grew ${s.rssGrowthPct.toFixed(1)} % after the warm-up`);
   assert.ok(s.rtDriftPct < 20 || Math.abs(s.rtLast - s.rtFirst) < 5,

@@ -22,6 +22,15 @@ test('stabilityOf: first and last window (a quarter of a short run, 60 s of a lo
   const tail = stabilityOf([bucket(0, 4, 1), bucket(10, 4, 1), bucket(20, 40, 1, 1)], 1, 21);
   assert.equal(tail.rtLast, 4);
   assert.equal(stabilityOf([], 1, 10), null);
+  assert.equal(short.heapAfterGcGrowthPct, null, 'no heap figures, no heap growth');
+});
+
+test('stabilityOf: live heap after V8\'s full GCs, first to last bucket that has one', () => {
+  const bucket = (t, heapAfterGcBytes) => ({ t, s: 10, rtMean: 1, n: 10, rssBytes: 100, heapTotalBytes: 50, heapAfterGcBytes });
+  const s = stabilityOf([bucket(0, null), bucket(10, 20), bucket(20, 21), bucket(30, 25), bucket(40, null)], 100, 50);
+  assert.equal(s.heapAfterGcFirstBytes, 20);
+  assert.equal(s.heapAfterGcLastBytes, 25);
+  assert.equal(s.heapAfterGcGrowthPct, 25);
 });
 
 test('outageOf: nothing without reconnects; counts, per-client outage and losses with them', () => {
