@@ -74,6 +74,10 @@ test('smoke browsers: setup, overhead and car for C-C, F-F and C-F', async ({ br
       expect(r.channel).toMatchObject({ ordered: false, maxRetransmits: 0 });
     }
     expect(Object.keys(car[1].browserVersions)).toEqual(['firefox']);
+    // the mixed fleet is split per browser, each side with its own RT
+    expect(Object.keys(car[2].byBrowser)).toEqual(['chromium', 'firefox']);
+    for (const b of Object.values(car[2].byBrowser)) expect(b.rt.n).toBeGreaterThan(0);
+    expect(car[0].byBrowser).toBeUndefined();
 
     const md = await readFile(path.join(out, 'tables.md'), 'utf8');
     expect(md).toContain('### Setup delay (ms), host-address obfuscation off');
