@@ -928,7 +928,6 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
   const env = results && typeof results.env === 'object' ? results.env : null;
   const charts = buildCharts(results);
   const net = netReportSection(runs);
-  if (net) charts.push(...net.charts);
   const tables = runTables(results);
   const ordered = tables.flatMap((table) => table.runs);
 
@@ -1007,7 +1006,7 @@ ${sections.join('\n')}
 </main>
 <footer>carlab · charts by Chart.js (MIT), inlined: this file needs no network.</footer>
 <script type="application/json" id="carlab-results">${jsonForScript(allResults)}</script>
-<script type="application/json" id="carlab-charts">${jsonForScript(lab ? [...charts, ...lab.charts] : charts)}</script>
+<script type="application/json" id="carlab-charts">${jsonForScript([...charts, ...(lab?.charts ?? []), ...(net?.charts ?? [])])}</script>
 <script>${chartJsSource()}</script>
 <script>${CLIENT_SCRIPT}</script>
 </body>

@@ -52,3 +52,11 @@ test('report.html section: four charts over the profiles, a row per run, flagged
   assert.match(section.html, /class="bad">off: link 0/);
   assert.equal(netReportSection([{ transport: 'relay' }]), null);
 });
+
+test('report.html draws each network chart once, in the Network section', async () => {
+  const { renderReportHtml } = await import('../report-html.js');
+  const html = renderReportHtml({ env: { cpus: 2 }, runs: [run('relay', 'none'), run('relay-udp', 'lossy-2')] });
+  assert.equal(html.split('id="chart-net-1-net-p99"').length - 1, 1);
+  assert.ok(html.indexOf('id="chart-net-1-net-p99"') > html.indexOf('<section id="network">'));
+  assert.match(html, /<a href="#network">Network<\/a>/);
+});
