@@ -96,10 +96,13 @@ test('AR page HUD: "reconnecting… attempt N, next in X s" while the server is 
   const context = await browser.newContext();
   try {
     const relayPage = await context.newPage();
+    const relayPeer = await context.newPage();
     const p2pPage = await context.newPage();
-    await relayPage.goto(`${server.baseURL}/ar.html?group=${unique('hud')}&name=r&transport=relay&source=none`);
+    const group = unique('hud');
+    await relayPage.goto(`${server.baseURL}/ar.html?group=${group}&name=r&transport=relay&source=none`);
+    await relayPeer.goto(`${server.baseURL}/ar.html?group=${group}&name=s&transport=relay&source=none`);
     await p2pPage.goto(`${server.baseURL}/ar.html?group=${unique('hudp')}&name=p&transport=p2p&source=none`);
-    for (const p of [relayPage, p2pPage]) {
+    for (const p of [relayPage, relayPeer, p2pPage]) {
       await p.evaluate(() => window.carlab.ready.then(() => true));
       await expect(p.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/);
     }
@@ -115,6 +118,14 @@ test('AR page HUD: "reconnecting… attempt N, next in X s" while the server is 
     await expect(relayPage.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/, { timeout: 30_000 });
     await expect(relayPage.locator('.hud-brief')).toHaveText(/in group/);
     await expect(p2pPage.locator('[data-field=connection]')).toHaveText(/^connected · id \d+$/, { timeout: 30_000 });
+    // The loss estimate re-bases at the rejoin: what a member sent while the other was not
+    // back went to nobody, and is not loss on this reliable transport (only what was in flight
+    // when the server died is).
+    await expect.poll(() => relayPage.evaluate(() => window.carlab.client.members.size), { timeout: 30_000 }).toBe(1);
+    await relayPage.waitForTimeout(2000);
+    const loss = await relayPage.evaluate(() => window.carlab.hudState().lossPct);
+    expect(loss).not.toBeNull();
+    expect(loss).toBeLessThan(10);
   } finally {
     await context.close();
     await server.stop();

@@ -60,6 +60,7 @@ test('join link with a token: right token joins, wrong or missing one reads "loc
     await expect(intruder.locator('#summary')).toHaveText(/^failed: Group ".*" is locked with another access token/);
     const member = await context.newPage();
     await member.goto(`${server.baseURL}/peer.html?group=${p2pGroup}&transport=p2p&token=fleet-secret-1`);
+    await member.evaluate(() => window.carlab.ready.then(() => true));
     await expect.poll(() => member.evaluate(() => window.carlab.clients[0].members.size), { timeout: 30_000 }).toBe(1);
 
     await server.stop();

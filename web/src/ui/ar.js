@@ -85,8 +85,21 @@ const links = new Map();
 const sent = new Map();
 /** Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }. */
 const received = [];
-/** First seq seen per sender, for the loss estimate. */
-const firstSeq = new Map();
+/**
+ * The loss estimate per sender: seqs since `first` (null: re-base at the next
+ * update) against updates received since then, plus what earlier spans
+ * counted. It re-bases at each rejoin: while we were apart a sender's updates
+ * went to nobody, so its seq gap then is not loss.
+ * @type {Map<number, { first: number | null, base: number, expected: number, got: number }>}
+ */
+const lossSpans = new Map();
+
+/** @param {{ first: number | null, base: number }} span @param {{ newestSeq: number, received: number }} stream */
+function spanCounts(span, stream) {
+  if (span.first === null) return { expected: 0, got: 0 };
+  const expected = stream.newestSeq - span.first + 1;
+  return { expected, got: Math.min(stream.received - span.base, expected) };
+}
 /** Processed frames (probe mode). */
 const frames = [];
 let lastVisible = false;
@@ -120,6 +133,15 @@ function currentPose() {
   return pose;
 }
 
+/** A sender's update was applied: start its loss span here unless one runs. @param {number} id @param {number} seq */
+function startSpan(id, seq) {
+  const span = lossSpans.get(id) ?? { first: null, base: 0, expected: 0, got: 0 };
+  if (span.first !== null) return;
+  span.first = seq;
+  span.base = (client?.streams.get(id)?.received ?? 1) - 1; // received before this update
+  lossSpans.set(id, span);
+}
+
 /**
  * Client core events -> scene.
  * @param {string} event @param {any} detail
@@ -131,11 +153,11 @@ function onClientEvent(event, detail) {
       break;
     case 'member-left':
       scene.removeAvatar(detail.id);
-      firstSeq.delete(detail.id);
+      lossSpans.delete(detail.id);
       break;
     case 'pose':
       scene.setAvatarPose(detail.id, detail.pose);
-      if (!firstSeq.has(detail.id)) firstSeq.set(detail.id, detail.seq);
+      startSpan(detail.id, detail.seq);
       received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
       if (received.length > 1000) received.splice(0, received.length - 1000);
       break;
@@ -154,6 +176,14 @@ function onClientEvent(event, detail) {
       break;
     case 'reconnected':
       status.connection = 'connected';
+      for (const [id, span] of lossSpans) {
+        const stream = client?.streams.get(id);
+        if (!stream) continue;
+        const c = spanCounts(span, stream);
+        span.expected += c.expected;
+        span.got += c.got;
+        span.first = null;
+      }
       break;
     case 'closed':
       status.connection = 'closed';
@@ -272,10 +302,11 @@ function hudState() {
   const jitters = [];
   if (client) {
     for (const [sender, stream] of client.streams) {
-      const first = firstSeq.get(sender);
-      if (first === undefined || !client.members.has(sender)) continue;
-      expected += stream.newestSeq - first + 1;
-      got += Math.min(stream.received, stream.newestSeq - first + 1);
+      const span = lossSpans.get(sender);
+      if (!span || !client.members.has(sender)) continue;
+      const c = spanCounts(span, stream);
+      expected += span.expected + c.expected;
+      got += span.got + c.got;
       jitters.push(stream.jitterMs);
     }
   }
