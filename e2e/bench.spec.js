@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { spawnSync } from 'node:child_process';
 import { run } from '../scripts/bench.js';
 import { resultsSchemaProblems } from '../scripts/lab/schema.js';
 
@@ -40,6 +41,30 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
     expect(p2p.setupMs.peer.n).toBe(40); // 2 groups x 10 connections, timed on both ends
     expect(await readFile(path.join(out, 'tables.md'), 'utf8')).toContain('### p2p · group 5 · cycle 167 ms');
     expect(stdout.text()).toContain('| Size |');
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('bench --net: Chromium peers in client namespaces mesh p2p across the links', async ({ browserName }) => {
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
+  const probe = spawnSync('ip', ['netns', 'add', `carlab-${process.pid}-98-s`], { encoding: 'utf8' });
+  test.skip(probe.error !== undefined || probe.status !== 0, `this machine forbids network namespaces: ${probe.stderr ?? probe.error?.message}`);
+  spawnSync('ip', ['netns', 'del', `carlab-${process.pid}-98-s`]);
+  test.setTimeout(180_000);
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-bench-net-'));
+  try {
+    const stdout = sink();
+    const stderr = sink();
+    const code = await run(['--net', 'none', '--transport', 'p2p', '--clients', '4', '--group', '2', '--duration', '3',
+      '--warmup', '1', '--peers-per-page', '2', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    expect(code, stderr.text()).toBe(0);
+    const [p2p] = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8')).runs;
+    expect(p2p.error).toBeUndefined();
+    expect(p2p.net.profile).toBe('none');
+    expect(p2p.connected).toBe(4);
+    expect(p2p.rt.n).toBeGreaterThan(0);
+    expect(p2p.channel).toMatchObject({ ordered: false, maxRetransmits: 0 });
   } finally {
     await rm(out, { recursive: true, force: true });
   }

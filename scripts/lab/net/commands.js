@@ -79,6 +79,9 @@ export function topologyCommands(t) {
       { argv: ['ip', '-n', ns, 'link', 'set', 'lo', 'up'] },
       { argv: ['ip', '-n', ns, 'addr', 'add', `${t.clientIps[i]}/16`, 'dev', 'eth0'] },
       { argv: ['ip', '-n', ns, 'link', 'set', 'eth0', 'up'] },
+      // Chromium gathers no ICE host candidate without a default route (it
+      // asks which interface would reach the Internet), so p2p never meshed.
+      { argv: ['ip', '-n', ns, 'route', 'add', 'default', 'via', t.serverIp, 'dev', 'eth0'] },
     );
   });
   return c;

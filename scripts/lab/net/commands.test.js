@@ -17,6 +17,7 @@ test('a topology: unique names per process and sequence, one client namespace pe
   assert.ok(cmds.includes('ip -n carlab-4242-3-s link add br0 type bridge'));
   assert.ok(cmds.includes('ip -n carlab-4242-3-s link add c1 type veth peer name eth0 netns carlab-4242-3-c1'));
   assert.ok(cmds.includes('ip -n carlab-4242-3-c0 addr add 10.201.1.1/16 dev eth0'));
+  assert.ok(cmds.includes('ip -n carlab-4242-3-c0 route add default via 10.201.0.1 dev eth0'), 'WebRTC needs a default route');
   assert.ok(cmds.includes('ip -n carlab-4242-3-c1 link set lo up'));
 });
 
