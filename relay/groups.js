@@ -40,7 +40,10 @@ export class GroupRegistry {
     this.ctx = ctx;
     /** @type {Map<string, Group>} */
     this.groups = new Map();
-    this.nextId = 1;
+    // Ids start at a random point of the 32-bit space, not at 1: after a
+    // relay restart, clients that have not rejoined yet still hold ids of the
+    // old process, and a newcomer must not be handed one of them.
+    this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
   }
 
   /**

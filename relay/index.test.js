@@ -218,6 +218,21 @@ describe('bad input closes only its sender', () => {
 });
 
 describe('membership', () => {
+  test('a restarted relay hands out ids away from the old process\'s, never 0', async () => {
+    // Two relays stand for one process before and after a restart: each
+    // starts its counter at a random point, so the second's newcomers do not
+    // take the ids of members still on their way back (chance ~ 1 in 2^31).
+    const first = await startRelay();
+    const second = await startRelay();
+    const a = await rawClient(first.url, 'r', 'a', 0);
+    const b = await rawClient(second.url, 'r', 'b', 0);
+    assert.notEqual(a.id, 0);
+    assert.notEqual(b.id, 0);
+    assert.notEqual(a.id, b.id);
+    a.ws.close(); b.ws.close();
+    await first.stop(); await second.stop();
+  });
+
   test('a member that leaves leaves every ACK set at once', async () => {
     const env = await startRelay();
     const a = await rawClient(env.url, 'm', 'a', 0);
