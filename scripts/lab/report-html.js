@@ -429,19 +429,34 @@ function supportedChart(runs, colors) {
           : entry.supported === entry.largest ? 'every tested population passed: the limit may be higher' : `${fmt(entry.supported)} supported`;
         return [`tested ${tested} clients`, verdict];
       }),
-      backgroundColor: withAlpha(color, 0.75),
-      borderColor: color,
-      borderWidth: 1,
-      minBarLength: 2,
+      ...barStyle(color),
     };
   });
-  const options = baseOptions('', 'supported clients', { xType: 'category' });
-  options.interaction = { mode: 'index', intersect: false };
+  const options = groupedBarOptions('', 'supported clients');
   return {
     title: 'Supported clients per transport and group size',
     subtitle: `Largest tested population with mean RT < ${RT_LIMIT_MS} ms (and loss < ${LOSS_LIMIT_PCT} % where unreliable); a stub bar: none passed.`,
     config: { type: 'bar', data: { labels, datasets }, options },
   };
+}
+
+/**
+ * How every bar of a grouped bar chart looks: translucent fill, a visible stub for zero.
+ * @param {string} color
+ */
+function barStyle(color) {
+  return { backgroundColor: withAlpha(color, 0.75), borderColor: color, borderWidth: 1, minBarLength: 2 };
+}
+
+/**
+ * Options of a grouped bar chart whose tooltip lists every bar of a category.
+ * @param {string} xLabel
+ * @param {string} yLabel
+ */
+function groupedBarOptions(xLabel, yLabel) {
+  const options = baseOptions(xLabel, yLabel, { xType: 'category' });
+  options.interaction = { mode: 'index', intersect: false };
+  return options;
 }
 
 /**
@@ -469,14 +484,10 @@ function lossChart(runs, cycleMs, colors, many) {
       label: transport,
       data: cells.map((members) => (members.length ? round(Math.max(...members.map((run) => run.lossPct)), 3) : null)),
       tips: cells.map((members) => members.map((run) => `${fmt(run.clients)} clients: ${fmt(run.lossPct, 2)} %`)),
-      backgroundColor: withAlpha(color, 0.75),
-      borderColor: color,
-      borderWidth: 1,
-      minBarLength: 2,
+      ...barStyle(color),
     };
   });
-  const options = baseOptions('group size', 'loss % (worst population)', { xType: 'category' });
-  options.interaction = { mode: 'index', intersect: false };
+  const options = groupedBarOptions('group size', 'loss % (worst population)');
   return {
     title: `Loss vs group size${cycleSuffix(cycleMs, many)}`,
     subtitle: `Worst loss % over the tested populations; unreliable transports are supported below ${LOSS_LIMIT_PCT} %, reliable ones must show 0.`,
