@@ -36,7 +36,7 @@ test('the issue\'s command line parses; experiments run in the study\'s order', 
 
 test('bad flags are usage errors', () => {
   for (const argv of [['--pairs', 'C-X'], ['--experiment', 'speed'], ['--repeat', '0'], ['--obfuscation', 'maybe'],
-    ['--file-size', '1000001'], ['--wire', 'yes'], ['--k', '0'], ['--car-transport', 'relay-udp'], ['--bogus']]) {
+    ['--file-size', '1000001'], ['--wire', 'yes'], ['--k', '0'], ['--car-transport', 'socketio'], ['--bogus']]) {
     assert.equal(parseBrowsersFlags(argv).kind, 'error', argv.join(' '));
   }
   assert.equal(parseBrowsersFlags(['-h']).kind, 'help');
