@@ -3,7 +3,7 @@
 // `carlab bench` (scripts/lab/command.js); the point runner is scripts/lab/sim.js.
 
 import { LAB_FLAGS_HELP } from './lab/flags.js';
-import { SIM_TRANSPORTS, runSimPoint, simGeneratorCount } from './lab/sim.js';
+import { SIM_TRANSPORTS, generatorShares, runSimPoint } from './lab/sim.js';
 import { runLabCommand } from './lab/command.js';
 
 /** Help text of `carlab sim`. */
@@ -79,11 +79,7 @@ export const simCommand = {
   },
   describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
   // one client namespace per generator process, its share of the clients on it
-  netLinks: (point, o) => {
-    const n = simGeneratorCount(point.clients, o.workers);
-    const per = Math.ceil(point.clients / n);
-    return Array.from({ length: n }, (_, w) => Math.max(0, Math.min(point.clients, (w + 1) * per) - w * per));
-  },
+  netLinks: (point, o) => generatorShares(point.clients, o.workers).map(({ from, to }) => to - from),
   runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
     net,
     point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,

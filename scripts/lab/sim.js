@@ -165,6 +165,19 @@ export function simGeneratorCount(clients, workers) {
 }
 
 /**
+ * The clients each load generator runs: contiguous ranges [from, to) of the
+ * population, one per generator (and one client namespace each under --net).
+ * @param {number} clients
+ * @param {number} [workers]
+ * @returns {{ from: number, to: number }[]}
+ */
+export function generatorShares(clients, workers) {
+  const count = simGeneratorCount(clients, workers);
+  const per = Math.ceil(clients / count);
+  return Array.from({ length: count }, (_, w) => ({ from: Math.min(clients, w * per), to: Math.min(clients, (w + 1) * per) }));
+}
+
+/**
  * One bucket of a run's timeline: RT mean and count of the updates completed
  * in it, and the server's memory when it closed: RSS, V8's heap size, and the
  * live heap after V8's last full GC (none forced: a JS leak shows as a climb
@@ -228,7 +241,8 @@ export async function runSimPoint(o) {
   /** Servers that died or were killed during the run (their faults count too). */
   const pastServers = [];
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
-  const workerCount = simGeneratorCount(point.clients, o.workers);
+  const shares = generatorShares(point.clients, o.workers);
+  const workerCount = shares.length;
   if (net && net.clientNs.length !== workerCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${workerCount} generators`);
   const runId = `sim${Date.now().toString(36)}`;
   // node-datachannel (relay-udp) only works in a process's main thread; a
@@ -240,11 +254,9 @@ export async function runSimPoint(o) {
   /** The timeline bucket being filled (RTs reported while measuring). */
   const bucket = { on: false, rtSum: 0, rtN: 0 };
   try {
-    const per = Math.ceil(point.clients / workerCount);
     const connected = [];
     for (let w = 0; w < workerCount; w++) {
-      const from = w * per;
-      const to = Math.min(point.clients, from + per);
+      const { from, to } = shares[w];
       const worker = startGenerator({
         url: server.url, config, transport: point.transport, from, to, clients: point.clients,
         groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
@@ -349,7 +361,7 @@ export async function runSimPoint(o) {
         sim: {
           workers: workerCount,
           generator: asProcesses ? 'process' : 'thread',
-          clientsPerProcess: asProcesses ? Math.ceil(point.clients / workerCount) : point.clients,
+          clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
         },
         durationS: Math.round(windowMs / 100) / 10,
         serverRssBytes: serverMetrics.rssBytes,
