@@ -19,6 +19,7 @@
 import { Peer } from 'peerjs';
 
 import { CarClient } from '../core/client.js';
+import { CloseCode } from '../core/protocol.js';
 import { createTransport, TRANSPORTS } from '../transport/index.js';
 import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
 import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
@@ -231,7 +232,7 @@ async function joinGroup() {
   try {
     await withTimeout(client.connect(), 20_000, 'no answer within 20 s');
   } catch (err) {
-    status.connection = err.code === 4006 ? 'refused' : 'unreachable';
+    status.connection = err.code === CloseCode.FORBIDDEN ? 'refused' : 'unreachable';
     const cert = location.protocol === 'https:' && err.code === undefined
       ? ` If this browser has not accepted the server's certificate, open ${location.origin}/ once and accept it.`
       : '';
