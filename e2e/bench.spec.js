@@ -4,9 +4,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { spawnSync } from 'node:child_process';
 import { run } from '../scripts/bench.js';
 import { resultsSchemaProblems } from '../scripts/lab/schema.js';
+import { namespacesForbidden } from '../scripts/lab/net/system.js';
 
 const sink = () => {
   const chunks = [];
@@ -48,9 +48,8 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
 
 test('bench --net: Chromium peers in client namespaces mesh p2p across the links', async ({ browserName }) => {
   test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
-  const probe = spawnSync('ip', ['netns', 'add', `carlab-${process.pid}-98-s`], { encoding: 'utf8' });
-  test.skip(probe.error !== undefined || probe.status !== 0, `this machine forbids network namespaces: ${probe.stderr ?? probe.error?.message}`);
-  spawnSync('ip', ['netns', 'del', `carlab-${process.pid}-98-s`]);
+  const forbidden = namespacesForbidden();
+  test.skip(forbidden !== null, forbidden ?? '');
   test.setTimeout(180_000);
   const out = await mkdtemp(path.join(tmpdir(), 'carlab-bench-net-'));
   try {

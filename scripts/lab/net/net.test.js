@@ -5,25 +5,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Writable } from 'node:stream';
 import { NS_PREFIX } from './commands.js';
-import { checkCapabilities, listNamespaces } from './system.js';
+import { checkCapabilities, listNamespaces, namespacesForbidden } from './system.js';
 import { run as runSim } from '../../sim.js';
 
-/** Why this machine cannot run the test, or null. */
-function forbidden() {
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'needs root to create network namespaces';
-  const name = `${NS_PREFIX}${process.pid}-99-s`;
-  const r = spawnSync('ip', ['netns', 'add', name], { encoding: 'utf8' });
-  if (r.error || r.status !== 0) return `this machine forbids network namespaces (ip netns add: ${(r.stderr || r.error?.message || '').trim()})`;
-  spawnSync('ip', ['netns', 'del', name]);
-  return null;
-}
-
-const why = forbidden();
+const why = namespacesForbidden();
 const ours = () => listNamespaces().filter((n) => n.startsWith(`${NS_PREFIX}${process.pid}-`));
 
 /** @returns {Writable & { text: () => string }} */

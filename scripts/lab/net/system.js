@@ -131,6 +131,21 @@ export function destroyTopology(t) {
 }
 
 /**
+ * Why this machine cannot create network namespaces at all (not root, or the
+ * sandbox forbids them), or null. Tests skip on this alone: missing tools are
+ * a failure there, not a reason to skip.
+ * @returns {string | null}
+ */
+export function namespacesForbidden() {
+  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'needs root to create network namespaces';
+  const name = `${NS_PREFIX}${process.pid}-99-s`;
+  const r = spawnSync('ip', ['netns', 'add', name], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) return `this machine forbids network namespaces (ip netns add: ${(r.stderr || r.error?.message || '').trim()})`;
+  spawnSync('ip', ['netns', 'del', name]);
+  return null;
+}
+
+/**
  * Checks up front that this machine can run the profiles: root, iproute2,
  * nftables, namespaces, and the qdiscs the profiles need (netem is probed by
  * adding it to a scratch veth, as the kernel may lack it).
