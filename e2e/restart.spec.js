@@ -39,6 +39,10 @@ test('p2p: the PeerServer (with the relay) restarts; open channels keep deliveri
     await openPeer(b, url);
     for (const p of [a, b]) await expect.poll(async () => (await probe(p)).members.length, { timeout: 30_000 }).toBe(1);
     const [a0, b0] = [await probe(a), await probe(b)];
+    // Membership comes over the relay and can be there before the channel has
+    // carried anything: wait until updates flow both ways before the kill.
+    await expect.poll(async () => ((await probe(a)).newest[b0.id] ?? 0) > 3, { timeout: 30_000 }).toBe(true);
+    await expect.poll(async () => ((await probe(b)).newest[a0.id] ?? 0) > 3, { timeout: 30_000 }).toBe(true);
 
     await server.kill();
     const downAt = Date.now();

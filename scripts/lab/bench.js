@@ -1,12 +1,13 @@
 // Runs one sweep point of `carlab bench`: the server in a child process,
 // the population as simulated peers in headless Debian browsers (web/peer.html),
-// then aggregation. The browsers are launched as Playwright browser servers
-// so their process trees can be measured.
+// then aggregation. Chromium runs under our own DevTools driver (cdp.js),
+// Firefox as a Playwright browser server; each browser's process tree is measured.
 
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { chromium, firefox } from '@playwright/test';
-import { CHROMIUM_PATH, chromiumLaunchOptions, firefoxLaunchOptions } from '../../e2e/browsers.js';
+import { firefox } from '@playwright/test';
+import { CHROMIUM_PATH, chromiumArgs, firefoxLaunchOptions } from '../../e2e/browsers.js';
+import { launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
 import { ipPath } from './net/network.js';
 import { aggregateRun } from './aggregate.js';
@@ -52,17 +53,43 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
 }
 
 /**
+ * A fleet browser as the bench uses it, whichever driver is under it.
+ * @typedef {object} FleetBrowser
+ * @property {string} name 'chromium' | 'firefox'
+ * @property {number} pid root of its process tree
+ * @property {string} version
+ * @property {() => Promise<FleetPage>} newPage a page in a browser context of its own
+ * @property {() => Promise<void>} close
+ *
+ * @typedef {object} FleetPage
+ * @property {(url: string) => Promise<unknown>} goto
+ * @property {<T>(fn: () => T | Promise<T>) => Promise<T>} evaluate
+ * @property {(event: 'pageerror', f: (e: Error) => void) => unknown} on
+ */
+
+/**
+ * Chromium through our own DevTools driver (scripts/lab/cdp.js: without
+ * Playwright's per-frame WebSocket instrumentation); Firefox through
+ * Playwright over WebDriver BiDi.
  * @param {string} name
  * @param {string | null} [executablePath] e.g. a wrapper that starts Chromium in a namespace
- * @returns {Promise<{ name: string, server: import('playwright-core').BrowserServer, browser: import('playwright-core').Browser, pid: number }>}
+ * @returns {Promise<FleetBrowser>}
  */
 async function launchBrowser(name, executablePath = null) {
-  const type = name === 'firefox' ? firefox : chromium;
-  const options = name === 'firefox' ? firefoxLaunchOptions() : { ...chromiumLaunchOptions(), ...(executablePath ? { executablePath } : {}) };
+  if (name !== 'firefox') {
+    const b = await launchChromium({ executablePath: executablePath ?? CHROMIUM_PATH, args: chromiumArgs() });
+    return { name, pid: b.pid, version: b.version, newPage: () => b.newPage(), close: () => b.close() };
+  }
   // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
-  const server = await type.launchServer(/** @type {any} */ ({ ...options, handleSIGINT: false }));
-  const browser = await type.connect(server.wsEndpoint());
-  return { name, server, browser, pid: /** @type {number} */ (server.process().pid) };
+  const server = await firefox.launchServer(/** @type {any} */ ({ ...firefoxLaunchOptions(), handleSIGINT: false }));
+  const browser = await firefox.connect(server.wsEndpoint());
+  return {
+    name,
+    pid: /** @type {number} */ (server.process().pid),
+    version: browser.version(),
+    newPage: async () => (await browser.newContext()).newPage(),
+    close: () => server.close(),
+  };
 }
 
 /**
@@ -82,7 +109,7 @@ export async function runBenchPoint(o) {
   const wrapperDir = net ? await mkdtemp(`${tmpdir()}/carlab-netns-`) : null;
   /** @type {Awaited<ReturnType<typeof launchBrowser>>[]} */
   const browsers = [];
-  /** @type {{ page: import('playwright-core').Page, browser: string }[]} */
+  /** @type {{ page: FleetPage, browser: string }[]} */
   const pages = [];
   const pageErrors = [];
   try {
@@ -100,8 +127,7 @@ export async function runBenchPoint(o) {
       if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
       const host = browsers[p % browsers.length];
       const { peers, offset, stride } = layout.pages[p];
-      const context = await host.browser.newContext();
-      const page = await context.newPage();
+      const page = await host.newPage();
       page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
       const q = new URLSearchParams({
         group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
@@ -150,7 +176,7 @@ export async function runBenchPoint(o) {
     const clients = perPage.flat();
     const relay = serverMetrics?.relay ?? null;
     const userAgents = {};
-    for (const b of browsers) userAgents[b.name] = b.browser.version();
+    for (const b of browsers) userAgents[b.name] = b.version;
     return aggregateRun({
       point,
       clients,
@@ -171,7 +197,7 @@ export async function runBenchPoint(o) {
     });
   } finally {
     for (const { page } of pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
-    for (const b of browsers) await b.server.close().catch(() => {});
+    for (const b of browsers) await b.close().catch(() => {});
     await server?.close();
     if (wrapperDir) await rm(wrapperDir, { recursive: true, force: true });
   }
