@@ -7,7 +7,7 @@
 // a DevTools event, sends it through the browser process and over the pipe to
 // the driver. A real phone pays none of that; at a few hundred peers it costs
 // more CPU than the peers themselves and shows up as RT. This driver enables
-// only Page (load events) and Runtime (exceptions). The e2e tests and Firefox
+// only Page (lifecycle events) and Runtime (exceptions). The e2e tests and Firefox
 // keep Playwright.
 
 import { spawn } from 'node:child_process';
@@ -133,6 +133,8 @@ export class CdpPage {
     this.contextId = contextId;
     /** @type {((e: Error) => void)[]} */
     this.errorListeners = [];
+    /** Documents (loader ids) whose load event came, since the last goto. @type {Set<string>} */
+    this.loaded = new Set();
     /** @type {(() => void) | null} */
     this.onLoad = null;
     conn.listeners.set(sessionId, (method, params) => {
@@ -140,7 +142,8 @@ export class CdpPage {
         const d = params.exceptionDetails;
         const err = new Error(d.exception?.description ?? d.text);
         for (const f of this.errorListeners) f(err);
-      } else if (method === 'Page.loadEventFired') {
+      } else if (method === 'Page.lifecycleEvent' && params.name === 'load') {
+        this.loaded.add(params.loaderId);
         this.onLoad?.();
       }
     });
@@ -156,19 +159,25 @@ export class CdpPage {
   }
 
   /**
-   * Navigates and waits for the load event.
+   * Navigates and waits for the new document's load event (matched by its
+   * loader id, so a late load of the previous document does not count).
    * @param {string} url @param {{ timeoutMs?: number }} [o]
    */
   async goto(url, o = {}) {
     const timeoutMs = o.timeoutMs ?? 30_000;
+    this.loaded.clear();
+    /** @type {string | null} */
+    let loaderId = null;
     let timer;
     const loaded = new Promise((resolve, reject) => {
-      this.onLoad = () => resolve(undefined);
+      this.onLoad = () => { if (loaderId !== null && this.loaded.has(loaderId)) resolve(undefined); };
       timer = setTimeout(() => reject(cdpError(CdpError.TIMEOUT, `${url}: no load event after ${timeoutMs} ms`)), timeoutMs);
     });
     try {
       const r = await this.conn.send('Page.navigate', { url }, this.sessionId);
       if (r.errorText) throw cdpError(CdpError.PROTOCOL, `${url}: ${r.errorText}`);
+      loaderId = r.loaderId;
+      this.onLoad?.(); // it may have come before the reply
       await loaded;
     } finally {
       clearTimeout(timer);
@@ -267,7 +276,11 @@ export async function launchChromium(o) {
       const { targetId } = await conn.send('Target.createTarget', { url: 'about:blank', browserContextId });
       const { sessionId } = await conn.send('Target.attachToTarget', { targetId, flatten: true });
       const page = new CdpPage(conn, sessionId, browserContextId);
-      await Promise.all([conn.send('Page.enable', {}, sessionId), conn.send('Runtime.enable', {}, sessionId)]);
+      await Promise.all([
+        conn.send('Page.enable', {}, sessionId),
+        conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId),
+        conn.send('Runtime.enable', {}, sessionId),
+      ]);
       return page;
     },
     close,

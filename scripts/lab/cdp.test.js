@@ -44,6 +44,9 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     assert.equal(errors.length, 1);
     assert.match(errors[0], /boom in page/);
+    // A second navigation waits for its own document, not the first one's load.
+    await page.goto('data:text/html,<script>window.second = true</script>');
+    assert.deepEqual(await page.evaluate(() => [/** @type {any} */ (window).answer, /** @type {any} */ (window).second]), [null, true]);
     // Pages live in separate browser contexts: no shared storage.
     const other = await browser.newPage();
     assert.notEqual(other.contextId, page.contextId);
