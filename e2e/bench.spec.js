@@ -26,6 +26,10 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
     expect(resultsSchemaProblems(results)).toEqual([]);
     expect(results.env.peersPerPage).toBe(5);
+    // Chromium is driven without Playwright's per-frame WebSocket instrumentation, and the record says so.
+    expect(results.env.chromiumDriver).toMatch(/DevTools pipe/);
+    expect(results.env.chromiumFlags).toContain('--disable-background-timer-throttling');
+    expect(results.runs[0].browserVersions.chromium).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     const [relay, p2p] = results.runs;
     for (const r of [relay, p2p]) {
       expect(r.connected).toBe(10);
