@@ -19,6 +19,7 @@
 import { Peer } from 'peerjs';
 
 import { CarClient } from '../core/client.js';
+import { LiveLoss } from '../core/live-loss.js';
 import { CloseCode } from '../core/protocol.js';
 import { createTransport, TRANSPORTS } from '../transport/index.js';
 import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
@@ -86,21 +87,8 @@ const links = new Map();
 const sent = new Map();
 /** Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }. */
 const received = [];
-/**
- * The loss estimate per sender: seqs since `first` (null: re-base at the next
- * update) against updates received since then, plus what earlier spans
- * counted. It re-bases at each rejoin: while we were apart a sender's updates
- * went to nobody, so its seq gap then is not loss.
- * @type {Map<number, { first: number | null, base: number, expected: number, got: number }>}
- */
-const lossSpans = new Map();
-
-/** @param {{ first: number | null, base: number }} span @param {{ newestSeq: number, received: number }} stream */
-function spanCounts(span, stream) {
-  if (span.first === null) return { expected: 0, got: 0 };
-  const expected = stream.newestSeq - span.first + 1;
-  return { expected, got: Math.min(stream.received - span.base, expected) };
-}
+/** The HUD's loss estimate from what we received, re-based at each rejoin (core/live-loss.js). */
+const liveLoss = new LiveLoss();
 /** Processed frames (probe mode). */
 const frames = [];
 let lastVisible = false;
@@ -134,15 +122,6 @@ function currentPose() {
   return pose;
 }
 
-/** A sender's update was applied: start its loss span here unless one runs. @param {number} id @param {number} seq */
-function startSpan(id, seq) {
-  const span = lossSpans.get(id) ?? { first: null, base: 0, expected: 0, got: 0 };
-  if (span.first !== null) return;
-  span.first = seq;
-  span.base = (client?.streams.get(id)?.received ?? 1) - 1; // received before this update
-  lossSpans.set(id, span);
-}
-
 /**
  * Client core events -> scene.
  * @param {string} event @param {any} detail
@@ -154,11 +133,11 @@ function onClientEvent(event, detail) {
       break;
     case 'member-left':
       scene.removeAvatar(detail.id);
-      lossSpans.delete(detail.id);
+      liveLoss.left(detail.id);
       break;
     case 'pose':
       scene.setAvatarPose(detail.id, detail.pose);
-      startSpan(detail.id, detail.seq);
+      liveLoss.applied(detail.id, detail.seq, client?.streams.get(detail.id));
       received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
       if (received.length > 1000) received.splice(0, received.length - 1000);
       break;
@@ -177,14 +156,7 @@ function onClientEvent(event, detail) {
       break;
     case 'reconnected':
       status.connection = 'connected';
-      for (const [id, span] of lossSpans) {
-        const stream = client?.streams.get(id);
-        if (!stream) continue;
-        const c = spanCounts(span, stream);
-        span.expected += c.expected;
-        span.got += c.got;
-        span.first = null;
-      }
+      if (client) liveLoss.rejoined(client.streams);
       break;
     case 'closed':
       status.connection = 'closed';
@@ -298,17 +270,10 @@ function withTimeout(promise, ms, message) {
 /** The HUD's numbers. */
 function hudState() {
   const rt = client ? client.rtSummary() : { mean: null, p95: null, n: 0 };
-  let expected = 0;
-  let got = 0;
   const jitters = [];
   if (client) {
     for (const [sender, stream] of client.streams) {
-      const span = lossSpans.get(sender);
-      if (!span || !client.members.has(sender)) continue;
-      const c = spanCounts(span, stream);
-      expected += span.expected + c.expected;
-      got += span.got + c.got;
-      jitters.push(stream.jitterMs);
+      if (liveLoss.spans.has(sender) && client.members.has(sender)) jitters.push(stream.jitterMs);
     }
   }
   return {
@@ -322,7 +287,7 @@ function hudState() {
       id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
     })) : [],
     rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
-    lossPct: expected > 0 ? (100 * (expected - got)) / expected : null,
+    lossPct: client ? liveLoss.lossPct(client.streams, (id) => client.members.has(id)) : null,
     jitterMs: jitters.length ? jitters.reduce((a, b) => a + b, 0) / jitters.length : null,
     trackingFps: tracking ? tracking.fps() : 0,
     trackingMs: tracking ? tracking.stats.processMs : 0,
