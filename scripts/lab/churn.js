@@ -98,9 +98,12 @@ export async function runChurn(o = {}) {
       setTimeout(() => { silent.delete(ws); if (rng.chance(0.5)) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
     };
     let n = 0;
+    /** Most clients the relay held at once during the churn (sampled after every step). */
+    let peakClients = 0;
     const end = performance.now() + durationS * 1000;
     while (performance.now() < end) {
       await sleep(rng.int(minMs, maxMs));
+      peakClients = Math.max(peakClients, (await server.metrics()).relay.clients);
       const join = churners.length === 0 || (churners.length < maxChurners && rng.chance(0.55));
       if (join && rng.chance(o.silentFraction ?? 0.25)) {
         joinSilent(rng.int(0, groupCount - 1));
@@ -164,7 +167,7 @@ export async function runChurn(o = {}) {
         closed: stable.filter((c) => c.closedWith && c.closedWith.code !== 1000).length,
       },
       relay: {
-        during: { clients: during.relay.clients, groups: during.relay.groups, pending: during.relay.pending },
+        during: { clients: during.relay.clients, peakClients, groups: during.relay.groups, pending: during.relay.pending },
         before: pickGauges(before.relay),
         after: pickGauges(after.relay),
         closedByCode: after.relay.closedByCode,

@@ -11,7 +11,8 @@ test('churn: no stable member stalls, nothing leaks', { timeout: 90_000 }, async
   console.log(`churn: ${JSON.stringify({ counts: r.counts, maxGapMs: Math.round(r.maxGapMs), stable: r.stable, relay: r.relay.after,
     heapKiB: { baseline: Math.round(r.heapUsedBytes.baseline / 1024), after: Math.round(r.heapUsedBytes.after / 1024) } })}`);
   assert.ok(r.counts.joins >= 10 && r.counts.silentJoins >= 2 && r.counts.cleanLeaves + r.counts.abruptLeaves >= 6, `enough churn: ${JSON.stringify(r.counts)}`);
-  assert.ok(r.relay.during.clients > r.stable.clients, 'churners were there');
+  // (the peak: at the churn's last instant every churner may just have left)
+  assert.ok(r.relay.during.peakClients > r.stable.clients, `churners were there: peak ${r.relay.during.peakClients} clients`);
   // The ACK timeout bounds any stall: 2 s plus one cycle, with margin for a loaded machine.
   assert.ok(r.maxGapMs < r.ackTimeoutMs + 500, `longest gap between two sends: ${r.maxGapMs.toFixed(0)} ms`);
   // The stable members' streams among themselves are complete and in order.
