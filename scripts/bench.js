@@ -3,9 +3,7 @@
 // (scripts/lab/command.js); the point runner is scripts/lab/bench.js.
 
 import { LAB_FLAGS_HELP, parseNameList } from './lab/flags.js';
-import { DRIVER_ARGS } from './lab/cdp.js';
-import { chromiumArgs } from '../e2e/browsers.js';
-import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, runBenchPoint } from './lab/bench.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, runBenchPoint } from './lab/bench.js';
 import { runLabCommand } from './lab/command.js';
 import { WEB_DIR, buildWebApp, isBuildStale } from './start.js';
 
@@ -76,10 +74,7 @@ export const benchCommand = {
     browsers: o.browsers,
     peersPerPage: o.peersPerPage,
     pagesPerBrowser: o.pagesPerBrowser,
-    ...(o.browsers.includes('chromium')
-      ? { chromiumDriver: 'DevTools pipe (scripts/lab/cdp.js)', chromiumFlags: [...chromiumArgs(), ...DRIVER_ARGS].join(' ') }
-      : {}),
-    ...(o.browsers.includes('firefox') ? { firefoxDriver: 'Playwright (WebDriver BiDi)' } : {}),
+    ...fleetDrivers(o.browsers),
   }),
   async prepare(o, stderr) {
     if (o.url) return;

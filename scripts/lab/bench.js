@@ -7,7 +7,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { firefox } from '@playwright/test';
 import { CHROMIUM_PATH, chromiumArgs, firefoxLaunchOptions } from '../../e2e/browsers.js';
-import { launchChromium } from './cdp.js';
+import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
 import { ipPath } from './net/network.js';
 import { aggregateRun } from './aggregate.js';
@@ -66,6 +66,19 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
  * @property {<T>(fn: () => T | Promise<T>) => Promise<T>} evaluate
  * @property {(event: 'pageerror', f: (e: Error) => void) => unknown} on
  */
+
+/**
+ * How the fleet's browsers are driven, for the results' environment.
+ * @param {string[]} browsers the fleet mix
+ */
+export function fleetDrivers(browsers) {
+  return {
+    ...(browsers.includes('chromium')
+      ? { chromiumDriver: 'DevTools pipe (scripts/lab/cdp.js)', chromiumFlags: driverSwitches(chromiumArgs()).join(' ') }
+      : {}),
+    ...(browsers.includes('firefox') ? { firefoxDriver: 'Playwright (WebDriver BiDi)' } : {}),
+  };
+}
 
 /**
  * Chromium through our own DevTools driver (scripts/lab/cdp.js: without

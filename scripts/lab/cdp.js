@@ -29,6 +29,16 @@ export const DRIVER_ARGS = Object.freeze([
   '--password-store=basic',
 ]);
 
+/**
+ * Chromium's switches under this driver, given the machine's: what a launch
+ * passes (before its own profile directory and first page), and what the
+ * results record.
+ * @param {string[]} args
+ */
+export function driverSwitches(args) {
+  return [...args, ...DRIVER_ARGS, '--remote-debugging-pipe'];
+}
+
 /** Process groups of the browsers still running, ended if the lab process exits first. */
 const live = new Set();
 /** @param {number} pid */
@@ -224,9 +234,7 @@ export class CdpPage {
  */
 export async function launchChromium(o) {
   const profile = await mkdtemp(`${tmpdir()}/carlab-chromium-`);
-  const child = spawn(o.executablePath, [
-    ...o.args, ...DRIVER_ARGS, '--remote-debugging-pipe', `--user-data-dir=${profile}`, 'about:blank',
-  ], {
+  const child = spawn(o.executablePath, [...driverSwitches(o.args), `--user-data-dir=${profile}`, 'about:blank'], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
     // Its own process group: Ctrl-C belongs to the lab command, which stops the
     // point and writes what was measured before it closes the browsers.
