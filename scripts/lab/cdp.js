@@ -240,16 +240,22 @@ export async function launchChromium(o) {
     // point and writes what was measured before it closes the browsers.
     detached: true,
   });
-  const pid = /** @type {number} */ (child.pid);
-  const killGroup = () => killProcessGroup(pid);
-  live.add(pid);
+  // A spawn that fails (no such file) has no pid and reports 'error' instead of 'exit'.
+  /** @type {Error | null} */
+  let spawnError = null;
+  const pid = child.pid ?? 0;
+  const killGroup = () => { if (pid) killProcessGroup(pid); };
+  if (pid) live.add(pid);
   /** @type {string[]} */
   const stderr = [];
   child.stderr?.on('data', (d) => { if (stderr.length < 50) stderr.push(String(d)); });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const exited = new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.once('error', (err) => { spawnError = err; resolve(null); });
+  });
   const conn = new CdpConnection(/** @type {any} */ (child.stdio[3]), /** @type {any} */ (child.stdio[4]));
   const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
+    if (pid && !spawnError && child.exitCode === null && child.signalCode === null) {
       conn.send('Browser.close').catch(() => {});
       const timer = setTimeout(killGroup, 5000);
       await exited;
@@ -273,6 +279,7 @@ export async function launchChromium(o) {
   } catch (err) {
     await close();
     const e = /** @type {any} */ (err);
+    if (spawnError) throw cdpError(CdpError.LAUNCH, `cannot start ${o.executablePath}: ${/** @type {Error} */ (spawnError).message}`);
     throw e.code === CdpError.LAUNCH ? e
       : cdpError(CdpError.LAUNCH, `${o.executablePath} did not start (${e.message}): ${stderr.join('').slice(0, 500)}`);
   }

@@ -58,4 +58,7 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
 
 test('a Chromium that cannot start is reported with its exit, not a hang', async () => {
   await assert.rejects(launchChromium({ executablePath: '/bin/false', args: [], timeoutMs: 5000 }), { code: CdpError.LAUNCH });
+  // no such file: a rejection naming it, not an unhandled 'error' event that ends the lab
+  await assert.rejects(launchChromium({ executablePath: '/nonexistent/chromium', args: [], timeoutMs: 5000 }),
+    { code: CdpError.LAUNCH, message: /cannot start \/nonexistent\/chromium: .*ENOENT/ });
 });
