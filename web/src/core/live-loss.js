@@ -46,6 +46,11 @@ export class LiveLoss {
     this.spans.set(sender, span);
   }
 
+  /** Whether the sender's stream counts (an update of it was applied, and it has not left). @param {number} sender */
+  tracks(sender) {
+    return this.spans.has(sender);
+  }
+
   /** The sender left the group: its stream no longer counts. @param {number} sender */
   left(sender) {
     this.spans.delete(sender);

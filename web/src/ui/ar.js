@@ -273,7 +273,7 @@ function hudState() {
   const jitters = [];
   if (client) {
     for (const [sender, stream] of client.streams) {
-      if (liveLoss.spans.has(sender) && client.members.has(sender)) jitters.push(stream.jitterMs);
+      if (liveLoss.tracks(sender) && client.members.has(sender)) jitters.push(stream.jitterMs);
     }
   }
   return {
