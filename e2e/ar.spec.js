@@ -10,12 +10,12 @@ import path from 'node:path';
 
 import { chromium, devices, expect, test } from '@playwright/test';
 
-import { writeVideo } from '../scripts/video.js';
+import { writeVideo } from '../lab/commands/video.js';
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
 import { DEFAULT_MARKER_SIZE_M, encodePatt, parseMarkerKind } from '../web/src/ar/marker-pattern.js';
 import { lookAt, quatAngle, quatFromMat3 } from '../web/src/ar/pose-math.js';
 import { DEFAULT_VIDEO } from '../web/src/ar/synthetic.js';
-import { chromiumLaunchOptions } from './browsers.js';
+import { chromiumLaunchOptions } from '../lab/launch.js';
 
 const PHONE = devices['Pixel 7'];
 // test.use() cannot take defaultBrowserType inside a describe

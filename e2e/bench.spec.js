@@ -4,9 +4,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { run } from '../scripts/bench.js';
-import { resultsSchemaProblems } from '../scripts/lab/schema.js';
-import { namespacesForbidden } from '../scripts/lab/net/system.js';
+import { run } from '../lab/commands/bench.js';
+import { resultsSchemaProblems } from '../lab/schema.js';
+import { namespacesForbidden } from '../lab/net/system.js';
 
 const sink = () => {
   const chunks = [];

@@ -6,9 +6,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { run } from '../scripts/browsers.js';
-import { browsersSchemaProblems } from '../scripts/lab/browsers/schema.js';
-import { resultsSchemaProblems } from '../scripts/lab/schema.js';
+import { run } from '../lab/commands/browsers.js';
+import { browsersSchemaProblems } from '../lab/browsers/schema.js';
+import { resultsSchemaProblems } from '../lab/schema.js';
 
 const sink = () => {
   const chunks = [];

@@ -1,8 +1,8 @@
 // The p2p transports in real browsers: meshing, live channel parameters,
 // loss accounting, churn, and a Chromium <-> Firefox pair.
 import { test, expect, chromium } from '@playwright/test';
-import { aggregateStreams } from '../web/src/core/metrics.js';
-import { chromiumLaunchOptions } from './browsers.js';
+import { aggregateStreams } from '../core/metrics.js';
+import { chromiumLaunchOptions } from '../lab/launch.js';
 
 /** @param {import('@playwright/test').Page} page @param {string} query */
 async function openPeer(page, query) {

@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { chromiumLaunchOptions, firefoxLaunchOptions } from './browsers.js';
+import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/launch.js';
 
 const port = Number(process.env.CARLAB_E2E_PORT ?? 8199);
 
@@ -12,7 +12,7 @@ export default defineConfig({
   outputDir: '../test-results',
   use: { baseURL: `http://127.0.0.1:${port}` },
   webServer: {
-    command: `node scripts/carlab.js start --http --host 127.0.0.1 --port ${port} --no-qr`,
+    command: `node scripts/carlab.js lab-server --http --host 127.0.0.1 --port ${port} --no-qr`,
     cwd: '..',
     url: `http://127.0.0.1:${port}/healthz`,
     timeout: 180_000,

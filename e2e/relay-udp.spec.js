@@ -2,7 +2,7 @@
 // the relay (node-datachannel on the server side) and exchanges updates
 // through it; the channel parameters are read back from the live channel.
 import { test, expect } from '@playwright/test';
-import { aggregateStreams } from '../web/src/core/metrics.js';
+import { aggregateStreams } from '../core/metrics.js';
 
 /** @param {import('@playwright/test').Page} page @param {string} query */
 async function openPeer(page, query) {

@@ -1,6 +1,6 @@
 // A carlab server of a test's own (`carlab start` in a child process), for
 // tests that must kill and restart it: Playwright's shared webServer cannot be
-// restarted. It serves the web/dist that the shared webServer built.
+// restarted. It serves the web/dist and lab/pages/dist that the shared webServer built.
 
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -31,7 +31,7 @@ export async function ownServer(opts = {}) {
   let output = '';
 
   async function start() {
-    child = spawn(process.execPath, [path.join(ROOT, 'scripts/carlab.js'), 'start', '--http', '--host', '127.0.0.1',
+    child = spawn(process.execPath, [path.join(ROOT, 'scripts/carlab.js'), 'lab-server', '--http', '--host', '127.0.0.1',
       '--port', String(port), '--no-qr', '--no-build', ...(opts.args ?? [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.on('data', (d) => { output += d; });
     child.stderr?.on('data', (d) => { output += d; });

@@ -2,7 +2,7 @@
 // aggregation, and RTS. This is the relay's one place for group logic; the
 // WebRTC relay (relay-udp) reuses it through the same Session interface.
 
-import { CloseCode, MsgType, encode } from '../web/src/core/protocol.js';
+import { CloseCode, MsgType, encode } from '../core/protocol.js';
 
 /**
  * Compares tokens in time independent of where they differ.
@@ -163,7 +163,7 @@ export class GroupRegistry {
   /**
    * Fans an UPDATE out to the sender's neighbours.
    * @param {Session} sender
-   * @param {import('../web/src/core/protocol.js').UpdateMsg & { body: Uint8Array }} msg
+   * @param {import('../core/protocol.js').UpdateMsg & { body: Uint8Array }} msg
    */
   update(sender, msg) {
     const group = /** @type {Group} */ (sender.group);
@@ -241,7 +241,7 @@ export class GroupRegistry {
   /**
    * Handles a destination's ACK: RTS, forwarding (faithful) or aggregation.
    * @param {Session} acker
-   * @param {import('../web/src/core/protocol.js').AckMsg & { body: Uint8Array }} msg
+   * @param {import('../core/protocol.js').AckMsg & { body: Uint8Array }} msg
    */
   ack(acker, msg) {
     const stats = this.ctx.stats;

@@ -2,8 +2,9 @@
 // server at one path, validates every frame, and hands joined clients'
 // messages to the group registry.
 
+import { DEFAULT_ACK_TIMEOUT_MS, RELAY_LIMITS } from '../core/defaults.js';
 import { WebSocketServer } from 'ws';
-import { CloseCode, HelloFlag, MsgType, ProtocolError, decode } from '../web/src/core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, ProtocolError, decode } from '../core/protocol.js';
 import { GroupRegistry } from './groups.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
@@ -31,22 +32,24 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
  */
 
+// The WebSocket plumbing other servers on the same port share (signaling/).
+export { isOriginAllowed, rejectUpgrade } from './upgrade.js';
+export { TokenBucket } from './session.js';
+
 /** Defaults a relay runs with when an option is not given. */
 export const RELAY_DEFAULTS = Object.freeze({
   path: '/relay',
-  maxPayload: 64 * 1024,
-  queueSoftBytes: 256 * 1024,
-  queueHardBytes: 4 * 1024 * 1024,
-  ackTimeoutMs: 20000,
+  maxPayload: RELAY_LIMITS.maxPayload,
+  queueSoftBytes: RELAY_LIMITS.queueSoftBytes,
+  queueHardBytes: RELAY_LIMITS.queueHardBytes,
+  ackTimeoutMs: DEFAULT_ACK_TIMEOUT_MS,
   // Far above the 250 ms a shared scene tolerates, so only a member that
   // stopped reading trips it, not a loaded relay: there every member is slow
   // and RT must show it.
   slowAckMs: 5000,
   closeTimeoutMs: 3000,
-  // A client in a group of 25 sends ~150 messages/s (an update and 24 ACKs per
-  // 167 ms cycle); the bucket leaves room for groups of 100+ and for bursts.
-  maxMessagesPerSecond: 2000,
-  maxMessagesBurst: 4000,
+  maxMessagesPerSecond: RELAY_LIMITS.maxMessagesPerSecond,
+  maxMessagesBurst: RELAY_LIMITS.burstFactor * RELAY_LIMITS.maxMessagesPerSecond,
 });
 
 /**
@@ -218,7 +221,7 @@ export function createRelay(options = {}) {
 
   /**
    * @param {Session} s
-   * @param {import('../web/src/core/protocol.js').Message & { body: Uint8Array }} m
+   * @param {import('../core/protocol.js').Message & { body: Uint8Array }} m
    * @param {'ws' | 'dc'} source
    * @returns {[number, string] | null} a close code and reason if the client misbehaved
    */

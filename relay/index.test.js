@@ -4,9 +4,9 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
-import { CarClient } from '../web/src/core/client.js';
+import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
-import { CloseCode, MsgType, VERSION, encode, decode } from '../web/src/core/protocol.js';
+import { CloseCode, MsgType, VERSION, encode, decode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 

@@ -1,6 +1,6 @@
 // An independent carlab client written from docs/protocol.md alone.
 //
-// Nothing here imports the reference codec or client (web/src/core, web/src/transport):
+// Nothing here imports the reference codec or client (core/, web/src/transport):
 // the encoder/decoder below is built from the tables in the document, with DataView,
 // and the socket is the plain `ws` package. If this test passes against the real relay,
 // the document is enough to write a compatible client.

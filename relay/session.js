@@ -2,7 +2,7 @@
 // where batching (mode `relay`), packet-sized frames (relay-udp) and the
 // slow-consumer bound live; a session has one per socket it writes to.
 
-import { MsgType, encodeBatchOfBodies, frameOfBody } from '../web/src/core/protocol.js';
+import { MsgType, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
 
 /**
  * An update the relay forwarded and is waiting on ACKs for.

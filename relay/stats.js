@@ -1,7 +1,7 @@
 // Relay counters, server response time (RTS) and CPU sampling. Kept apart
 // from the fan-out so the hot path only bumps numbers.
 
-/** How often the CPU sampler runs, as DESIGN requires. */
+/** How often the CPU sampler runs, as docs/architecture.md requires. */
 export const CPU_SAMPLE_MS = 500;
 
 /**

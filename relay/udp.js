@@ -9,7 +9,7 @@
 // exception thrown inside such a callback aborts the process, so every
 // callback body here is wrapped (`guard`), and so is every native call.
 
-import { CloseCode, MsgType, encode } from '../web/src/core/protocol.js';
+import { CloseCode, MsgType, encode } from '../core/protocol.js';
 import { Outbox } from './session.js';
 
 /** @type {typeof import('node-datachannel') | null} */
@@ -189,7 +189,7 @@ export class UdpEndpoint {
   /**
    * A SIGNAL from a relay-udp session's WebSocket.
    * @param {import('./session.js').Session} session
-   * @param {import('../web/src/core/protocol.js').SignalMsg} msg
+   * @param {import('../core/protocol.js').SignalMsg} msg
    * @returns {[number, string] | null} a close code and reason if the client misbehaved
    */
   onSignal(session, msg) {

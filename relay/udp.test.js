@@ -10,11 +10,11 @@ import { RTCPeerConnection } from 'node-datachannel/polyfill';
 import { createRelay } from './index.js';
 import { Outbox, Session } from './session.js';
 import { RelayStats } from './stats.js';
-import { CarClient } from '../web/src/core/client.js';
-import { aggregateStreams } from '../web/src/core/metrics.js';
+import { CarClient } from '../core/client.js';
+import { aggregateStreams } from '../core/metrics.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
-import { CloseCode, HelloFlag, MsgType, VERSION, decode, encode } from '../web/src/core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, VERSION, decode, encode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 

@@ -35,14 +35,16 @@ import { fileURLToPath } from 'node:url';
  * @type {Readonly<Record<string, Command>>}
  */
 export const COMMANDS = Object.freeze({
-  start: { summary: 'serve the AR app, relay and PeerJS signaling on one HTTPS port', load: () => import('./start.js') },
-  bench: { summary: 'measure transports with a fleet of headless browsers', load: () => import('./bench.js') },
-  sim: { summary: 'measure transports with lightweight Node clients at scale', load: () => import('./sim.js') },
-  browsers: { summary: 'compare Chrome and Firefox: the WebRTC-on-mobile study', load: () => import('./browsers.js') },
-  report: { summary: 'render results.json into tables and charts', load: () => import('./report.js') },
+  start: { summary: 'serve the AR app, relay and PeerJS signaling on one HTTPS port', load: () => import('../server/start.js') },
+  // Everything below is the lab: its modules (lab/) load only when one of these runs.
+  bench: { summary: 'measure transports with a fleet of headless browsers', load: () => import('../lab/commands/bench.js') },
+  sim: { summary: 'measure transports with lightweight Node clients at scale', load: () => import('../lab/commands/sim.js') },
+  browsers: { summary: 'compare Chrome and Firefox: the WebRTC-on-mobile study', load: () => import('../lab/commands/browsers.js') },
+  report: { summary: 'render results.json into tables and charts', load: () => import('../lab/commands/report.js') },
   markers: { summary: 'generate the marker pattern and camera parameters', load: () => import('./markers.js') },
-  video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('./video.js') },
-  fuzz: { summary: 'throw seeded garbage at the relay and PeerServer; check nothing breaks', load: () => import('./fuzz.js') },
+  video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('../lab/commands/video.js') },
+  fuzz: { summary: 'throw seeded garbage at the relay and PeerServer; check nothing breaks', load: () => import('../lab/commands/fuzz.js') },
+  'lab-server': { summary: '`carlab start` plus the lab pages (peer.html, lab.html), for fleets and browser tests', load: () => import('../lab/commands/lab-server.js') },
 });
 
 /**

@@ -5,10 +5,8 @@
 import express from 'express';
 import { ExpressPeerServer } from 'peer';
 import { WebSocketServer } from 'ws';
-import { isOriginAllowed, rejectUpgrade } from '../relay/upgrade.js';
-import { pathnameOf } from '../relay/index.js';
-import { TokenBucket } from '../relay/session.js';
-import { CloseCode } from '../web/src/core/protocol.js';
+import { TokenBucket, isOriginAllowed, pathnameOf, rejectUpgrade } from '../relay/index.js';
+import { CloseCode } from '../core/protocol.js';
 
 /** What a PeerJS client sends over the PeerServer WebSocket (peerjs 1.5 `ServerMessageType`). */
 export const PEERJS_CLIENT_TYPES = Object.freeze(['HEARTBEAT', 'OFFER', 'ANSWER', 'CANDIDATE', 'LEAVE']);

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { createCarlabServer } from '../scripts/server.js';
+import { createCarlabServer } from '../server/server.js';
 import { checkPeerMessage } from './index.js';
 
 // The `peer` package's timers never stop: leave once done.

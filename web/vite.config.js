@@ -1,7 +1,7 @@
 /**
- * Vite build of the phone app: every top-level web/*.html is a page
- * (index.html now; ar.html and marker.html when they exist), built into
- * web/dist and served by `carlab start`.
+ * Vite build of a folder of pages: every top-level *.html is an entry, built
+ * into DIR/dist. The phone app (web/) uses it as is; the lab's pages
+ * (lab/pages/vite.config.js) reuse {@link pagesConfig} for their own folder.
  */
 
 import { readdirSync } from 'node:fs';
@@ -9,8 +9,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { defineConfig } from 'vite';
-
-const webDir = fileURLToPath(new URL('.', import.meta.url));
 
 /**
  * Vite entries keyed by page name, e.g. `{ index: '/abs/web/index.html' }`.
@@ -26,14 +24,23 @@ function htmlEntries(dir) {
   );
 }
 
-export default defineConfig({
-  root: webDir,
-  base: '/',
-  // Plain ES2022 matches the phones we target (WebRTC + WebXR-era browsers).
-  build: {
-    outDir: path.join(webDir, 'dist'),
-    emptyOutDir: true,
-    target: 'es2022',
-    rolldownOptions: { input: htmlEntries(webDir) },
-  },
-});
+/**
+ * The build of every page in `dir` into `dir/dist`.
+ *
+ * @param {string} dir absolute folder holding the pages
+ */
+export function pagesConfig(dir) {
+  return defineConfig({
+    root: dir,
+    base: '/',
+    // Plain ES2022 matches the phones we target (WebRTC + WebXR-era browsers).
+    build: {
+      outDir: path.join(dir, 'dist'),
+      emptyOutDir: true,
+      target: 'es2022',
+      rolldownOptions: { input: htmlEntries(dir) },
+    },
+  });
+}
+
+export default pagesConfig(fileURLToPath(new URL('.', import.meta.url)));

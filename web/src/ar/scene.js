@@ -17,7 +17,7 @@ import {
 
 import { coverScale, projectionMatrixGL } from './camera-model.js';
 
-/** @typedef {import('../core/protocol.js').Pose} Pose */
+/** @typedef {import('../../../core/protocol.js').Pose} Pose */
 
 /** Time constant of the avatars' easing towards their newest pose, ms. */
 export const EASE_MS = 90;

@@ -1,16 +1,13 @@
 // Transport selection by name: the one place the app, the browser fleet page
-// and the Node clients turn a transport name into a transport.
+// and the Node clients turn a transport name (core/transports.js) into a
+// transport. The lab's baselines have their own factory (lab/transports.js).
 
+import { TRANSPORTS } from '../../../core/transports.js';
 import { createRelayTransport } from './relay.js';
 import { createP2PTransport } from './p2p.js';
 import { createRelayUdpTransport } from './relay-udp.js';
-import { createSocketIoTransport } from './socketio.js';
 
-/** Transport names a client can pick, in the order the UI lists them. */
-export const TRANSPORTS = Object.freeze(['relay', 'relay-faithful', 'relay-udp', 'p2p', 'p2p-reliable']);
-
-/** The lab's baselines (relay/baselines.js): measured against the relay, not offered to users. */
-export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
+export { TRANSPORTS };
 
 /**
  * @typedef {object} ServerConfig what the server publishes at /config.json
@@ -28,28 +25,30 @@ export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
  * @property {any} [RTCPeerConnection] for relay-udp; default globalThis.RTCPeerConnection
  *   (Node: `RTCPeerConnection` from 'node-datachannel/polyfill')
  * @property {number} [discardIncomingFraction] test knob of the p2p and relay-udp transports
- * @property {any} [io] socket.io-client's `io`, for the socketio baseline
  * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] relay, relay-faithful and
  *   the p2p transports' membership socket: reconnect after the relay went away (default true; false
  *   to see the close at once). The p2p transports also reconnect to the PeerServer, always.
  */
 
 /**
+ * The ws: or wss: origin matching an http(s) URL.
+ *
+ * @param {URL} base
+ * @returns {string} e.g. `wss://host:8443`
+ */
+export function webSocketBase(base) {
+  return `${base.protocol === 'https:' ? 'wss:' : 'ws:'}//${base.host}`;
+}
+
+/**
  * @param {string} name one of TRANSPORTS
  * @param {TransportEnv} env
- * @returns {import('../core/client.js').Transport}
+ * @returns {import('../../../core/client.js').Transport}
  */
 export function createTransport(name, env) {
   const base = new URL(env.baseUrl);
-  const wsBase = `${base.protocol === 'https:' ? 'wss:' : 'ws:'}//${base.host}`;
-  const relayUrl = `${wsBase}${env.config.relayPath ?? '/relay'}`;
+  const relayUrl = `${webSocketBase(base)}${env.config.relayPath ?? '/relay'}`;
   switch (name) {
-    case 'ws-floor':
-      // the bare forwarder speaks the frames with relay-faithful semantics
-      return createRelayTransport({ url: `${wsBase}/floor`, batched: false, WebSocket: env.WebSocket, name });
-    case 'socketio':
-      if (!env.io) throw new Error('transport socketio needs socket.io-client');
-      return createSocketIoTransport({ url: base.origin, io: env.io });
     case 'relay':
     case 'relay-faithful':
       return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true });

@@ -11,7 +11,7 @@
 // unlimited), so on every PeerJS connection both sides open a pre-negotiated
 // channel of their own with the parameters we want, and read them back.
 
-import { CloseCode, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
+import { CloseCode, MsgType, ProtocolError, decode, encode } from '../../../core/protocol.js';
 import { RECONNECT_DEFAULTS, backoffDelay, createRelayTransport } from './relay.js';
 
 /** Negotiated channel id both sides use for carlab traffic (PeerJS's own channel is in-band). */
@@ -103,7 +103,7 @@ export function createP2PTransport(options) {
   let myId = 0;
   let group = '';
   let closed = false;
-  /** @type {import('../core/client.js').TransportHandlers} */
+  /** @type {import('../../../core/client.js').TransportHandlers} */
   let handlers;
   const setupInfo = { signalingMs: /** @type {number | null} */ (null), peers: /** @type {any[]} */ ([]) };
   const counters = {
@@ -259,7 +259,7 @@ export function createP2PTransport(options) {
    * The membership WebSocket rejoined after the relay went away: learn the
    * members again. Links stay as they are (their channels never needed the
    * relay); members not (yet) back keep an open channel for MEMBERSHIP_GRACE_MS.
-   * @param {import('../core/protocol.js').WelcomeMsg} w
+   * @param {import('../../../core/protocol.js').WelcomeMsg} w
    */
   function membershipRejoined(w) {
     counters.membershipRejoins++;

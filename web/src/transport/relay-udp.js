@@ -13,7 +13,7 @@
 // own channel is open, and while the channel is down it reports no members,
 // so no update is ever counted as sent to a receiver that could not get it.
 
-import { HelloFlag, MsgType, ProtocolError, decode, encode, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
+import { HelloFlag, MsgType, ProtocolError, decode, encode, encodeBatchOfBodies, frameOfBody } from '../../../core/protocol.js';
 import { createRelayTransport } from './relay.js';
 import { readChannel, setupStats } from './p2p.js';
 
@@ -111,7 +111,7 @@ export function createRelayUdpTransport(options) {
   /** @type {Record<string, any> | null} what the last open channel reported */
   let lastRead = null;
   let lastError = '';
-  /** @type {import('../core/client.js').TransportHandlers} */
+  /** @type {import('../../../core/client.js').TransportHandlers} */
   let handlers;
   /** @type {Uint8Array[]} bodies waiting for the end of this turn */
   let outgoing = [];
@@ -236,7 +236,7 @@ export function createRelayUdpTransport(options) {
     membership.sendSignal({ type: MsgType.SIGNAL, from: myId, to: 0, payload: JSON.stringify(payload) });
   }
 
-  /** @param {import('../core/protocol.js').SignalMsg} m */
+  /** @param {import('../../../core/protocol.js').SignalMsg} m */
   function onSignal(m) {
     if (m.from !== 0 || m.to !== myId) return;
     let p;

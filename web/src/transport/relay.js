@@ -1,7 +1,7 @@
 // Transport `relay` / `relay-faithful`: the WebSocket relay. Works with the
 // browser's WebSocket and, in Node, with the `ws` package's (passed in).
 
-import { CloseCode, HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, ProtocolError, decode, encode } from '../../../core/protocol.js';
 
 /**
  * Reconnection after an unexpected close: exponential backoff with full
@@ -56,7 +56,7 @@ const ID_TAKEN_RETRIES = 3;
  * @property {any} [WebSocket] WebSocket constructor, default globalThis.WebSocket
  * @property {() => number} [now] clock for arrival times, default performance.now
  * @property {number} [extraFlags] more HELLO flags (relay-udp adds UDP)
- * @property {(m: import('../core/protocol.js').SignalMsg) => void} [onSignal] SIGNALs from the relay (relay-udp)
+ * @property {(m: import('../../../core/protocol.js').SignalMsg) => void} [onSignal] SIGNALs from the relay (relay-udp)
  * @property {boolean | ReconnectOptions} [reconnect] reconnect after an unexpected close (default
  *   false): the transport re-sends HELLO with the same client id and token, and reports the
  *   outage through the handlers' onReconnecting / onReconnected, and every attempt through
@@ -66,7 +66,7 @@ const ID_TAKEN_RETRIES = 3;
 /**
  * Creates a relay transport (implements core/client.js Transport).
  * @param {RelayTransportOptions} options
- * @returns {import('../core/client.js').Transport & { ws: any, sendSignal: (m: import('../core/protocol.js').SignalMsg) => void,
+ * @returns {import('../../../core/client.js').Transport & { ws: any, sendSignal: (m: import('../../../core/protocol.js').SignalMsg) => void,
  *   reconnectInfo: () => { reconnects: number, attempts: number, lastCloseCode: number | null } }}
  */
 export function createRelayTransport(options) {
@@ -113,9 +113,9 @@ export function createRelayTransport(options) {
   let idTaken = 0;
   /** Our id in the group once welcomed; a rejoin asks for it again. */
   let myId = 0;
-  /** @type {import('../core/client.js').TransportHandlers | null} */
+  /** @type {import('../../../core/client.js').TransportHandlers | null} */
   let handlers = null;
-  /** @type {import('../core/client.js').JoinParams | null} */
+  /** @type {import('../../../core/client.js').JoinParams | null} */
   let joinParams = null;
   const counters = { reconnects: 0, attempts: 0, lastCloseCode: /** @type {number | null} */ (null) };
 
@@ -126,8 +126,8 @@ export function createRelayTransport(options) {
    * @param {{ resolve: (w: any) => void, reject: (e: Error) => void } | null} first
    */
   function open(first) {
-    const h = /** @type {import('../core/client.js').TransportHandlers} */ (handlers);
-    const join = /** @type {import('../core/client.js').JoinParams} */ (joinParams);
+    const h = /** @type {import('../../../core/client.js').TransportHandlers} */ (handlers);
+    const join = /** @type {import('../../../core/client.js').JoinParams} */ (joinParams);
     const socket = new WS(options.url);
     ws = socket;
     let welcomed = false;

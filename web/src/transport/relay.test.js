@@ -6,8 +6,8 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from '../../../relay/index.js';
-import { CarClient } from '../core/client.js';
-import { MsgType, encode } from '../core/protocol.js';
+import { CarClient } from '../../../core/client.js';
+import { MsgType, encode } from '../../../core/protocol.js';
 import { RECONNECT_DEFAULTS, backoffDelay, createRelayTransport, isReconnectable } from './relay.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);

@@ -18,10 +18,11 @@
 
 import { Peer } from 'peerjs';
 
-import { CarClient } from '../core/client.js';
-import { LiveLoss } from '../core/live-loss.js';
-import { CloseCode } from '../core/protocol.js';
+import { CarClient } from '../../../core/client.js';
+import { LiveLoss } from '../../../core/live-loss.js';
+import { CloseCode } from '../../../core/protocol.js';
 import { createTransport, TRANSPORTS } from '../transport/index.js';
+import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from '../../../core/defaults.js';
 import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
 import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
 import { startTracking } from '../ar/tracking.js';
@@ -29,7 +30,7 @@ import { Hud } from './hud.js';
 import { closeCodeText, joinErrorText } from './join-errors.js';
 import { tokenFrom } from './join-link.js';
 
-/** @typedef {import('../core/protocol.js').Pose} Pose */
+/** @typedef {import('../../../core/protocol.js').Pose} Pose */
 
 /** What we send before the marker was ever seen: "not tracking" (see scene.isUntracked). */
 const UNTRACKED = /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
@@ -47,8 +48,8 @@ const settings = {
   name: (q.get('name') ?? '').trim(),
   token: tokenFrom(q),
   transport: q.get('transport') ?? 'relay',
-  cycleMs: num('cycle', 167),
-  ackTimeoutMs: num('ackTimeout', 20000),
+  cycleMs: num('cycle', DEFAULT_CYCLE_MS),
+  ackTimeoutMs: num('ackTimeout', DEFAULT_ACK_TIMEOUT_MS),
   markerSize: num('size', DEFAULT_MARKER_SIZE_M),
   markerParam: q.get('marker') ?? 'pattern',
   source: q.get('source') ?? 'camera',

@@ -5,7 +5,7 @@
 /**
  * @typedef {object} HudState
  * @property {string} connection e.g. 'connecting', 'connected', 'reconnecting', 'closed'
- * @property {(import('../core/client.js').ConnectionStatus & { at: number })[]} [links] the newest
+ * @property {(import('../../../core/client.js').ConnectionStatus & { at: number })[]} [links] the newest
  *   status of each of the transport's connections (client 'connection' events)
  * @property {number} [now] the clock of `links[].at`, now
  * @property {string} transport

@@ -2,7 +2,7 @@
 // close codes (docs/protocol.md §9) turned into text that says what to do.
 // Pure, so it is unit-tested in Node.
 
-import { CloseCode } from '../core/protocol.js';
+import { CloseCode } from '../../../core/protocol.js';
 
 /**
  * Readable text for a close code, or null when the code has none of its own.

@@ -6,7 +6,7 @@
 
 import QRCode from 'qrcode';
 
-import { TRANSPORTS } from '../transport/index.js';
+import { TRANSPORTS, transportInfo } from '../../../core/transports.js';
 import { joinLink as makeJoinLink, makeToken } from './join-link.js';
 
 const form = /** @type {HTMLFormElement} */ (document.getElementById('join'));
@@ -16,20 +16,11 @@ const nameInput = /** @type {HTMLInputElement} */ (field('name'));
 const transportSelect = /** @type {HTMLSelectElement} */ (field('transport'));
 const tokenInput = /** @type {HTMLInputElement} */ (field('token'));
 
-/** What each transport is, for the select. */
-const DESCRIPTIONS = {
-  relay: 'WebSocket relay, batched',
-  'relay-faithful': 'WebSocket relay, one frame per message',
-  'relay-udp': 'server over unreliable data channels',
-  p2p: 'peer-to-peer, unreliable',
-  'p2p-reliable': 'peer-to-peer, reliable',
-};
-
-// Every transport the client core offers (relay-udp appears once it exists).
+// Every transport of the registry, with what it is.
 transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
   const option = document.createElement('option');
   option.value = name;
-  option.textContent = DESCRIPTIONS[name] ? `${name}: ${DESCRIPTIONS[name]}` : name;
+  option.textContent = `${name}: ${transportInfo(name)?.label ?? ''}`;
   return option;
 }));
 transportSelect.value = 'relay';

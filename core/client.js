@@ -1,0 +1,343 @@
+// The client core, the same in a phone's browser and in a Node load client:
+// joins a working group through a transport, runs the action cycle, ACKs
+// every update it receives, keeps the newest pose of every member and the
+// shared object, and collects the measurements. No DOM, no Node built-ins.
+
+import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from './defaults.js';
+import { ActionCycle } from './cycle.js';
+import { ReceiveStream, summarize } from './metrics.js';
+
+/**
+ * What every transport implements (web/src/transport/*).
+ * @typedef {object} Transport
+ * @property {string} name e.g. 'relay', 'relay-faithful', 'p2p'
+ * @property {(join: JoinParams, handlers: TransportHandlers) => Promise<import('./protocol.js').WelcomeMsg>} connect
+ * @property {(update: import('./protocol.js').UpdateMsg) => void} sendUpdate to every neighbour
+ * @property {(sender: number, seq: number, acker: number) => void} sendAck to the update's sender
+ * @property {(stats: object) => void} [sendStats] end-of-run counters to the server, where it takes them
+ * @property {() => object | null} channelInfo live channel parameters, null where there is no channel
+ * @property {() => object | null} [setupInfo] setup delays, where the transport measures them
+ * @property {() => void} close
+ *
+ * @typedef {object} JoinParams
+ * @property {string} group
+ * @property {string} name
+ * @property {number} [clientId] 0 or absent: the server assigns one
+ * @property {string} [token]
+ *
+ * @typedef {object} TransportHandlers
+ * @property {(m: import('./protocol.js').WelcomeMsg) => void} [onWelcome] call synchronously on
+ *   WELCOME, before any later message of the same frame, so a MEMBER_LEFT batched behind it
+ *   cannot be applied before the members it removes were added
+ * @property {(m: import('./protocol.js').UpdateMsg, arrivalTime: number) => void} onUpdate
+ * @property {(m: import('./protocol.js').AckMsg) => void} onAck
+ * @property {(m: import('./protocol.js').AckedAllMsg) => void} onAckedAll
+ * @property {(m: import('./protocol.js').Member) => void} onMemberJoined
+ * @property {(id: number) => void} onMemberLeft
+ * @property {(code: number, reason: string) => void} onClose the connection is gone for good
+ * @property {(info: { code: number, reason: string }) => void} [onReconnecting] the connection
+ *   dropped and the transport is reconnecting (transports that can)
+ * @property {(m: import('./protocol.js').WelcomeMsg) => void} [onReconnected] rejoined: the new
+ *   WELCOME, called synchronously like onWelcome
+ * @property {(s: ConnectionStatus) => void} [onConnectionStatus] for display only: a connection of
+ *   the transport is up, or down and retried (every attempt); the data path may still work (p2p
+ *   channels stay open while the PeerServer is away)
+ *
+ * @typedef {object} ConnectionStatus
+ * @property {'connected' | 'reconnecting'} state
+ * @property {string} part which connection: 'relay', or for p2p 'membership' | 'signaling'
+ * @property {number} [attempt] reconnecting: the number of the attempt that comes next (1 = first)
+ * @property {number} [delayMs] reconnecting: the wait before it
+ * @property {number} [code] reconnecting: close code of the connection that dropped, when known
+ */
+
+/**
+ * @typedef {object} ClientOptions
+ * @property {Transport} transport
+ * @property {string} group
+ * @property {string} name
+ * @property {number} [clientId]
+ * @property {string} [token]
+ * @property {number} [cycleMs] default DEFAULT_CYCLE_MS (core/defaults.js)
+ * @property {number} [ackTimeoutMs] default DEFAULT_ACK_TIMEOUT_MS, as in the paper
+ * @property {number} [warmupMs] default 0
+ * @property {number} [maxUpdates] stop the cycle after this many updates (0 = run until stopped)
+ * @property {() => import('./protocol.js').Pose} pose the newest local pose
+ * @property {() => number} [now] monotonic ms clock, default performance.now
+ * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
+ *   'member-joined', 'member-left', 'pose', 'object', 'rt', 'closed',
+ *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id }),
+ *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
+ */
+
+export { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS };
+
+/**
+ * One participant of a working group.
+ */
+export class CarClient {
+  /** @param {ClientOptions} options */
+  constructor(options) {
+    this.options = options;
+    this.transport = options.transport;
+    this.now = options.now ?? (() => performance.now());
+    this.id = 0;
+    /** @type {Map<number, { id: number, name: string, pose: import('./protocol.js').Pose | null, seq: number, at: number }>} */
+    this.members = new Map();
+    /** @type {Map<number, ReceiveStream>} by sender id */
+    this.streams = new Map();
+    /** @type {number[]} */
+    this.rt = [];
+    /** @type {number[]} */
+    this.rtWarmup = [];
+    /** Shared object: last writer wins on (version, client id). */
+    this.object = { pose: /** @type {import('./protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]), version: 0, owner: 0 };
+    /** Object pose to send with the next update, set when the user moved it. */
+    this.objectDirty = false;
+    /**
+     * Updates that arrive in the same frame as the WELCOME (a relay BATCH),
+     * before our id is known: applied right after connect(), so their ACKs
+     * carry our id instead of 0 (which the relay rejects as spoofed).
+     * @type {[import('./protocol.js').UpdateMsg, number][] | null}
+     */
+    this.early = [];
+    this.connected = false;
+    /** @type {{ code: number, reason: string } | null} */
+    this.closedWith = null;
+    /** Rejoins after the connection dropped, and the time spent without one (ms). */
+    this.reconnects = 0;
+    this.outageMs = 0;
+    /** @type {{ at: number, ms: number, code: number }[]} each outage: start (client clock), length, close code */
+    this.outages = [];
+    /** @type {{ at: number, code: number } | null} the outage going on */
+    this.outage = null;
+    this.cycle = new ActionCycle({
+      cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
+      ackTimeoutMs: options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS,
+      warmupMs: options.warmupMs ?? 0,
+      maxUpdates: options.maxUpdates ?? 0,
+      now: this.now,
+      neighbours: () => [...this.members.keys()],
+      send: (seq, sendTime) => this.sendUpdate(seq, sendTime),
+      onRt: (rt, warmup) => {
+        (warmup ? this.rtWarmup : this.rt).push(rt);
+        this.emit('rt', rt);
+      },
+    });
+  }
+
+  /** @param {string} event @param {any} [detail] */
+  emit(event, detail) {
+    this.options.onEvent?.(event, detail);
+  }
+
+  /**
+   * Joins the group. Resolves with the WELCOME once the server accepted us.
+   */
+  async connect() {
+    const welcome = await this.transport.connect(
+      { group: this.options.group, name: this.options.name, clientId: this.options.clientId, token: this.options.token },
+      {
+        onWelcome: (w) => this.welcome(w),
+        onUpdate: (m, arrivalTime) => this.receiveUpdate(m, arrivalTime),
+        onAck: (m) => { if (m.sender === this.id) this.cycle.ack(m.acker, m.seq); },
+        onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq, m.dropped); },
+        onMemberJoined: (m) => this.addMember(m.id, m.name),
+        onMemberLeft: (id) => this.removeMember(id),
+        onClose: (code, reason) => {
+          this.connected = false;
+          this.closedWith = { code, reason };
+          this.outage = null;
+          this.cycle.stop();
+          this.emit('closed', { code, reason });
+        },
+        onReconnecting: ({ code, reason }) => this.disconnected(code, reason),
+        onReconnected: (w) => this.rejoined(w),
+        onConnectionStatus: (s) => this.emit('connection', { ...s, at: this.now() }),
+      },
+    );
+    this.welcome(welcome); // idempotent: transports that called onWelcome already did this
+    this.connected = true;
+    const early = this.early ?? [];
+    this.early = null;
+    for (const [m, arrivalTime] of early) this.receiveUpdate(m, arrivalTime);
+    return welcome;
+  }
+
+  /**
+   * Starts the action cycle (with a random phase unless given).
+   * @param {number} [phaseMs]
+   */
+  start(phaseMs) {
+    const cycleMs = this.options.cycleMs ?? DEFAULT_CYCLE_MS;
+    this.cycle.start(phaseMs ?? Math.random() * cycleMs);
+  }
+
+  stop() {
+    this.cycle.stop();
+  }
+
+  close() {
+    this.cycle.stop();
+    this.transport.close();
+  }
+
+  /**
+   * Takes in the server's WELCOME: our id and the members already there.
+   * @param {import('./protocol.js').WelcomeMsg} w
+   */
+  welcome(w) {
+    if (this.id === w.clientId) return;
+    this.id = w.clientId;
+    for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+  }
+
+  /**
+   * The connection dropped; the transport is reconnecting. The outstanding
+   * update can no longer complete (the relay that held it is gone): it is
+   * abandoned, and the cycle sends nothing until we are back (sequence
+   * numbers go on where they were).
+   * @param {number} code @param {string} reason
+   */
+  disconnected(code, reason) {
+    this.connected = false;
+    this.outage = { at: this.now(), code };
+    this.cycle.pause();
+    this.emit('reconnecting', { code, reason });
+  }
+
+  /**
+   * Rejoined after an outage: members are re-learned from the new WELCOME
+   * (members that did not come back leave the ACK set, those who did are
+   * kept with their streams), and the cycle resumes.
+   * @param {import('./protocol.js').WelcomeMsg} w
+   */
+  rejoined(w) {
+    const started = this.outage;
+    const ms = started ? this.now() - started.at : 0;
+    this.reconnects++;
+    this.outageMs += ms;
+    if (started && this.outages.length < 1000) this.outages.push({ at: started.at, ms, code: started.code });
+    this.outage = null;
+    this.id = w.clientId; // the same unless it stayed taken
+    const present = new Set(w.members.map((m) => m.id).filter((id) => id !== this.id));
+    for (const id of [...this.members.keys()]) if (!present.has(id)) this.removeMember(id);
+    for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+    this.connected = true;
+    this.cycle.resume();
+    this.emit('reconnected', { outageMs: ms, id: this.id });
+  }
+
+  /** @param {number} id @param {string} name */
+  addMember(id, name) {
+    if (id === this.id || this.members.has(id)) return;
+    this.members.set(id, { id, name, pose: null, seq: 0, at: 0 });
+    this.emit('member-joined', { id, name });
+  }
+
+  /** @param {number} id */
+  removeMember(id) {
+    if (!this.members.delete(id)) return;
+    this.cycle.memberLeft(id);
+    this.emit('member-left', { id });
+  }
+
+  /**
+   * The user moved the shared object: it goes out with the next update.
+   * @param {import('./protocol.js').Pose} pose
+   */
+  moveObject(pose) {
+    this.object = { pose, version: this.object.version + 1, owner: this.id };
+    this.objectDirty = true;
+    this.emit('object', this.object);
+  }
+
+  /** @param {number} seq @param {number} sendTime */
+  sendUpdate(seq, sendTime) {
+    const object = this.objectDirty ? { pose: this.object.pose, version: this.object.version } : null;
+    this.objectDirty = false;
+    this.transport.sendUpdate({ type: 5, sender: this.id, seq, sendTime, pose: this.options.pose(), object });
+  }
+
+  /**
+   * @param {import('./protocol.js').UpdateMsg} m
+   * @param {number} arrivalTime
+   */
+  receiveUpdate(m, arrivalTime) {
+    if (this.early) {
+      this.early.push([m, arrivalTime]);
+      return;
+    }
+    if (m.sender === this.id) return;
+    let stream = this.streams.get(m.sender);
+    if (!stream) {
+      stream = new ReceiveStream();
+      this.streams.set(m.sender, stream);
+    }
+    const newest = stream.arrive(m.seq, m.sendTime, arrivalTime);
+    // Every update is ACKed, also a stale one: its sender is waiting on it.
+    stream.acksSent++;
+    this.transport.sendAck(m.sender, m.seq, this.id);
+    if (!newest) return; // older than what we have: never applied
+    const member = this.members.get(m.sender);
+    if (member) {
+      member.pose = m.pose;
+      member.seq = m.seq;
+      member.at = arrivalTime;
+      this.emit('pose', member);
+    }
+    if (m.object) this.mergeObject(m.object, m.sender);
+  }
+
+  /**
+   * Last writer wins on (version, client id).
+   * @param {{ pose: import('./protocol.js').Pose, version: number }} incoming
+   * @param {number} from
+   */
+  mergeObject(incoming, from) {
+    const o = this.object;
+    if (incoming.version > o.version || (incoming.version === o.version && from > o.owner)) {
+      this.object = { pose: incoming.pose, version: incoming.version, owner: from };
+      this.emit('object', this.object);
+    }
+  }
+
+  /**
+   * The record the bench aggregates (metrics.ClientStats) plus live summaries.
+   * @returns {import('./metrics.js').ClientStats & Record<string, any>}
+   */
+  stats() {
+    /** @type {Record<string, any>} */
+    const recv = {};
+    for (const [id, s] of this.streams) recv[id] = s.toJSON();
+    return {
+      id: this.id,
+      name: this.options.name,
+      group: this.options.group,
+      transport: this.transport.name,
+      rt: this.rt,
+      rtWarmup: this.rtWarmup,
+      sentTo: this.cycle.sentTo,
+      acksFrom: this.cycle.acksFrom,
+      recv,
+      updatesSent: this.cycle.updatesSent,
+      completed: this.cycle.completed,
+      ackTimeouts: this.cycle.ackTimeouts,
+      skippedCycles: this.cycle.skippedCycles,
+      reconnects: this.reconnects,
+      reconnecting: this.outage !== null,
+      outageMs: this.outageMs + (this.outage ? this.now() - this.outage.at : 0),
+      outages: this.outages,
+      abandoned: this.cycle.abandoned,
+      pausedCycles: this.cycle.pausedCycles,
+      channel: this.transport.channelInfo(),
+      setup: this.transport.setupInfo?.() ?? null,
+      closedWith: this.closedWith,
+    };
+  }
+
+  /** RT summary of the measured (non-warm-up) updates, for a HUD. */
+  rtSummary() {
+    return summarize(this.rt);
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Every default the client, the servers and the lab share, defined once.
+ * The relay's own limits are here too, so the CLI help, the relay and the
+ * fuzzer quote the same numbers.
+ *
+ * @module core/defaults
+ */
+
+/** Default action cycle: the paper's fast phone (ms). */
+export const DEFAULT_CYCLE_MS = 167;
+
+/** The paper's slow phone (ms). */
+export const SLOW_CYCLE_MS = 698;
+
+/** Default ACK timeout, as in the paper (ms). */
+export const DEFAULT_ACK_TIMEOUT_MS = 20000;
+
+/** RT above which a shared scene stops being usable (ms): "supported clients" is measured against it. */
+export const RT_LIMIT_MS = 250;
+
+/** The relay's limits when no option sets them. */
+export const RELAY_LIMITS = Object.freeze({
+  maxPayload: 64 * 1024,
+  queueSoftBytes: 256 * 1024,
+  queueHardBytes: 4 * 1024 * 1024,
+  // A client in a group of 25 sends ~150 messages/s (an update and 24 ACKs per
+  // 167 ms cycle); the bucket leaves room for groups of 100+ and for bursts.
+  maxMessagesPerSecond: 2000,
+  /** the token bucket holds twice the rate */
+  burstFactor: 2,
+});

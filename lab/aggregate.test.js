@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups, byBrowserOf } from './aggregate.js';
+
+const client = (id, extra = {}) => ({
+  id, group: 'g', rt: [], rtWarmup: [], sentTo: {}, acksFrom: {}, recv: {},
+  updatesSent: 0, completed: 0, ackTimeouts: 0, skippedCycles: 0, channel: null, setup: null, ...extra,
+});
+
+test('a run record has the schema docs/architecture.md fixes, with RT over every client', () => {
+  const clients = [
+    client(1, { rt: [10, 20], rtWarmup: [99], sentTo: { 2: 2 }, acksFrom: { 2: 2 }, updatesSent: 2, completed: 2 }),
+    client(2, { rt: [30], sentTo: { 1: 1 }, acksFrom: { 1: 1 }, updatesSent: 1, completed: 1,
+      recv: { 1: { received: 2, duplicates: 0, reorders: 0, jitterMs: 1, acksSent: 2 } } }),
+  ];
+  clients[0].recv = { 2: { received: 0, duplicates: 0, reorders: 0, jitterMs: 3, acksSent: 0 } };
+  const run = aggregateRun({
+    point: { transport: 'relay', clients: 2, group: 2, cycleMs: 167 },
+    clients,
+    relay: { rts: { mean: 1.5, max: 4, n: 3 }, droppedUpdates: 0 },
+    cpu: { server: 12, clients: 30 },
+    extra: { sim: { workers: 1 } },
+  });
+  for (const key of ['transport', 'clients', 'group', 'cycleMs', 'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'setupMs', 'channel']) {
+    assert.ok(key in run, key);
+  }
+  assert.equal(run.rt.mean, 20);
+  assert.equal(run.rt.n, 3);
+  assert.equal(run.rtWarmup.n, 1, 'warm-up RTs are reported apart');
+  assert.deepEqual(run.rts, { mean: 1.5, max: 4, n: 3 });
+  // stream 2->1 lost its one update: 1 of 3 expected
+  assert.equal(run.updates.expected, 3);
+  assert.equal(run.updates.lost, 1);
+  assert.ok(Math.abs(run.lossPct - 100 / 3) < 1e-9);
+  assert.equal(run.jitterMs, 2);
+  assert.equal(run.setupMs, null);
+  assert.equal(run.channel, null);
+});
+
+test('setup delays and channel parameters aggregate over clients', () => {
+  const peer = (ms, type) => ({ channelOpenMs: ms, offerAnswerMs: ms / 2, iceConnectedMs: ms - 5, dtlsConnectedMs: ms - 2, candidateType: type, setupBytesSent: 3000, setupBytesReceived: 4000 });
+  const a = client(1, {
+    setup: { signalingMs: 20, peers: [peer(100, 'host/host'), peer(120, 'host/host')] },
+    channel: { kind: 'rtcdatachannel', ordered: false, maxRetransmits: 0, maxPacketLifeTime: null, channels: 2, uniform: true },
+  });
+  const b = client(2, {
+    setup: { signalingMs: 40, peers: [peer(140, 'srflx/host')] },
+    channel: { kind: 'rtcdatachannel', ordered: false, maxRetransmits: 0, maxPacketLifeTime: null, channels: 1, uniform: true },
+  });
+  const setup = /** @type {any} */ (aggregateSetup([a, b]));
+  assert.equal(setup.signaling.mean, 30);
+  assert.equal(setup.peer.mean, 120);
+  assert.equal(setup.peer.n, 3);
+  assert.deepEqual(setup.candidateTypes, { 'host/host': 2, 'srflx/host': 1 });
+  assert.equal(setup.setupBytes.sent.mean, 3000);
+  assert.deepEqual(aggregateChannel([a, b]), { ordered: false, maxRetransmits: 0, maxPacketLifeTime: null, uniform: true, clients: 2 });
+  const c = client(3, { channel: { kind: 'rtcdatachannel', ordered: true, maxRetransmits: null, maxPacketLifeTime: null, channels: 1, uniform: true } });
+  assert.equal(/** @type {any} */ (aggregateChannel([a, c])).mixed.length, 2, 'disagreeing channels are not hidden');
+  assert.equal(aggregateChannel([client(4, { channel: { kind: 'websocket', ordered: true } })]), null);
+});
+
+test('populations split into working groups of G; the last may be smaller', () => {
+  assert.deepEqual(assignGroups(7, 3), [0, 0, 0, 1, 1, 1, 2]);
+});
+
+test('a mixed fleet is split per browser: RT as sender, loss and jitter as receiver', () => {
+  const recv = (received, jitterMs) => ({ received, duplicates: 0, reorders: 0, jitterMs, acksSent: received });
+  const clients = [
+    // chromium 1 sends 4 to firefox 2, which got 3; firefox 2 sends 2 to chromium 1, which got both
+    client(1, { browser: 'chromium', rt: [10, 30], sentTo: { 2: 4 }, recv: { 2: recv(2, 1) } }),
+    client(2, { browser: 'firefox', rt: [50], sentTo: { 1: 2 }, recv: { 1: recv(3, 5) } }),
+  ];
+  const { byBrowser } = /** @type {any} */ (byBrowserOf(clients));
+  assert.deepEqual(Object.keys(byBrowser), ['chromium', 'firefox']);
+  assert.equal(byBrowser.chromium.rt.mean, 20);
+  assert.equal(byBrowser.chromium.lossPct, 0, 'chromium received everything sent to it');
+  assert.equal(byBrowser.chromium.jitterMs, 1);
+  assert.equal(byBrowser.firefox.rt.mean, 50);
+  assert.equal(byBrowser.firefox.lossPct, 25, 'firefox missed 1 of 4');
+  assert.equal(byBrowser.firefox.jitterMs, 5);
+  assert.deepEqual(byBrowserOf(clients.map((c) => ({ ...c, browser: 'chromium' }))), {}, 'one browser: no split');
+  const run = aggregateRun({ point: { transport: 'p2p', clients: 2, group: 2, cycleMs: 167 }, clients, relay: null, cpu: { server: null, clients: 50 } });
+  assert.equal(/** @type {any} */ (run).byBrowser.firefox.clients, 1);
+});

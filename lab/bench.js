@@ -1,0 +1,218 @@
+// Runs one sweep point of `carlab bench`: the server in a child process,
+// the population as simulated peers in headless Debian browsers (web/peer.html),
+// then aggregation. Chromium runs under our own DevTools driver (cdp.js),
+// Firefox as a Playwright browser server; each browser's process tree is measured.
+
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { firefox } from 'playwright-core';
+import { TRANSPORTS } from '../core/transports.js';
+import { CHROMIUM_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
+import { driverSwitches, launchChromium } from './cdp.js';
+import { namespaceWrapperScript } from './net/commands.js';
+import { ipPath } from './net/network.js';
+import { aggregateRun } from './aggregate.js';
+import { startServerChild } from './sim.js';
+import { sampleProcessTree } from './proctree.js';
+
+/** Transports a browser peer can run. */
+export const BENCH_TRANSPORTS = TRANSPORTS;
+/** Browsers a fleet can mix. */
+export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
+
+/**
+ * @typedef {object} BenchPointOptions
+ * @property {import('./flags.js').SweepPoint} point
+ * @property {number} durationS
+ * @property {number} warmupS
+ * @property {number} updates
+ * @property {number} ackTimeoutMs
+ * @property {string[]} browsers fleet mix; pages take them in turn
+ * @property {number} peersPerPage
+ * @property {number} pagesPerBrowser
+ * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then)
+ * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
+ * @property {() => boolean} [shouldStop]
+ * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
+ *   net.serverNs, browser b in net.clientNs[b] (Chromium only); pages interleave peers
+ *   so a group's members sit in different namespaces
+ */
+
+/**
+ * How a point's peers fill pages and browser processes. Interleaved: page p
+ * hosts peers p, p + pages, p + 2 pages, ... (a group spans pages).
+ * @param {{ clients: number, peersPerPage: number, pagesPerBrowser: number, interleave: boolean }} o
+ */
+export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave }) {
+  const pageCount = Math.ceil(clients / peersPerPage);
+  const browserCount = Math.max(1, Math.ceil(pageCount / pagesPerBrowser));
+  const pages = Array.from({ length: pageCount }, (_, p) => (interleave
+    ? { offset: p, stride: pageCount, peers: Math.ceil((clients - p) / pageCount) }
+    : { offset: p * peersPerPage, stride: 1, peers: Math.min(peersPerPage, clients - p * peersPerPage) }));
+  const peersPerBrowser = Array.from({ length: browserCount }, (_, b) => pages.filter((_, p) => p % browserCount === b).reduce((s, x) => s + x.peers, 0));
+  return { pageCount, browserCount, pages, peersPerBrowser };
+}
+
+/**
+ * A fleet browser as the bench uses it, whichever driver is under it.
+ * @typedef {object} FleetBrowser
+ * @property {string} name 'chromium' | 'firefox'
+ * @property {number} pid root of its process tree
+ * @property {string} version
+ * @property {() => Promise<FleetPage>} newPage a page in a browser context of its own
+ * @property {() => Promise<void>} close
+ *
+ * @typedef {object} FleetPage
+ * @property {(url: string) => Promise<unknown>} goto
+ * @property {<T>(fn: () => T | Promise<T>) => Promise<T>} evaluate
+ * @property {(event: 'pageerror', f: (e: Error) => void) => unknown} on
+ */
+
+/**
+ * How the fleet's browsers are driven, for the results' environment.
+ * @param {string[]} browsers the fleet mix
+ */
+export function fleetDrivers(browsers) {
+  return {
+    ...(browsers.includes('chromium')
+      ? { chromiumDriver: 'DevTools pipe (lab/cdp.js)', chromiumFlags: driverSwitches(chromiumArgs()).join(' ') }
+      : {}),
+    ...(browsers.includes('firefox') ? { firefoxDriver: 'Playwright (WebDriver BiDi)' } : {}),
+  };
+}
+
+/**
+ * Chromium through our own DevTools driver (lab/cdp.js: without
+ * Playwright's per-frame WebSocket instrumentation); Firefox through
+ * Playwright over WebDriver BiDi.
+ * @param {string} name
+ * @param {string | null} [executablePath] e.g. a wrapper that starts Chromium in a namespace
+ * @returns {Promise<FleetBrowser>}
+ */
+async function launchBrowser(name, executablePath = null) {
+  if (name !== 'firefox') {
+    const b = await launchChromium({ executablePath: executablePath ?? CHROMIUM_PATH, args: chromiumArgs() });
+    return { name, pid: b.pid, version: b.version, newPage: () => b.newPage(), close: () => b.close() };
+  }
+  // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
+  const server = await firefox.launchServer(/** @type {any} */ ({ ...firefoxLaunchOptions(), handleSIGINT: false }));
+  const browser = await firefox.connect(server.wsEndpoint());
+  return {
+    name,
+    pid: /** @type {number} */ (server.process().pid),
+    version: browser.version(),
+    newPage: async () => (await browser.newContext()).newPage(),
+    close: () => server.close(),
+  };
+}
+
+/**
+ * Runs one point and returns its run record.
+ * @param {BenchPointOptions} o
+ */
+export async function runBenchPoint(o) {
+  const { point } = o;
+  const net = o.net ?? null;
+  const server = o.url ? null : await startServerChild({ ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}) }, net ? { netns: net.serverNs } : {});
+  const baseUrl = (o.url ?? server?.url ?? '').replace(/\/$/, '');
+  const runId = `bench${Date.now().toString(36)}`;
+  const layout = benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) });
+  const { pageCount, browserCount } = layout;
+  if (net && net.clientNs.length !== browserCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${browserCount} browsers`);
+  // Chromium keeps Playwright's pipe through `exec ip netns exec NS chromium`
+  const wrapperDir = net ? await mkdtemp(`${tmpdir()}/carlab-netns-`) : null;
+  /** @type {Awaited<ReturnType<typeof launchBrowser>>[]} */
+  const browsers = [];
+  /** @type {{ page: FleetPage, browser: string }[]} */
+  const pages = [];
+  const pageErrors = [];
+  try {
+    o.onProgress?.({ phase: 'launching', elapsedS: 0, rtMean: null });
+    for (let b = 0; b < browserCount; b++) {
+      let executable = null;
+      if (net && wrapperDir) {
+        executable = `${wrapperDir}/chromium-${b}`;
+        await writeFile(executable, namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
+        await chmod(executable, 0o755);
+      }
+      browsers.push(await launchBrowser(o.browsers[b % o.browsers.length], executable));
+    }
+    for (let p = 0; p < pageCount; p++) {
+      if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
+      const host = browsers[p % browsers.length];
+      const { peers, offset, stride } = layout.pages[p];
+      const page = await host.newPage();
+      page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
+      const q = new URLSearchParams({
+        group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
+        offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs),
+        ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
+        autostart: '0', name: `${host.name[0]}`,
+      });
+      await page.goto(`${baseUrl}/peer.html?${q}`);
+      await page.evaluate(() => window.carlab.ready);
+      pages.push({ page, browser: host.name });
+      o.onProgress?.({ phase: `opened ${pages.length}/${pageCount} pages`, elapsedS: 0, rtMean: null });
+    }
+    const meshDeadline = Date.now() + 60_000;
+    for (;;) {
+      const states = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.meshed())));
+      if (states.every(Boolean)) break;
+      if (Date.now() > meshDeadline) throw new Error(`${states.filter((s) => !s).length} pages not meshed after 60 s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
+    const started = Date.now();
+    const watch = async (phase, seconds) => {
+      const end = Date.now() + seconds * 1000;
+      while (Date.now() < end && !o.shouldStop?.()) {
+        await new Promise((r) => setTimeout(r, 1000));
+        const live = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.liveRt())));
+        const n = live.reduce((s, l) => s + l.n, 0);
+        o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean: n ? live.reduce((s, l) => s + l.sum, 0) / n : null });
+      }
+    };
+    await watch('warm-up', o.warmupS);
+    await server?.resetWindow();
+    const sampler = sampleProcessTree(() => browsers.map((b) => b.pid));
+    const windowStart = performance.now();
+    await watch('measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
+    const windowMs = performance.now() - windowStart;
+    const browserUsage = sampler.stop();
+    const serverMetrics = server ? await server.metrics() : null;
+    await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
+    await new Promise((r) => setTimeout(r, 1000)); // in-flight updates and ACKs land
+    const perPage = await Promise.all(pages.map(async ({ page, browser }) => {
+      const stats = await page.evaluate(() => window.carlab.stats());
+      return stats.map((s) => ({ ...s, browser }));
+    }));
+    const clients = perPage.flat();
+    const relay = serverMetrics?.relay ?? null;
+    const userAgents = {};
+    for (const b of browsers) userAgents[b.name] = b.version;
+    return aggregateRun({
+      point,
+      clients,
+      relay: relay && point.transport.startsWith('relay') ? relay : null,
+      cpu: { server: relay?.cpuPctMean ?? null, clients: browserUsage.cpuPct },
+      extra: {
+        browser: o.browsers.join('+'),
+        browserVersions: userAgents,
+        peersPerPage: o.peersPerPage,
+        pages: pageCount,
+        browserProcesses: browserCount,
+        browserRssMaxBytes: browserUsage.rssMaxBytes,
+        serverRssBytes: serverMetrics?.rssBytes ?? null,
+        durationS: Math.round(windowMs / 100) / 10,
+        pageErrors: pageErrors.slice(0, 20),
+        stoppedEarly: Boolean(o.shouldStop?.()),
+      },
+    });
+  } finally {
+    for (const { page } of pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
+    for (const b of browsers) await b.close().catch(() => {});
+    await server?.close();
+    if (wrapperDir) await rm(wrapperDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,188 @@
+// Churn: while stable members of a few groups run their action cycle, other
+// clients join and leave those groups every few hundred ms (cleanly or by
+// dropping the connection). Measures the longest gap between two sends of
+// every stable member (its cycle must never stall longer than its ACK
+// timeout allows), the stable members' streams, and whether the relay
+// returns to baseline (clients, groups, pending updates, heap after GC) once
+// everyone has left. The relay runs in its own process (--expose-gc).
+
+import WebSocket from 'ws';
+import { CarClient } from '../core/client.js';
+import { HelloFlag, MsgType, encode } from '../core/protocol.js';
+import { aggregateStreams } from '../core/metrics.js';
+import { createRelayTransport } from '../web/src/transport/relay.js';
+import { makeRng } from './fuzz-cases.js';
+import { startServerChild } from './sim.js';
+
+/**
+ * @typedef {object} ChurnOptions
+ * @property {number} [durationS] churn this long (default 10)
+ * @property {number} [groups] default 3
+ * @property {number} [stablePerGroup] default 3
+ * @property {number} [cycleMs] default 100
+ * @property {number} [ackTimeoutMs] clients' ACK timeout, default 2000
+ * @property {[number, number]} [everyMs] a join or leave every [min, max] ms (default [100, 400])
+ * @property {number} [maxChurners] at most this many churners at once (default 12)
+ * @property {number} [silentFraction] joins that are silent members: they never ACK and leave
+ *   after 0.1..2.5 s, so the stable members wait on them until they leave or time out (default 0.25)
+ * @property {number} [seed] default 1
+ */
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * @param {ChurnOptions} [o]
+ */
+export async function runChurn(o = {}) {
+  const durationS = o.durationS ?? 10;
+  const groupCount = o.groups ?? 3;
+  const stablePerGroup = o.stablePerGroup ?? 3;
+  const cycleMs = o.cycleMs ?? 100;
+  const ackTimeoutMs = o.ackTimeoutMs ?? 2000;
+  const [minMs, maxMs] = o.everyMs ?? [100, 400];
+  const maxChurners = o.maxChurners ?? 12;
+  const rng = makeRng(o.seed ?? 1);
+  const server = await startServerChild({}, { execArgv: ['--expose-gc'] });
+  const url = `${server.url.replace(/^http/, 'ws').replace(/\/$/, '')}/relay`;
+  const groupName = (/** @type {number} */ g) => `churn-${g}`;
+  /** @param {number} g @param {string} name @param {number} [cycle] */
+  const client = (g, name, cycle = cycleMs) => new CarClient({
+    // one group in relay-faithful, the others in relay: both ACK schemes churn
+    transport: createRelayTransport({ url, batched: g !== 0, WebSocket }),
+    group: groupName(g), name, cycleMs: cycle, ackTimeoutMs,
+    pose: () => [rng.next(), 0, 0, 0, 0, 0, 1],
+  });
+  try {
+    // Warm the relay up (first joins compile code, allocate pools) before the baseline.
+    const warm = [];
+    for (let i = 0; i < 6; i++) { const c = client(i % groupCount, `warm${i}`); await c.connect(); c.start(); warm.push(c); }
+    await sleep(500);
+    for (const c of warm) c.close();
+    await sleep(300);
+    const baseline = await server.heap();
+    const before = await server.metrics();
+
+    /** @type {CarClient[]} */
+    const stable = [];
+    /** Send times per stable client. @type {Map<CarClient, number[]>} */
+    const sends = new Map();
+    for (let g = 0; g < groupCount; g++) {
+      for (let i = 0; i < stablePerGroup; i++) {
+        const c = client(g, `stable${g}.${i}`);
+        const times = [];
+        sends.set(c, times);
+        const send = c.transport.sendUpdate.bind(c.transport);
+        c.transport.sendUpdate = (u) => { times.push(performance.now()); send(u); };
+        await c.connect();
+        stable.push(c);
+      }
+    }
+    const meshEnd = Date.now() + 10000;
+    while (stable.some((c) => c.members.size < stablePerGroup - 1) && Date.now() < meshEnd) await sleep(20);
+    const startedAt = performance.now();
+    for (const c of stable) c.start();
+
+    // The churn: joins and leaves, clean (close) or abrupt (the socket just dies).
+    /** @type {CarClient[]} */
+    const churners = [];
+    /** @type {Set<WebSocket>} */
+    const silent = new Set();
+    const counts = { joins: 0, silentJoins: 0, cleanLeaves: 0, abruptLeaves: 0, joinFailures: 0 };
+    /** A member that joins and never ACKs, then leaves on its own. @param {number} g */
+    const joinSilent = (g) => {
+      const ws = new WebSocket(url);
+      silent.add(ws);
+      ws.on('error', () => {});
+      ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: g === 0 ? 0 : HelloFlag.BATCHED, clientId: 0, group: groupName(g), name: 'silent', token: '' })));
+      setTimeout(() => { silent.delete(ws); if (rng.chance(0.5)) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
+    };
+    let n = 0;
+    /** Most clients the relay held at once during the churn (sampled after every step). */
+    let peakClients = 0;
+    const end = performance.now() + durationS * 1000;
+    while (performance.now() < end) {
+      await sleep(rng.int(minMs, maxMs));
+      peakClients = Math.max(peakClients, (await server.metrics()).relay.clients);
+      const join = churners.length === 0 || (churners.length < maxChurners && rng.chance(0.55));
+      if (join && rng.chance(o.silentFraction ?? 0.25)) {
+        joinSilent(rng.int(0, groupCount - 1));
+        counts.silentJoins++;
+      } else if (join) {
+        const c = client(rng.int(0, groupCount - 1), `churn${n++}`, rng.pick([cycleMs, 167, 698]));
+        c.connect().then(() => { if (churners.includes(c)) c.start(); }, () => { counts.joinFailures++; });
+        churners.push(c);
+        counts.joins++;
+      } else {
+        const c = churners.splice(rng.int(0, churners.length - 1), 1)[0];
+        if (rng.chance(0.3)) {
+          c.stop();
+          /** @type {any} */ (c.transport).ws?.terminate?.(); // no close frame: the TCP connection just ends
+          counts.abruptLeaves++;
+        } else {
+          c.close();
+          counts.cleanLeaves++;
+        }
+      }
+    }
+    const churnEndedAt = performance.now();
+    const during = await server.metrics();
+
+    // Stop the stable members; let the last updates land; check their streams.
+    for (const c of churners) c.close();
+    churners.length = 0;
+    for (const ws of silent) ws.terminate();
+    silent.clear();
+    await sleep(300);
+    for (const c of stable) c.stop();
+    const settle = Date.now() + 3000;
+    while (stable.some((c) => c.cycle.outstanding) && Date.now() < settle) await sleep(20);
+    await sleep(200);
+    const stats = stable.map((c) => c.stats());
+    const stableIds = new Set(stable.map((c) => `${c.options.group}\u0000${c.id}`));
+    for (const s of stats) s.sentTo = Object.fromEntries(Object.entries(s.sentTo).filter(([rid]) => stableIds.has(`${s.group}\u0000${rid}`)));
+    const streams = aggregateStreams(stats);
+    const gaps = stable.map((c) => {
+      const t = /** @type {number[]} */ (sends.get(c)).filter((x) => x <= churnEndedAt);
+      let max = t.length ? t[0] - startedAt : Infinity;
+      for (let i = 1; i < t.length; i++) max = Math.max(max, t[i] - t[i - 1]);
+      return max;
+    });
+    for (const c of stable) c.close();
+    await sleep(500);
+    const after = await server.metrics();
+    const heap = await server.heap();
+    return {
+      durationS,
+      counts,
+      ackTimeoutMs,
+      cycleMs,
+      maxGapMs: Math.max(...gaps),
+      gapsMs: gaps,
+      stable: {
+        clients: stable.length,
+        updatesSent: stats.reduce((a, s) => a + s.updatesSent, 0),
+        ackTimeouts: stats.reduce((a, s) => a + s.ackTimeouts, 0),
+        lossPct: streams.lossPct, lost: streams.lost, dups: streams.duplicates, reorders: streams.reorders,
+        closed: stable.filter((c) => c.closedWith && c.closedWith.code !== 1000).length,
+      },
+      relay: {
+        during: { clients: during.relay.clients, peakClients, groups: during.relay.groups, pending: during.relay.pending },
+        before: pickGauges(before.relay),
+        after: pickGauges(after.relay),
+        closedByCode: after.relay.closedByCode,
+        ackTimeouts: after.relay.ackTimeouts,
+      },
+      heapUsedBytes: { baseline: baseline.heapUsed, after: heap.heapUsed },
+      rssBytes: { baseline: baseline.rss, after: heap.rss },
+      serverFaults: server.faults.length,
+    };
+  } finally {
+    await server.close();
+  }
+}
+
+/** @param {any} r relay metrics */
+function pickGauges(r) {
+  return { clients: r.clients, joined: r.joined, groups: r.groups, pending: r.pending, queued: r.queued, blocked: r.blocked };
+}

@@ -1,0 +1,98 @@
+// `carlab bench`: the location-update study with real headless browsers.
+// The sweep, progress and output are shared with `carlab sim`
+// (lab/command.js); the point runner is lab/bench.js.
+
+import { LAB_FLAGS_HELP, parseNameList } from '../flags.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, runBenchPoint } from '../bench.js';
+import { runLabCommand } from '../command.js';
+import { ensureLabPages } from '../pages/build.js';
+
+/** Help text of `carlab bench`. */
+export function benchHelp() {
+  return `Usage: carlab bench [flags]
+
+Drives simulated peers (scripted poses, no camera) in headless Debian
+Chromium / Firefox ESR against a carlab server it starts on a free loopback
+port (or --url of a running one), and reports RT, RTS, CPU, loss, jitter
+and setup delay per sweep point.
+
+Transports: ${BENCH_TRANSPORTS.join(', ')}
+
+${LAB_FLAGS_HELP}
+Fleet:
+  --browsers LIST      chromium, firefox or both (pages take them in turn; default chromium)
+  --peers-per-page K   simulated peers hosted in one page (default 1); several per page
+                       share one renderer process, its event loop and its CPU
+  --pages-per-browser N  pages per browser process (default 50; 1 with --net)
+  --url URL            measure a running carlab server (no server CPU or RTS then)
+
+With --net the server runs in a server namespace and each Chromium process in
+its own client namespace (one link per browser; the profile's rate is per peer,
+so a link with k peers gets k x rate). Pages interleave the peers so the members
+of a working group sit on different links, and p2p crosses two links as between
+two phones. Chromium only: Firefox's WebDriver BiDi connects over a loopback
+port, which a namespace would cut off.
+
+Example:
+  carlab bench --transport relay,p2p --clients 50,100,200 --group 5,10 --cycle 167 --duration 60 --out results/x
+  carlab bench --net none,lossy-2,3g --transport relay,relay-udp,p2p --clients 50 --group 5 --peers-per-page 10 --out results/net-bench`;
+}
+
+/** @type {import('../command.js').LabCommand} */
+export const benchCommand = {
+  name: 'bench',
+  transports: BENCH_TRANSPORTS,
+  defaults: { transport: 'relay', clients: '10', group: '5', duration: '20', warmup: '3' },
+  extraFlags: {
+    browsers: { type: 'string', default: 'chromium' },
+    'peers-per-page': { type: 'string', default: '1' },
+    'pages-per-browser': { type: 'string' },
+  },
+  help: benchHelp,
+  validate(o) {
+    try {
+      o.browsers = parseNameList(o.values.browsers, '--browsers', BENCH_BROWSERS);
+    } catch (err) {
+      return /** @type {Error} */ (err).message;
+    }
+    // under --net each browser process is one link: one page per browser unless asked otherwise
+    o.values['pages-per-browser'] ??= o.nets ? '1' : '50';
+    for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
+      const n = Number(o.values[flag]);
+      if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
+      o[key] = n;
+    }
+    if (o.nets && o.browsers.includes('firefox')) {
+      return '--net runs Chromium only: Firefox\'s WebDriver BiDi connects to Playwright over a loopback port inside the browser\'s namespace, which the run cannot reach';
+    }
+    if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
+    return null;
+  },
+  netLinks: (point, o) => benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: true }).peersPerBrowser,
+  describe: (o) => ({
+    generator: 'browsers',
+    browsers: o.browsers,
+    peersPerPage: o.peersPerPage,
+    pagesPerBrowser: o.pagesPerBrowser,
+    ...fleetDrivers(o.browsers),
+  }),
+  async prepare(o, stderr) {
+    if (o.url) return;
+    await ensureLabPages({ log: (line) => stderr.write(`carlab bench: ${line}\n`) });
+  },
+  secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
+  runPoint: ({ point, options, onProgress, shouldStop, net }) => runBenchPoint({
+    net,
+    point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
+    pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop,
+  }),
+};
+
+/**
+ * @param {string[]} argv
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WriteStream }} [io]
+ */
+export function run(argv, io) {
+  return runLabCommand(benchCommand, argv, io);
+}

@@ -1,0 +1,106 @@
+// `carlab fuzz`: throws seeded, repeatable garbage at a real carlab server's
+// relay and PeerServer endpoints while well-behaved clients keep exchanging
+// updates, and checks every promise of docs/reliability.md "Bad input".
+// The driver is lab/fuzz.js (also used by its test).
+
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { formatFuzzReport, runFuzz } from '../fuzz.js';
+
+/** Help text of `carlab fuzz`. */
+export function fuzzHelp() {
+  return `Usage: carlab fuzz [flags]
+
+Starts a carlab server (relay + PeerServer, plain HTTP on a free loopback
+port) in its own process, connects six well-behaved relay clients (two
+groups, one locked with a token) and two PeerJS peers, and throws seeded
+cases at it: malformed, truncated, oversized, random and valid-but-wrong
+relay frames (bad version, unknown type, spoofed ids, pre-HELLO messages,
+nested batches, huge counts, floods, text frames), garbage on the PeerServer
+WebSocket, broken WebSocket handshakes and framing, and odd HTTP requests
+under /peerjs. Every socket must end as documented; the server must not
+crash or report an unhandled rejection and must keep its memory bounded; the
+good clients must see no gap, duplicate or reorder. Exit 0 when every
+promise held, 1 otherwise, 2 on bad flags.
+
+Flags:
+  --frames N           frames, handshakes and HTTP requests to send (default 100000)
+  --seed S             a number or any string: the same seed sends the same cases (default 1)
+  --lanes N            cases in flight at once (default 8)
+  --max-rss-growth MB  server RSS may grow this much over its start (default 96)
+  --only LIST          run only these case names or targets (relay, peer, raw, http), comma-separated
+  --json FILE          also write the full report as JSON
+  -h, --help           this help
+
+Example:
+  carlab fuzz --frames 100000 --seed 1 --json fuzz.json`;
+}
+
+/**
+ * @param {string[]} argv
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WritableStream }} [io]
+ * @returns {Promise<number>}
+ */
+export async function run(argv, io = {}) {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const usage = (/** @type {string} */ message) => {
+    stderr.write(`carlab fuzz: ${message}\n\n${fuzzHelp()}\n`);
+    return 2;
+  };
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        frames: { type: 'string' },
+        seed: { type: 'string' },
+        lanes: { type: 'string' },
+        'max-rss-growth': { type: 'string' },
+        json: { type: 'string' },
+        only: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    return usage(String(/** @type {Error} */ (err).message).split('\n')[0]);
+  }
+  if (values.help) {
+    stdout.write(`${fuzzHelp()}\n`);
+    return 0;
+  }
+  const int = (/** @type {string} */ name, /** @type {string | undefined} */ raw, /** @type {number} */ fallback, min = 1, max = Number.MAX_SAFE_INTEGER) => {
+    if (raw === undefined) return fallback;
+    const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new RangeError(`--${name}: "${raw}" is not an integer ${min}..${max}`);
+    return n;
+  };
+  let frames;
+  let lanes;
+  let growthMb;
+  try {
+    frames = int('frames', values.frames, 100000);
+    lanes = int('lanes', values.lanes, 8, 1, 64);
+    growthMb = int('max-rss-growth', values['max-rss-growth'], 96, 1, 65536);
+  } catch (err) {
+    return usage(/** @type {Error} */ (err).message);
+  }
+  if (values.seed !== undefined && values.seed.trim() === '') return usage('--seed: empty');
+
+  let lastTenth = -1;
+  const report = await runFuzz({
+    frames, seed: values.seed ?? 1, lanes, maxRssGrowthBytes: growthMb * 1024 * 1024,
+    only: values.only ? values.only.split(',').map((x) => x.trim()).filter(Boolean) : undefined,
+    onProgress: (p) => {
+      const tenth = Math.floor((10 * p.units) / p.target);
+      if (tenth === lastTenth) return;
+      lastTenth = tenth;
+      stderr.write(`carlab fuzz: ${p.units}/${p.target} after ${p.elapsedS.toFixed(0)} s, ${p.cases} cases, ${p.failures} not as documented\n`);
+    },
+  });
+  stdout.write(formatFuzzReport(report));
+  if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
+  return report.ok ? 0 : 1;
+}

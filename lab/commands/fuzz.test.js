@@ -1,0 +1,126 @@
+// `carlab fuzz`, short form (5000 frames), and its cases.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { run } from './fuzz.js';
+import { COMMANDS } from '../../scripts/carlab.js';
+import { casesDigest, expectPeer, expectRelay, generateCase, makeWorld, wsFrame } from '../fuzz-cases.js';
+import { closeCodeIn } from '../fuzz.js';
+import { CloseCode, HelloFlag, MsgType, encode } from '../../core/protocol.js';
+
+const sink = () => {
+  const chunks = [];
+  const stream = new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } });
+  return { stream, text: () => chunks.join('') };
+};
+
+describe('cases', () => {
+  test('seeded and repeatable: the same seed gives the same cases, another seed others', async () => {
+    const w = makeWorld(1);
+    assert.equal(await casesDigest(w, 500), await casesDigest(makeWorld(1), 500));
+    assert.notEqual(await casesDigest(w, 500), await casesDigest(makeWorld(2), 500));
+    const kinds = new Set(Array.from({ length: 3000 }, (_, i) => generateCase(w, i).name));
+    for (const name of ['random-bytes', 'truncated', 'oversized', 'text-frame', 'bad-version', 'unknown-type', 'before-hello',
+      'spoofed', 'nested-batch', 'batch-huge-count', 'flood', 'wrong-token', 'id-taken', 'tolerated', 'mutated',
+      'peer-not-json', 'peer-binary', 'peer-bad-key', 'peer-id-taken', 'hs-bad-key', 'hs-bad-origin', 'hs-wrong-path',
+      'hs-garbage', 'ws-bad-framing', 'http-traversal']) {
+      assert.ok(kinds.has(name), `case ${name} is generated`);
+    }
+  });
+
+  test('the relay oracle follows docs/protocol.md', () => {
+    const w = makeWorld(1);
+    const hello = (/** @type {any} */ more = {}) => ({ bytes: encode({ type: MsgType.HELLO, flags: 1, clientId: 9, group: 'g', name: '', token: '', ...more }) });
+    const ack = (/** @type {number} */ acker) => ({ bytes: encode({ type: MsgType.ACK, sender: 1, seq: 1, acker }) });
+    const e = (/** @type {any[]} */ frames) => expectRelay(frames, w);
+    assert.deepEqual(e([{ text: 'hi' }]), { codes: [CloseCode.BAD_FRAME], probe: false });
+    assert.deepEqual(e([{ bytes: Uint8Array.of(2, 6) }]).codes, [CloseCode.BAD_VERSION]);
+    assert.deepEqual(e([ack(9)]).codes, [CloseCode.NOT_JOINED]);
+    assert.deepEqual(e([hello(), ack(8)]).codes, [CloseCode.SPOOFED_SENDER]);
+    assert.deepEqual(e([hello(), ack(9)]), { codes: [CloseCode.BAD_VERSION], probe: true }, 'tolerated: the probe answers');
+    assert.deepEqual(e([hello(), hello()]).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    assert.deepEqual(e([hello({ flags: HelloFlag.UDP | HelloFlag.MEMBERSHIP_ONLY })]).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    const locked = w.goodGroups[1];
+    assert.deepEqual(e([hello({ group: locked.name, token: 'nope' })]).codes, [CloseCode.FORBIDDEN]);
+    assert.deepEqual(e([hello({ group: locked.name, token: locked.token, clientId: locked.ids[0] })]).codes, [CloseCode.ID_TAKEN]);
+    assert.deepEqual(e([{ bytes: new Uint8Array(w.maxPayload + 1).fill(1) }]).codes, [CloseCode.TOO_BIG]);
+    const flood = encode({ type: MsgType.BATCH, messages: Array.from({ length: w.burst + 1 }, () => ({ type: MsgType.ACK, sender: 1, seq: 1, acker: 9 })) });
+    assert.deepEqual(e([hello(), { bytes: flood }]).codes, [CloseCode.RATE_LIMITED]);
+  });
+
+  test('the PeerServer oracle', () => {
+    const w = makeWorld(1);
+    const pc = (/** @type {any[]} */ frames, first = 'OPEN') => /** @type {any} */ ({ target: 'peer', name: 'x', query: {}, frames, firstMessage: first });
+    const t = (/** @type {string} */ s) => ({ data: s, binary: false });
+    assert.deepEqual(expectPeer(pc([t('nope')]), w).codes, [CloseCode.BAD_FRAME]);
+    assert.deepEqual(expectPeer(pc([t('{"type":"EXPIRE"}')]), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    assert.deepEqual(expectPeer(pc([t('{"type":"OFFER","dst":5}')]), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    assert.deepEqual(expectPeer(pc([t('{"type":"HEARTBEAT"}')]), w), { codes: [CloseCode.BAD_FRAME], probe: true });
+    assert.deepEqual(expectPeer(pc([], 'ERROR'), w).codes, [1005]);
+  });
+
+  test('framing helpers: a server close frame is read, a client frame is masked', () => {
+    assert.equal(closeCodeIn(Buffer.from([0x81, 2, 0x7b, 0x7d, 0x88, 2, 0x03, 0xea])), 1002);
+    assert.equal(closeCodeIn(Buffer.from([0x88, 0])), 1005);
+    assert.equal(closeCodeIn(Buffer.from([0x88, 2, 0x03])), undefined, 'incomplete');
+    const f = wsFrame({ opcode: 2, payload: Uint8Array.of(1, 2, 3) });
+    assert.deepEqual([...f.subarray(0, 2)], [0x82, 0x83]);
+  });
+});
+
+describe('carlab fuzz', () => {
+  test('is a carlab command', () => {
+    assert.ok(COMMANDS.fuzz?.load);
+  });
+
+  test('short form: 5000 frames, every promise holds', { timeout: 120_000 }, async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'carlab-fuzz-'));
+    try {
+      const stdout = sink();
+      const stderr = sink();
+      const json = path.join(dir, 'fuzz.json');
+      const code = await run(['--frames', '5000', '--seed', '1', '--json', json], { stdout: stdout.stream, stderr: stderr.stream });
+      console.log(stdout.text());
+      assert.equal(code, 0, stdout.text() + stderr.text());
+      const r = JSON.parse(await readFile(json, 'utf8'));
+      assert.ok(r.units >= 5000);
+      assert.equal(r.failureCount, 0);
+      assert.equal(r.server.crashed, false);
+      assert.deepEqual(r.server.faults, { unhandledRejection: 0, uncaughtException: 0 });
+      assert.ok(r.server.rssBytes.max - r.server.rssBytes.start < 96 * 1024 * 1024);
+      assert.equal(r.good.lossPct, 0);
+      assert.equal(r.good.dups, 0);
+      assert.equal(r.good.reorders, 0);
+      assert.equal(r.good.closed, 0);
+      assert.ok(r.good.received > 500, 'the good clients kept exchanging');
+      assert.ok(r.good.sentinel.open && r.good.sentinel.received === r.good.sentinel.sent);
+      // every kind of close the documents promise was seen
+      for (const c of ['1009', '4000', '4001', '4002', '4003', '4006', '4007', '4008']) assert.ok(r.outcomes.relay[c] > 0, `relay closed some with ${c}`);
+      assert.ok(r.outcomes.peer['4000'] > 0 && r.outcomes.peer['1005'] > 0);
+      assert.ok(r.outcomes.raw['400'] > 0 && r.outcomes.raw['ws:1002'] > 0);
+      assert.deepEqual(r.server.after, { clients: 0, groups: 0, pending: 0, queued: 0, peerSockets: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a bad flag prints what was wrong and the help, exit 2', async () => {
+    const stderr = sink();
+    assert.equal(await run(['--frames', 'lots'], { stdout: sink().stream, stderr: stderr.stream }), 2);
+    assert.match(stderr.text(), /carlab fuzz: --frames: "lots" is not an integer/);
+    assert.match(stderr.text(), /Usage: carlab fuzz/);
+    const other = sink();
+    assert.equal(await run(['--bogus'], { stdout: sink().stream, stderr: other.stream }), 2);
+    assert.match(other.text(), /Unknown option '--bogus'/);
+  });
+
+  test('--help', async () => {
+    const stdout = sink();
+    assert.equal(await run(['--help'], { stdout: stdout.stream, stderr: sink().stream }), 0);
+    assert.match(stdout.text(), /--frames N/);
+    assert.match(stdout.text(), /--seed S/);
+  });
+});

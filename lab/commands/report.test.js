@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+
+import { dispatch } from '../../scripts/carlab.js';
+import { renderCsv, renderTables } from '../output.js';
+import { reportHelp, run } from './report.js';
+
+const BIN = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));
+const base = mkdtempSync(path.join(tmpdir(), 'carlab-report-'));
+after(() => rmSync(base, { recursive: true, force: true }));
+
+const RESULTS = {
+  env: { node: 'v20.20.2', cpus: 2, flags: { clients: [50, 100] } },
+  runs: [
+    {
+      transport: 'relay',
+      clients: 100,
+      group: 25,
+      cycleMs: 167,
+      sim: true,
+      rt: { mean: 80.4, dev: 30.2, p50: 75, p95: 140, p99: 180, max: 230, n: 5000 },
+      rts: { mean: 2.5, max: 30 },
+      cpu: { server: 33.3, clients: 70 },
+      lossPct: 0,
+      ackLossPct: 0,
+      dups: 0,
+      reorders: 0,
+      jitterMs: 2,
+      setupMs: null,
+      channel: null,
+    },
+    {
+      transport: 'relay',
+      clients: 50,
+      group: 25,
+      cycleMs: 167,
+      sim: true,
+      rt: { mean: 40, dev: 12, p50: 38, p95: 60, p99: 70, max: 90, n: 2500 },
+      rts: { mean: 1.5, max: 12 },
+      cpu: { server: 15, clients: 40 },
+      lossPct: 0,
+      ackLossPct: 0,
+      dups: 0,
+      reorders: 0,
+      jitterMs: 1.1,
+      setupMs: null,
+      channel: null,
+    },
+  ],
+};
+
+/** A writable that keeps what it was given. */
+function capture() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk, _encoding, callback) {
+      text += chunk;
+      callback();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+/** Run `carlab report` in-process with captured output. */
+async function report(argv) {
+  const stdout = capture();
+  const stderr = capture();
+  const code = await run(argv, { stdout: stdout.stream, stderr: stderr.stream, env: {} });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+/** A results directory holding `content` as results.json. */
+function resultsDir(name, content = `${JSON.stringify(RESULTS, null, 2)}\n`) {
+  const dir = path.join(base, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'results.json'), content);
+  return dir;
+}
+
+describe('carlab report', () => {
+  test('re-renders report.html, tables.md and results.csv and prints the tables', async () => {
+    const dir = resultsDir('ok');
+    const before = readFileSync(path.join(dir, 'results.json'), 'utf8');
+    const result = await report([dir]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, renderTables(RESULTS));
+    assert.match(result.stdout, /### relay · group 25 · cycle 167 ms/);
+    assert.ok(result.stdout.search(/^\| +50 \|/m) < result.stdout.search(/^\| +100 \|/m), 'sorted by size');
+    assert.equal(readFileSync(path.join(dir, 'tables.md'), 'utf8'), result.stdout);
+    assert.equal(readFileSync(path.join(dir, 'results.csv'), 'utf8'), renderCsv(RESULTS));
+    assert.match(readFileSync(path.join(dir, 'report.html'), 'utf8'), /^<!doctype html>/);
+    assert.equal(readFileSync(path.join(dir, 'results.json'), 'utf8'), before, 'results.json is left alone');
+    assert.match(result.stderr, /wrote .*report\.html\nwrote .*tables\.md\nwrote .*results\.csv\n$/);
+  });
+
+  test('--no-html skips report.html; a results.json path works too', async () => {
+    const dir = resultsDir('no-html');
+    const result = await report([path.join(dir, 'results.json'), '--no-html']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(existsSync(path.join(dir, 'report.html')), false);
+    assert.equal(existsSync(path.join(dir, 'tables.md')), true);
+    assert.doesNotMatch(result.stderr, /report\.html/);
+  });
+
+  test('--help prints the help', async () => {
+    const result = await report(['--help']);
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, reportHelp());
+    assert.match(result.stdout, /^Usage: carlab report DIR \[options\]/);
+    assert.match(result.stdout, /--no-html/);
+  });
+
+  test('bad usage exits 2 with the reason and the help', async () => {
+    for (const [argv, reason] of [
+      [[], 'missing DIR'],
+      [['a', 'b'], 'expected one DIR, got 2'],
+      [['--bogus', 'x'], "Unknown option '--bogus'"],
+    ]) {
+      const result = await report(argv);
+      assert.equal(result.code, 2, argv.join(' '));
+      assert.ok(result.stderr.startsWith(`carlab report: ${reason}`), result.stderr);
+      assert.match(result.stderr, /Usage: carlab report/);
+      assert.equal(result.stdout, '');
+    }
+  });
+
+  test('a missing dir, a missing file, invalid JSON or a non-results file exit 2', async () => {
+    const cases = [
+      [path.join(base, 'nope'), /^carlab report: no such directory: .*nope\n$/],
+      [(mkdirSync(path.join(base, 'empty')), path.join(base, 'empty')), /^carlab report: .*empty[\\/]results\.json not found/],
+      [resultsDir('broken', '{"runs": ['), /^carlab report: .*broken[\\/]results\.json is not valid JSON: /],
+      [resultsDir('wrong', '{"rows": []}'), /^carlab report: .*wrong[\\/]results\.json is not a carlab results file: results has no "runs" array\n$/],
+    ];
+    for (const [dir, message] of cases) {
+      const result = await report([dir]);
+      assert.equal(result.code, 2, dir);
+      assert.match(result.stderr, message);
+      assert.equal(result.stdout, '');
+      assert.equal(existsSync(path.join(dir, 'tables.md')), false);
+    }
+  });
+
+  test('is wired into the carlab dispatcher and the bin', async () => {
+    const stdout = capture();
+    const code = await dispatch(['report', '--help'], { stdout: stdout.stream, stderr: capture().stream, env: {} });
+    assert.equal(code, 0);
+    assert.equal(stdout.text(), reportHelp());
+
+    const dir = resultsDir('bin');
+    const child = spawn(process.execPath, [BIN, 'report', dir, '--no-html'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => { out += chunk; });
+    const [exit] = await new Promise((resolve) => child.once('exit', (...args) => resolve(args)));
+    assert.equal(exit, 0);
+    assert.equal(out, renderTables(RESULTS));
+  });
+});

@@ -1,0 +1,98 @@
+// `carlab sim`: the CAR server study at paper scale with Node clients built
+// on the shared client core. The sweep, progress and output are shared with
+// `carlab bench` (lab/command.js); the point runner is lab/sim.js.
+
+import { LAB_FLAGS_HELP } from '../flags.js';
+import { SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
+import { runLabCommand } from '../command.js';
+
+/** Help text of `carlab sim`. */
+export function simHelp() {
+  return `Usage: carlab sim [flags]
+
+Runs the location-update study with lightweight Node clients (the same
+protocol, action cycle and metrics code the browser runs) against a carlab
+server started in its own process on a free loopback port, so the server's
+CPU is measured apart from the load generator's.
+
+Transports: ${SIM_TRANSPORTS.join(', ')}
+
+${LAB_FLAGS_HELP}
+  --workers N          load-generator threads (default: 1 per 400 clients, at most 2)
+  --timeline S         timeline bucket in seconds: RT mean and server RSS per bucket,
+                       and the run's stability (first vs last window) (default 10)
+  --restart-at S       kill the server (SIGKILL) S seconds into each measured window and
+                       start it again on the same port: clients reconnect, the run
+                       reports the outage and the updates lost in it
+  --restart-down MS    keep it down this long before restarting (default 0)
+
+With --net the server runs in a server namespace and each load generator is a
+child process in its own client namespace (one link per generator; the
+profile's rate is per client, so a link with k clients gets k x rate).
+
+Presets:
+  car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
+                       5, 10, 20, 25 x cycles 167, 698 ms: the CAR server study's tables
+
+Examples:
+  carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
+  carlab sim --net none,lossy-2,3g --transport relay,relay-udp --clients 500 --group 25 --out results/net-sim
+  carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
+    --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
+}
+
+/** @type {import('../command.js').LabCommand} */
+export const simCommand = {
+  name: 'sim',
+  transports: SIM_TRANSPORTS,
+  defaults: { transport: 'relay', clients: '100', group: '5', duration: '20', warmup: '3' },
+  presets: {
+    // The CAR server study's sweep: TCP (relay-faithful), TCP-select improved
+    // (relay) and UDP (relay-udp) servers, 100..1000 phones, groups 5..25,
+    // fast and slow phones. 240 points: hours at the default duration.
+    'car-paper': {
+      transport: 'relay-faithful,relay,relay-udp', clients: '100..1000:100', group: '5,10,20,25',
+      cycle: '167,698', duration: '20', warmup: '3',
+    },
+  },
+  extraFlags: {
+    workers: { type: 'string' }, timeline: { type: 'string' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+  },
+  help: simHelp,
+  validate(o) {
+    if (o.values.workers !== undefined) {
+      const w = Number(o.values.workers);
+      if (!Number.isInteger(w) || w < 1 || w > 16) return `--workers: "${o.values.workers}" is not an integer 1..16`;
+      o.workers = w;
+    }
+    if (o.url) return '--url is not supported: sim starts its own server to measure its CPU apart';
+    for (const [flag, key, min] of /** @type {const} */ ([['timeline', 'timelineS', 1], ['restart-at', 'restartAtS', 0], ['restart-down', 'restartDownMs', 0]])) {
+      const raw = o.values[flag];
+      if (raw === undefined) continue;
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < min) return `--${flag}: "${raw}" is not a number >= ${min}`;
+      o[key] = n;
+    }
+    if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
+    if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
+    return null;
+  },
+  describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
+  // one client namespace per generator process, its share of the clients on it
+  netLinks: (point, o) => generatorShares(point.clients, o.workers).map(({ from, to }) => to - from),
+  runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
+    net,
+    point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
+    timelineS: options.timelineS,
+    restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
+  }),
+};
+
+/**
+ * @param {string[]} argv
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WriteStream }} [io]
+ */
+export function run(argv, io) {
+  return runLabCommand(simCommand, argv, io);
+}

@@ -1,0 +1,76 @@
+// A small `carlab sim` end to end: every transport, groups of 5 and 25.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { run } from './sim.js';
+import { BASELINES, SIM_TRANSPORTS } from '../sim.js';
+import { resultsSchemaProblems } from '../schema.js';
+
+const sink = () => {
+  const chunks = [];
+  const stream = new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } });
+  return { stream, text: () => chunks.join('') };
+};
+
+const OURS = SIM_TRANSPORTS.filter((t) => !BASELINES.includes(t));
+
+test('sim: 60 clients on every carlab transport, groups 5 and 25', { timeout: 180_000 }, async () => {
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
+  try {
+    const stdout = sink();
+    const stderr = sink();
+    const code = await run(['--transport', OURS.join(','), '--clients', '60', '--group', '5,25',
+      '--duration', '4', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 0, stderr.text());
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    assert.deepEqual(resultsSchemaProblems(results), []);
+    assert.equal(results.runs.length, OURS.length * 2);
+    for (const r of results.runs) {
+      const what = `${r.transport}/${r.group}`;
+      assert.equal(r.connected, 60, what);
+      assert.ok(r.rt.n > 0 && r.rt.mean > 0, `${what}: RT recorded`);
+      assert.ok(r.rts && r.rts.mean >= 0, `${what}: RTS present`);
+      assert.equal(r.updates.received + r.updates.lost, r.updates.expected, `${what}: sent = received + lost`);
+      if (r.transport === 'relay' || r.transport === 'relay-faithful') {
+        assert.equal(r.lossPct, 0, `${what}: a reliable transport loses nothing`);
+        assert.equal(r.dups + r.reorders, 0, what);
+      }
+    }
+    assert.match(stdout.text(), /### relay · group 25 · cycle 167 ms/);
+    assert.match(await readFile(path.join(out, 'tables.md'), 'utf8'), /\| Size \|/);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('sim: the baselines run the same protocol in the same run', { timeout: 120_000 }, async () => {
+  const stdout = sink();
+  const stderr = sink();
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
+  try {
+    const code = await run(['--transport', BASELINES.join(','), '--clients', '20', '--group', '5',
+      '--duration', '2', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 0, stderr.text());
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    for (const r of results.runs) {
+      assert.equal(r.connected, 20, r.transport);
+      assert.ok(r.rt.n > 0, `${r.transport}: RT recorded`);
+      assert.equal(r.lossPct, 0, `${r.transport}: over TCP nothing is lost`);
+      assert.equal(r.rts, null, `${r.transport}: a baseline measures no RTS`);
+      assert.ok(r.serverCpuUsPerUpdate > 0, `${r.transport}: CPU per update`);
+    }
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('sim: a bad flag prints what was wrong and the help, exit 2', async () => {
+  const stderr = sink();
+  const code = await run(['--clients', 'many'], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+  assert.equal(code, 2);
+  assert.match(stderr.text(), /carlab sim: --clients: "many" is not a positive number/);
+  assert.match(stderr.text(), /Usage: carlab sim/);
+});

@@ -1,0 +1,239 @@
+// Flags shared by `carlab sim` and `carlab bench`: every parameter of the
+// papers is a flag and may be a list; the run sweeps the cross product.
+
+import { parseArgs } from 'node:util';
+
+import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, SLOW_CYCLE_MS } from '../core/defaults.js';
+
+/** A usage error: printed with the help, exit code 2. */
+export class UsageError extends Error {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'UsageError';
+    this.code = 'ERR_CARLAB_USAGE';
+  }
+}
+
+/**
+ * Parses "100,200", "100..1000:100" (start..end:step) or a mix.
+ * @param {string} text
+ * @param {string} flag for error messages
+ * @returns {number[]}
+ */
+export function parseNumberList(text, flag) {
+  /** @type {number[]} */
+  const out = [];
+  for (const part of String(text).split(',').map((s) => s.trim()).filter(Boolean)) {
+    const range = /^(\d+(?:\.\d+)?)\.\.(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?$/.exec(part);
+    if (range) {
+      const a = Number(range[1]);
+      const b = Number(range[2]);
+      const s = range[3] === undefined ? 1 : Number(range[3]);
+      if (s <= 0 || b < a) throw new UsageError(`${flag}: bad range "${part}" (start..end:step with end >= start, step > 0)`);
+      for (let v = a; v <= b + 1e-9; v += s) out.push(Math.round(v * 1e6) / 1e6);
+      continue;
+    }
+    const v = Number(part);
+    if (!Number.isFinite(v) || v <= 0) throw new UsageError(`${flag}: "${part}" is not a positive number`);
+    out.push(v);
+  }
+  if (out.length === 0) throw new UsageError(`${flag}: empty list`);
+  return out;
+}
+
+/**
+ * Parses a comma list of names against the allowed ones.
+ * @param {string} text
+ * @param {string} flag
+ * @param {readonly string[]} allowed
+ */
+export function parseNameList(text, flag, allowed) {
+  const names = String(text).split(',').map((s) => s.trim()).filter(Boolean);
+  if (names.length === 0) throw new UsageError(`${flag}: empty list`);
+  for (const n of names) {
+    if (!allowed.includes(n)) throw new UsageError(`${flag}: unknown "${n}" (one of ${allowed.join(', ')})`);
+  }
+  return names;
+}
+
+/**
+ * @typedef {object} FailCondition
+ * @property {string} path e.g. 'rt.mean'
+ * @property {'>' | '<' | '>=' | '<='} op
+ * @property {number} value
+ * @property {string} text as written
+ */
+
+/**
+ * Parses `--fail-if "rt.mean>250,lossPct>2"`.
+ * @param {string} text
+ * @returns {FailCondition[]}
+ */
+export function parseFailIf(text) {
+  return String(text).split(',').map((s) => s.trim()).filter(Boolean).map((part) => {
+    const m = /^([A-Za-z][\w.]*)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)$/.exec(part);
+    if (!m) throw new UsageError(`--fail-if: cannot read "${part}" (write e.g. rt.mean>250)`);
+    return { path: m[1], op: /** @type {any} */ (m[2]), value: Number(m[3]), text: part };
+  });
+}
+
+/**
+ * The conditions a run breaks. A missing (null) value breaks nothing.
+ * @param {FailCondition[]} conditions
+ * @param {Record<string, any>} run
+ * @returns {string[]}
+ */
+export function failedConditions(conditions, run) {
+  const broken = [];
+  for (const c of conditions) {
+    const v = c.path.split('.').reduce((o, k) => (o == null ? undefined : o[k]), run);
+    if (typeof v !== 'number') continue;
+    const bad = c.op === '>' ? v > c.value : c.op === '<' ? v < c.value : c.op === '>=' ? v >= c.value : v <= c.value;
+    if (bad) broken.push(`${c.text} (${c.path} = ${Math.round(v * 100) / 100})`);
+  }
+  return broken;
+}
+
+/**
+ * @typedef {object} SweepPoint
+ * @property {string} transport
+ * @property {number} clients
+ * @property {number} group
+ * @property {number} cycleMs
+ * @property {string} [net] network profile (--net); absent without --net
+ */
+
+/**
+ * The cross product of the sweep lists: network profiles outermost (when
+ * given), then transports, group, cycle and clients ascending (so a point
+ * that fails is followed by bigger ones).
+ * @param {{ transports: string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null }} lists
+ * @returns {SweepPoint[]}
+ */
+export function expandSweep(lists) {
+  if (lists.nets?.length) {
+    return lists.nets.flatMap((net) => expandSweep({ ...lists, nets: null }).map((p) => ({ net, ...p })));
+  }
+  /** @type {SweepPoint[]} */
+  const points = [];
+  for (const transport of lists.transports) {
+    for (const group of lists.groups) {
+      for (const cycleMs of lists.cycles) {
+        for (const clients of [...lists.clients].sort((a, b) => a - b)) {
+          points.push({ transport, clients, group, cycleMs });
+        }
+      }
+    }
+  }
+  return points;
+}
+
+/**
+ * Parses the shared lab flags plus command-specific ones.
+ * @param {string[]} argv
+ * @param {{ transports: readonly string[], defaults: Record<string, string>,
+ *   presets?: Record<string, Record<string, string>>,
+ *   extra?: Record<string, { type: 'string' | 'boolean', default?: any }> }} spec
+ *   presets: named sets of flag values (e.g. the paper's sweep); explicit flags override them
+ * @returns {{ kind: 'help' } | { kind: 'error', error: UsageError } | { kind: 'options', options: any }}
+ */
+export function parseLabFlags(argv, spec) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        // no parseArgs defaults: explicit flags win over a --preset, which wins over the defaults
+        transport: { type: 'string' },
+        clients: { type: 'string' },
+        group: { type: 'string' },
+        cycle: { type: 'string' },
+        duration: { type: 'string' },
+        updates: { type: 'string' },
+        warmup: { type: 'string' },
+        'ack-timeout': { type: 'string' },
+        preset: { type: 'string' },
+        out: { type: 'string' },
+        'fail-if': { type: 'string' },
+        url: { type: 'string' },
+        net: { type: 'string' },
+        'net-file': { type: 'string' },
+        'no-progress': { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        ...(spec.extra ?? {}),
+      },
+    });
+  } catch (err) {
+    return { kind: 'error', error: new UsageError(/** @type {Error} */ (err).message) };
+  }
+  const v = /** @type {Record<string, any>} */ (parsed.values);
+  if (v.help) return { kind: 'help' };
+  try {
+    if (v.preset !== undefined && !spec.presets?.[v.preset]) {
+      const known = Object.keys(spec.presets ?? {});
+      throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
+    }
+    const preset = v.preset ? spec.presets[v.preset] : {};
+    const fallback = { cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS), ...spec.defaults, ...preset };
+    for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
+    const num = (name, min = 0) => {
+      const n = Number(v[name]);
+      if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name}: "${v[name]}" is not a number >= ${min}`);
+      return n;
+    };
+    const options = {
+      transports: parseNameList(/** @type {string} */ (v.transport), '--transport', spec.transports),
+      clients: parseNumberList(/** @type {string} */ (v.clients), '--clients').map(Math.round),
+      groups: parseNumberList(/** @type {string} */ (v.group), '--group').map(Math.round),
+      cycles: parseNumberList(/** @type {string} */ (v.cycle), '--cycle'),
+      durationS: num('duration', 1),
+      updates: Math.round(num('updates', 0)),
+      warmupS: num('warmup', 0),
+      ackTimeoutMs: num('ack-timeout', 1),
+      out: v.out ?? null,
+      failIf: v['fail-if'] ? parseFailIf(/** @type {string} */ (v['fail-if'])) : [],
+      url: v.url ?? null,
+      progress: !v['no-progress'],
+      preset: v.preset ?? null,
+      // profile names; checked against the profiles file by the command (lab/net)
+      nets: v.net === undefined ? null : String(v.net).split(',').map((x) => x.trim()).filter(Boolean),
+      netFile: v['net-file'] ?? null,
+      values: v,
+    };
+    if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
+    if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
+    if (options.url) {
+      try { new URL(options.url); } catch { throw new UsageError(`--url: "${options.url}" is not a URL`); }
+    }
+    return { kind: 'options', options };
+  } catch (err) {
+    if (err instanceof UsageError) return { kind: 'error', error: err };
+    throw err;
+  }
+}
+
+/** Help text for the shared flags. */
+export const LAB_FLAGS_HELP = `Sweep (each may be a list "a,b,c" or a range "start..end:step"; the run sweeps the cross product):
+  --transport LIST     transports to measure
+  --clients LIST       population sizes
+  --group LIST         working-group sizes (the last group of a population may be smaller)
+  --cycle LIST         action cycle in ms: ${DEFAULT_CYCLE_MS} fast phone, ${SLOW_CYCLE_MS} slow phone (default ${DEFAULT_CYCLE_MS})
+Each point:
+  --duration S         measured seconds per point (default 30)
+  --updates N          or: stop each client after N updates (0 = use --duration)
+  --warmup S           seconds before measuring; warm-up RTs are reported apart (default 3)
+  --ack-timeout MS     give up on missing ACKs after this long (default ${DEFAULT_ACK_TIMEOUT_MS}, as in the paper)
+  --preset NAME        a named sweep (flags given explicitly override it)
+Network (root; docs/network.md):
+  --net LIST           run every point under each network profile: server and peers in their
+                       own network namespaces joined by shaped veth links, each profile
+                       calibrated first (none, lossy-1, lossy-2, lossy-5, 3g, hspa, internet, ...)
+  --net-file FILE      more profiles (JSON, the format of lab/net/profiles.json)
+Output:
+  --out DIR            write DIR/results.json, results.csv, tables.md, report.html
+  --fail-if EXPR       exit 1 if any run breaks a condition, e.g. "rt.mean>250,lossPct>2"
+  --no-progress        no progress bar (for logs)
+  -h, --help           this help`;

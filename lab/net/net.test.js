@@ -1,0 +1,73 @@
+// Integration: real namespaces, links and nftables rules (root only). A 2 %
+// loss profile, a few Node clients on relay and relay-udp through the whole
+// `carlab sim --net` path; the calibration is within tolerance, relay-udp
+// counts loss, the relay loses nothing, and nothing is left behind.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
+import { NS_PREFIX } from './commands.js';
+import { checkCapabilities, listNamespaces, namespacesForbidden } from './system.js';
+import { run as runSim } from '../commands/sim.js';
+
+const why = namespacesForbidden();
+const ours = () => listNamespaces().filter((n) => n.startsWith(`${NS_PREFIX}${process.pid}-`));
+
+/** @returns {Writable & { text: () => string }} */
+function sink() {
+  let text = '';
+  const w = /** @type {any} */ (new Writable({ write(chunk, _enc, cb) { text += chunk; cb(); } }));
+  w.text = () => text;
+  return w;
+}
+
+test('carlab sim --net lossy-2: relay loses nothing, relay-udp counts loss, the links are calibrated and removed', { skip: why ?? false, timeout: 90_000 }, async (t) => {
+  const dir = await mkdtemp(`${tmpdir()}/carlab-net-`);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const stdout = sink();
+  const stderr = sink();
+  const code = await runSim(['--net', 'lossy-2', '--transport', 'relay,relay-udp', '--clients', '8', '--group', '4',
+    '--duration', '5', '--warmup', '1', '--ack-timeout', '1000', '--no-progress', '--out', dir], { stdout, stderr: /** @type {any} */ (stderr) });
+  assert.equal(code, 0, stderr.text());
+  const { runs } = JSON.parse(await readFile(`${dir}/results.json`, 'utf8'));
+  const relay = runs.find((/** @type {any} */ r) => r.transport === 'relay');
+  const udp = runs.find((/** @type {any} */ r) => r.transport === 'relay-udp');
+  for (const r of [relay, udp]) {
+    assert.equal(r.net.profile, 'lossy-2');
+    assert.equal(r.net.flagged, false, `calibration off: ${r.net.calibration.flags.join('; ')}`);
+    for (const d of ['up', 'down']) {
+      const achieved = r.net.calibration[d].lossPct;
+      assert.ok(achieved > 1.2 && achieved < 2.8, `${r.transport} ${d} loss ${achieved} %`);
+    }
+  }
+  assert.ok(relay.rt.n > 0);
+  assert.equal(relay.lossPct, 0, 'TCP retransmits: the relay loses nothing');
+  assert.ok(udp.updates.lost > 0, `relay-udp lost ${udp.updates.lost} of ${udp.updates.expected}`);
+  assert.match(stdout.text(), /## Network conditions/);
+  assert.deepEqual(ours(), [], 'namespaces (and with them links, rules, qdiscs) are gone');
+});
+
+test('a profile that needs delay is refused up front where the kernel has no netem', { skip: why ?? false, timeout: 30_000 }, async () => {
+  const hasNetem = checkCapabilities({ needLoss: false, needRate: false, needNetem: true }).ok;
+  const stderr = sink();
+  const code = await runSim(['--net', 'lossy-1,internet', '--clients', '2', '--group', '2', '--duration', '1', '--no-progress'],
+    { stdout: sink(), stderr: /** @type {any} */ (stderr) });
+  if (hasNetem) {
+    assert.equal(code, 0);
+  } else {
+    assert.equal(code, 2);
+    assert.match(stderr.text(), /no netem[^]*Specified qdisc kind is unknown[^]*internet/);
+  }
+  assert.deepEqual(ours(), []);
+});
+
+test('unknown profiles and unreadable --net-file exit 2 before anything runs', async () => {
+  const stderr = sink();
+  assert.equal(await runSim(['--net', 'wifi7', '--no-progress'], { stdout: sink(), stderr: /** @type {any} */ (stderr) }), 2);
+  assert.match(stderr.text(), /unknown profile "wifi7"/);
+  const stderr2 = sink();
+  assert.equal(await runSim(['--net', 'none', '--net-file', '/nonexistent/x.json', '--no-progress'], { stdout: sink(), stderr: /** @type {any} */ (stderr2) }), 2);
+  assert.match(stderr2.text(), /cannot read \/nonexistent\/x.json/);
+});

@@ -1,0 +1,707 @@
+/**
+ * The lab's output side: results files, the CAR-paper tables, the supported
+ * clients summary and one-line terminal summaries.
+ *
+ * Rendering only, autocannon style: the runners produce a results object
+ * (docs/architecture.md "Results files") and hand it here; nothing in this module runs,
+ * measures or aggregates anything.
+ *
+ * @module lab/output
+ */
+
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+import { RT_LIMIT_MS } from '../core/defaults.js';
+import { TRANSPORTS, transportInfo } from '../core/transports.js';
+import { isLabRun, renderExperimentTables } from './browsers/tables.js';
+import { renderNetTables } from './net/report.js';
+
+/** Mean RT above which a population is not supported (docs/architecture.md "Supported clients"). */
+export { RT_LIMIT_MS };
+
+/** Loss % from which an unreliable transport's population is not supported. */
+export const LOSS_LIMIT_PCT = 2;
+
+/** Transports in the registry's order (core/transports.js); tables and charts list them this way, others after, by name. */
+export const TRANSPORT_ORDER = TRANSPORTS;
+
+/** Shown for a missing value. */
+export const NONE = '–';
+
+/**
+ * @typedef {object} Stats
+ * @property {number | null} [mean]
+ * @property {number | null} [dev]
+ * @property {number | null} [p50]
+ * @property {number | null} [p95]
+ * @property {number | null} [p99]
+ * @property {number | null} [max]
+ * @property {number | null} [n]
+ */
+
+/**
+ * One run as docs/architecture.md's results.json holds it. Every value may be null and
+ * runs may carry more fields than these.
+ *
+ * @typedef {object} Run
+ * @property {string} transport
+ * @property {number | null} clients
+ * @property {number | null} group
+ * @property {number | null} cycleMs
+ * @property {unknown} [browser]
+ * @property {Record<string, any>} [byBrowser] per browser of a mixed fleet (aggregate.js byBrowserOf)
+ * @property {unknown} [sim]
+ * @property {unknown} [net] network profile record (--net), or its name on a failed point
+ * @property {Stats | null} [rt]
+ * @property {{ mean?: number | null, max?: number | null } | null} [rts]
+ * @property {{ server?: number | null, clients?: number | null } | null} [cpu]
+ * @property {number | null} [lossPct]
+ * @property {number | null} [ackLossPct]
+ * @property {number | null} [dups]
+ * @property {number | null} [reorders]
+ * @property {number | null} [jitterMs]
+ * @property {Record<string, Stats | null> | null} [setupMs]
+ * @property {{ ordered?: boolean | null, maxRetransmits?: number | null, mixed?: any[] } | null} [channel]
+ *   `{ mixed: [...] }` when the clients' channels disagreed
+ * @property {string} [error] why the run failed (the runners keep the point and its error)
+ */
+
+/**
+ * @typedef {object} Results
+ * @property {Record<string, unknown>} [env]
+ * @property {Run[]} runs
+ */
+
+/**
+ * @typedef {object} RunTable one table of the CAR layout
+ * @property {string} transport
+ * @property {number | null} group
+ * @property {number | null} cycleMs
+ * @property {string} title e.g. `relay · group 25 · cycle 167 ms`
+ * @property {Run[]} runs sorted by clients
+ */
+
+/**
+ * @typedef {object} Supported the supported population of one transport x group x cycle
+ * @property {string} transport
+ * @property {number | null} group
+ * @property {number | null} cycleMs
+ * @property {string | null} [net] network profile (--net)
+ * @property {boolean} unreliable whether loss counts too
+ * @property {number | null} supported largest client count whose runs all pass, null if none
+ * @property {number | null} smallest smallest client count tested
+ * @property {number | null} largest largest client count tested
+ * @property {string} label `supported`, or `< smallest` when none passes (`–` when nothing was tested)
+ */
+
+// ---------------------------------------------------------------------------
+// Values and formatting
+
+/**
+ * The value when it is a finite number, else null.
+ *
+ * @param {unknown} value
+ * @returns {number | null}
+ */
+export function num(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/**
+ * A number with fixed decimals, or {@link NONE} for anything else.
+ * Never prints a negative zero.
+ *
+ * @param {unknown} value
+ * @param {number} [digits]
+ * @returns {string}
+ */
+export function fmt(value, digits = 0) {
+  const n = num(value);
+  if (n === null) return NONE;
+  const text = n.toFixed(digits);
+  return /^-0(\.0*)?$/.test(text) ? text.slice(1) : text;
+}
+
+/**
+ * Whether a run's transport is unreliable, so loss decides support too:
+ * its channel has maxRetransmits 0, or it is `relay-udp` (or `p2p` without a
+ * reported channel).
+ *
+ * @param {Run} run
+ * @returns {boolean}
+ */
+export function isUnreliable(run) {
+  const channel = isObject(run?.channel) ? run.channel : null;
+  if (channel?.maxRetransmits === 0) return true;
+  // Clients that disagree (`{ mixed: [...] }`): unreliable if any channel was.
+  if (Array.isArray(channel?.mixed) && channel.mixed.some((entry) => entry?.maxRetransmits === 0)) return true;
+  // Otherwise the registry says; a peer transport's live channel, when reported, wins.
+  const info = transportInfo(String(run?.transport));
+  return info?.reliable === false && (info.path === 'server' || channel === null);
+}
+
+/**
+ * Whether one run meets the supported-clients bar: mean RT < 250 ms and,
+ * where unreliable, loss < 2 %. A missing value never passes.
+ *
+ * @param {Run} run
+ * @returns {boolean}
+ */
+export function runPasses(run) {
+  const rt = num(run?.rt?.mean);
+  if (rt === null || rt >= RT_LIMIT_MS) return false;
+  if (!isUnreliable(run)) return true;
+  const loss = num(run.lossPct);
+  return loss !== null && loss < LOSS_LIMIT_PCT;
+}
+
+/**
+ * Orders transports as core/transports.js lists them, unknown ones after by name.
+ *
+ * @param {string} a
+ * @param {string} b
+ * @returns {number}
+ */
+export function compareTransports(a, b) {
+  const ia = TRANSPORT_ORDER.indexOf(a);
+  const ib = TRANSPORT_ORDER.indexOf(b);
+  if (ia !== ib) return (ia === -1 ? Infinity : ia) - (ib === -1 ? Infinity : ib) || 0;
+  return String(a).localeCompare(String(b));
+}
+
+/**
+ * Ascending, nulls last.
+ *
+ * @param {unknown} a
+ * @param {unknown} b
+ * @returns {number}
+ */
+function compareNumbers(a, b) {
+  const x = num(a);
+  const y = num(b);
+  if (x === null || y === null) return (x === null ? 1 : 0) - (y === null ? 1 : 0);
+  return x - y;
+}
+
+/**
+ * A short name for what drove a run: the browser(s), or `sim`.
+ *
+ * @param {Run} run
+ * @returns {string} empty when unknown
+ */
+export function describeDriver(run) {
+  const name = (/** @type {unknown} */ value) => {
+    if (typeof value === 'string') return value;
+    if (isObject(value)) {
+      const named = value.name ?? value.browser ?? value.channel;
+      if (typeof named === 'string') return value.version ? `${named} ${value.version}` : named;
+    }
+    return '';
+  };
+  const { browser, sim } = run ?? {};
+  if (Array.isArray(browser)) return browser.map(name).filter(Boolean).join('+');
+  if (browser !== undefined && browser !== null && browser !== false) return name(browser) || 'browser';
+  if (sim !== undefined && sim !== null && sim !== false) return typeof sim === 'string' ? `sim ${sim}` : 'sim';
+  return '';
+}
+
+// ---------------------------------------------------------------------------
+// Tables
+
+/** Columns of the CAR paper's tables. */
+export const TABLE_COLUMNS = Object.freeze(['Size', 'RT', 'Dev', 'CPU', 'RTS', '% loss']);
+
+/**
+ * One table row in the CAR layout: clients, RT mean and Dev (ms, 0 decimals),
+ * server CPU % (1 decimal), RTS mean (ms, 1 decimal), loss % (2 decimals).
+ *
+ * @param {Run} run
+ * @returns {string[]}
+ */
+export function tableRow(run) {
+  return [
+    fmt(run?.clients),
+    fmt(run?.rt?.mean),
+    fmt(run?.rt?.dev),
+    fmt(run?.cpu?.server, 1),
+    fmt(run?.rts?.mean, 1),
+    fmt(run?.lossPct, 2),
+  ];
+}
+
+/**
+ * The runs split into one table per (transport, group size, cycle), each
+ * sorted by clients; tables in transport, group, cycle order.
+ *
+ * @param {Results} results
+ * @returns {RunTable[]}
+ */
+export function runTables(results) {
+  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, net, runs }) => ({
+    transport,
+    group,
+    cycleMs,
+    title: tableTitle(transport, group, cycleMs, net),
+    runs: [...runs].sort((a, b) => compareNumbers(a.clients, b.clients)),
+  }));
+}
+
+/**
+ * @param {string} transport
+ * @param {number | null} group
+ * @param {number | null} cycleMs
+ * @param {string | null} [net] network profile (--net)
+ * @returns {string}
+ */
+export function tableTitle(transport, group, cycleMs, net = null) {
+  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${net ? ` · net ${net}` : ''}`;
+}
+
+/**
+ * The network profile a run ran under (--net), null without.
+ * @param {Run} run
+ * @returns {string | null}
+ */
+export function netName(run) {
+  const net = run?.net;
+  if (typeof net === 'string') return net; // a failed point keeps the name only
+  return isObject(net) && typeof net.profile === 'string' ? net.profile : null;
+}
+
+/**
+ * The supported population per transport x group x cycle: the largest client
+ * count with mean RT < 250 ms (and loss < 2 % where unreliable). A client
+ * count with several runs passes only if all of them pass; runs without a
+ * client count are ignored.
+ *
+ * @param {Run[]} runs
+ * @returns {Supported[]}
+ */
+export function supportedClients(runs) {
+  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, runs: members }) => {
+    /** @type {Map<number, boolean>} */
+    const passBySize = new Map();
+    for (const run of members) {
+      const clients = num(run.clients);
+      if (clients === null) continue;
+      passBySize.set(clients, (passBySize.get(clients) ?? true) && runPasses(run));
+    }
+    const sizes = [...passBySize.keys()].sort((a, b) => a - b);
+    const passing = sizes.filter((size) => passBySize.get(size));
+    const supported = passing.length ? passing[passing.length - 1] : null;
+    const smallest = sizes.length ? sizes[0] : null;
+    const largest = sizes.length ? sizes[sizes.length - 1] : null;
+    let label = NONE;
+    if (supported !== null) label = String(supported);
+    else if (smallest !== null) label = `< ${smallest}`;
+    return {
+      transport,
+      group,
+      cycleMs,
+      net,
+      unreliable: members.some(isUnreliable),
+      supported,
+      smallest,
+      largest,
+      label,
+    };
+  });
+}
+
+/** Columns of the supported clients table. */
+export const SUPPORTED_COLUMNS = Object.freeze(['Transport', 'Group', 'Cycle (ms)', 'Tested', 'Supported clients']);
+
+/**
+ * One row of the supported clients table.
+ *
+ * @param {Supported} entry
+ * @returns {string[]}
+ */
+export function supportedRow(entry) {
+  let tested = NONE;
+  if (entry.smallest !== null) {
+    tested = entry.smallest === entry.largest ? String(entry.smallest) : `${entry.smallest}–${entry.largest}`;
+  }
+  return [entry.net ? `${entry.transport} · net ${entry.net}` : entry.transport, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
+}
+
+/** What the table columns mean, one paragraph. */
+export const TABLE_LEGEND =
+  'Size: clients. RT, Dev: response time mean and standard deviation (ms). ' +
+  'CPU: relay/server process CPU % (100 = one core). RTS: relay response time mean (ms). ' +
+  '% loss: updates lost.';
+
+/** How supported clients are decided, one paragraph. */
+export const SUPPORTED_LEGEND =
+  `Largest population with mean RT < ${RT_LIMIT_MS} ms (and loss < ${LOSS_LIMIT_PCT} % where the ` +
+  'transport is unreliable); "< N" when even the smallest tested population N misses it.';
+
+/**
+ * Markdown tables in the CAR paper's layout: one per (transport, group size,
+ * cycle), then the supported clients table.
+ *
+ * @param {Results} results
+ * @returns {string}
+ */
+export function renderTables(results) {
+  const runs = runsOf(results);
+  if (runs.some(isLabRun)) {
+    // `carlab browsers`: its experiments' tables, then the CAR tables of its `car` runs.
+    const carRuns = runs.filter((run) => !isLabRun(run));
+    const parts = [renderExperimentTables(runs)];
+    if (carRuns.length) parts.push(renderTables({ ...results, runs: carRuns }));
+    return parts.join('\n');
+  }
+  const out = ['## Response time, CPU and loss', ''];
+  if (runs.length === 0) {
+    out.push('_No runs._', '');
+    return out.join('\n');
+  }
+  out.push(TABLE_LEGEND, '');
+  for (const table of runTables(results)) {
+    out.push(`### ${mdText(table.title)}`, '');
+    out.push(markdownTable(TABLE_COLUMNS, table.runs.map(tableRow), TABLE_COLUMNS.map(() => 'right')));
+    const failed = table.runs.filter((run) => run.error);
+    if (failed.length) out.push('', ...failed.map((run) => `- ${fmt(run.clients)} clients failed: ${mdText(run.error)}`));
+    out.push('');
+  }
+  out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
+  out.push(markdownTable(SUPPORTED_COLUMNS, supportedClients(runs).map(supportedRow), ['left', 'right', 'right', 'right', 'right']));
+  out.push('');
+  const perBrowser = runs.filter((run) => run.byBrowser);
+  if (perBrowser.length) {
+    out.push('## Per browser in mixed fleets', '', PER_BROWSER_LEGEND, '');
+    out.push(markdownTable(PER_BROWSER_COLUMNS, perBrowser.flatMap(perBrowserRows), PER_BROWSER_COLUMNS.map((_, i) => (i < 2 ? 'left' : 'right'))));
+    out.push('');
+  }
+  const net = renderNetTables(runs);
+  if (net) out.push(net);
+  return out.join('\n');
+}
+
+const PER_BROWSER_COLUMNS = Object.freeze(['Transport', 'Browser', 'Size', 'Group', 'Peers', 'RT', 'Dev', 'p95', '% loss', 'Jitter (ms)']);
+const PER_BROWSER_LEGEND = 'A fleet of several browsers split by browser: RT of the updates its peers sent (sender\'s clock); '
+  + 'loss and jitter of the streams its peers received, from any sender.';
+
+/**
+ * One row per browser of a mixed-fleet run (`byBrowser`, lab/aggregate.js).
+ * @param {any} run
+ * @returns {string[][]}
+ */
+export function perBrowserRows(run) {
+  return Object.entries(run.byBrowser ?? {}).map(([name, b]) => [
+    String(run.transport), name, fmt(run.clients), fmt(run.group), fmt(b.clients),
+    fmt(b.rt?.mean), fmt(b.rt?.dev), fmt(b.rt?.p95), fmt(b.lossPct, 2), fmt(b.jitterMs, 2),
+  ]);
+}
+
+/**
+ * A markdown table with cells padded so it also reads well in a terminal.
+ *
+ * @param {readonly string[]} header
+ * @param {string[][]} rows
+ * @param {('left' | 'right')[]} align
+ * @returns {string}
+ */
+export function markdownTable(header, rows, align) {
+  const cells = [header, ...rows].map((row) => row.map(mdCell));
+  const widths = header.map((_, i) => Math.max(3, ...cells.map((row) => [...(row[i] ?? '')].length)));
+  const pad = (text, i) => {
+    const gap = ' '.repeat(widths[i] - [...text].length);
+    return align[i] === 'right' ? gap + text : text + gap;
+  };
+  const line = (row) => `| ${header.map((_, i) => pad(row[i] ?? '', i)).join(' | ')} |`;
+  const rule = `| ${widths.map((width, i) => (align[i] === 'right' ? `${'-'.repeat(width - 1)}:` : '-'.repeat(width))).join(' | ')} |`;
+  return [line(cells[0]), rule, ...cells.slice(1).map(line)].join('\n');
+}
+
+/**
+ * Text made safe for one markdown table cell.
+ *
+ * @param {unknown} value
+ * @returns {string}
+ */
+function mdCell(value) {
+  return mdText(value).replace(/\|/g, '\\|');
+}
+
+/**
+ * Text on one line.
+ *
+ * @param {unknown} value
+ * @returns {string}
+ */
+function mdText(value) {
+  return String(value ?? '').replace(/[\r\n]+/g, ' ');
+}
+
+// ---------------------------------------------------------------------------
+// Terminal
+
+/**
+ * One line describing a run, for terminals and progress logs, e.g.
+ * `relay 100 clients · group 25 · 167 ms · RT 45 ± 12 ms (p95 80, n 1200) · RTS 1.2 ms · CPU 35.0 % · loss 0.00 %`.
+ *
+ * @param {Run} run
+ * @returns {string}
+ */
+export function renderSummaryLine(run) {
+  const r = run ?? /** @type {Run} */ ({});
+  const driver = describeDriver(r);
+  const head = [
+    `${mdText(r.transport ?? '?')}${driver ? ` (${mdText(driver)})` : ''} ${fmt(r.clients)} clients`,
+    `group ${fmt(r.group)}`,
+    `${fmt(r.cycleMs)} ms`,
+  ];
+  if (r.error) return `${head.join(' · ')} · failed: ${mdText(r.error)}`;
+  const rt = r.rt ?? {};
+  const rtDetail = [
+    num(rt.p95) !== null ? `p95 ${fmt(rt.p95)}` : '',
+    num(rt.max) !== null ? `max ${fmt(rt.max)}` : '',
+    num(rt.n) !== null ? `n ${fmt(rt.n)}` : '',
+  ].filter(Boolean);
+  const parts = [
+    `RT ${fmt(rt.mean)} ± ${fmt(rt.dev)} ms${rtDetail.length ? ` (${rtDetail.join(', ')})` : ''}`,
+  ];
+  if (num(r.rts?.mean) !== null) parts.push(`RTS ${fmt(r.rts.mean, 1)} ms`);
+  const cpu = [
+    num(r.cpu?.server) !== null ? `server ${fmt(r.cpu.server, 1)} %` : '',
+    num(r.cpu?.clients) !== null ? `clients ${fmt(r.cpu.clients, 1)} %` : '',
+  ].filter(Boolean);
+  if (cpu.length) parts.push(`CPU ${cpu.join(', ')}`);
+  parts.push(`loss ${fmt(r.lossPct, 2)} %${num(r.ackLossPct) ? ` (ACK ${fmt(r.ackLossPct, 2)} %)` : ''}`);
+  if (num(r.dups)) parts.push(`dups ${fmt(r.dups)}`);
+  if (num(r.reorders)) parts.push(`reorders ${fmt(r.reorders)}`);
+  if (num(r.jitterMs) !== null) parts.push(`jitter ${fmt(r.jitterMs, 1)} ms`);
+  if (isObject(r.setupMs)) {
+    const setup = Object.entries(r.setupMs)
+      .filter(([, stats]) => num(stats?.p50 ?? stats?.mean) !== null)
+      .map(([phase, stats]) => `${mdText(phase)} ${fmt(stats.p50 ?? stats.mean)}`);
+    if (setup.length) parts.push(`setup ${setup.join(', ')} ms`);
+  }
+  const verdict = runPasses(r) ? '' : ` · over limit (RT ≥ ${RT_LIMIT_MS} ms${isUnreliable(r) ? ` or loss ≥ ${LOSS_LIMIT_PCT} %` : ''})`;
+  return `${head.join(' · ')} · ${parts.join(' · ')}${verdict}`;
+}
+
+// ---------------------------------------------------------------------------
+// CSV
+
+/** Preferred order of top-level run fields in the CSV; others follow as first seen. */
+const FIELD_ORDER = [
+  'transport', 'clients', 'group', 'cycleMs', 'browser', 'sim',
+  'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'setupMs', 'channel',
+];
+
+/** Preferred order of nested keys. */
+const SUB_ORDER = [
+  'mean', 'dev', 'min', 'p50', 'p95', 'p99', 'max', 'n',
+  'server', 'clients', 'signaling', 'peer', 'ordered', 'maxRetransmits',
+];
+
+/** Columns every CSV has, so consumers can rely on them even when all values are null. */
+export const CSV_BASE_COLUMNS = Object.freeze([
+  'transport', 'clients', 'group', 'cycleMs',
+  'rt.mean', 'rt.dev', 'rt.p50', 'rt.p95', 'rt.p99', 'rt.max', 'rt.n',
+  'rts.mean', 'rts.max', 'cpu.server', 'cpu.clients',
+  'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs',
+  'channel.ordered', 'channel.maxRetransmits',
+]);
+
+/**
+ * One CSV field (RFC 4180): quoted when it holds a comma, quote, line break
+ * or leading/trailing space, with quotes doubled. Null and undefined are
+ * empty; objects and arrays are written as JSON.
+ *
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function csvField(value) {
+  let text;
+  if (value === null || value === undefined) text = '';
+  else if (typeof value === 'number') text = Number.isFinite(value) ? String(value) : '';
+  else if (typeof value === 'object') text = JSON.stringify(value);
+  else text = String(value);
+  return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * A run flattened into dotted keys (`rt.mean`, `setupMs.peer.p95`, …).
+ * Null or empty objects contribute nothing; arrays stay whole.
+ *
+ * @param {unknown} value
+ * @param {string} [prefix]
+ * @param {Map<string, unknown>} [into]
+ * @returns {Map<string, unknown>}
+ */
+export function flatten(value, prefix = '', into = new Map()) {
+  if (isObject(value)) {
+    for (const [key, child] of Object.entries(value)) flatten(child, prefix ? `${prefix}.${key}` : key, into);
+  } else if (prefix && value !== null && value !== undefined) {
+    into.set(prefix, value);
+  }
+  return into;
+}
+
+/**
+ * results.csv: a header row, then one row per run with flattened columns
+ * (the {@link CSV_BASE_COLUMNS} always, then every other field present),
+ * lines ending in `\n`.
+ *
+ * @param {Results} results
+ * @returns {string}
+ */
+export function renderCsv(results) {
+  const runs = runsOf(results);
+  const flat = runs.map((run) => flatten(run));
+  /** First-seen index of every key prefix, to keep related columns together. */
+  /** @type {Map<string, number>} */
+  const seen = new Map();
+  const note = (key) => {
+    const parts = key.split('.');
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = parts.slice(0, i).join('.');
+      if (!seen.has(prefix)) seen.set(prefix, seen.size);
+    }
+  };
+  CSV_BASE_COLUMNS.forEach(note);
+  for (const row of flat) for (const key of row.keys()) note(key);
+  // A key that is a leaf in one run and an object in another keeps both columns.
+  const columns = [...new Set([...CSV_BASE_COLUMNS, ...flat.flatMap((row) => [...row.keys()])])];
+  columns.sort((a, b) => compareColumns(a, b, seen));
+  const lines = [columns.map(csvField).join(',')];
+  for (const row of flat) lines.push(columns.map((column) => csvField(row.get(column))).join(','));
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * @param {string} a
+ * @param {string} b
+ * @param {Map<string, number>} seen
+ * @returns {number}
+ */
+function compareColumns(a, b, seen) {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
+    if (pa[i] === pb[i]) continue;
+    const order = i === 0 ? FIELD_ORDER : SUB_ORDER;
+    const ra = order.indexOf(pa[i]);
+    const rb = order.indexOf(pb[i]);
+    if (ra !== rb) return (ra === -1 ? Infinity : ra) - (rb === -1 ? Infinity : rb) || 0;
+    return (seen.get(pa.slice(0, i + 1).join('.')) ?? 0) - (seen.get(pb.slice(0, i + 1).join('.')) ?? 0);
+  }
+  return pa.length - pb.length;
+}
+
+// ---------------------------------------------------------------------------
+// Files
+
+/**
+ * Why a value is not a results object, or null when it is one.
+ *
+ * @param {unknown} results
+ * @returns {string | null}
+ */
+export function validateResults(results) {
+  if (!isObject(results)) return 'results must be a JSON object';
+  if (!Array.isArray(results.runs)) return 'results has no "runs" array';
+  const bad = results.runs.findIndex((run) => !isObject(run));
+  if (bad !== -1) return `runs[${bad}] is not an object`;
+  if (results.env !== undefined && results.env !== null && !isObject(results.env)) return '"env" must be an object';
+  return null;
+}
+
+/**
+ * Write DIR/results.json (pretty), DIR/results.csv, DIR/tables.md and
+ * DIR/report.html, creating DIR. Each file is written to a temporary name
+ * and renamed, so readers never see half a file.
+ *
+ * @param {string} dir
+ * @param {Results} results
+ * @param {{ json?: boolean, html?: boolean }} [options] skip results.json (when re-rendering it) or report.html
+ * @returns {Promise<{ json: string | null, csv: string, md: string, html: string | null }>} the paths written
+ */
+export async function writeResults(dir, results, { json = true, html = true } = {}) {
+  const invalid = validateResults(results);
+  if (invalid) throw new TypeError(`writeResults: ${invalid}`);
+  await mkdir(dir, { recursive: true });
+  const paths = {
+    json: json ? path.join(dir, 'results.json') : null,
+    csv: path.join(dir, 'results.csv'),
+    md: path.join(dir, 'tables.md'),
+    html: html ? path.join(dir, 'report.html') : null,
+  };
+  if (paths.json) await writeAtomic(paths.json, `${JSON.stringify(results, null, 2)}\n`);
+  await writeAtomic(paths.csv, renderCsv(results));
+  await writeAtomic(paths.md, renderTables(results));
+  if (paths.html) {
+    // Lazy: the HTML report reads Chart.js (200 kB); table-only callers never pay for it.
+    const { renderReportHtml } = await import('./report-html.js');
+    await writeAtomic(paths.html, renderReportHtml(results));
+  }
+  return paths;
+}
+
+/**
+ * @param {string} file
+ * @param {string} text
+ * @returns {Promise<void>}
+ */
+async function writeAtomic(file, text) {
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    await writeFile(temp, text);
+    await rename(temp, file);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/**
+ * @param {unknown} value
+ * @returns {value is Record<string, any>}
+ */
+function isObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The runs of a results object, objects only.
+ *
+ * @param {Results} results
+ * @returns {Run[]}
+ */
+export function runsOf(results) {
+  return Array.isArray(results?.runs) ? results.runs.filter(isObject) : [];
+}
+
+/**
+ * Runs grouped by (transport, group, cycleMs, network profile), sorted by
+ * transport, group, cycle; profiles in the order they ran.
+ *
+ * @param {Run[]} runs
+ * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }[]}
+ */
+export function groupRuns(runs) {
+  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }>} */
+  const groups = new Map();
+  for (const run of runs) {
+    if (!isObject(run)) continue;
+    const transport = typeof run.transport === 'string' ? run.transport : String(run.transport ?? '?');
+    const group = num(run.group);
+    const cycleMs = num(run.cycleMs);
+    const net = netName(run);
+    const key = JSON.stringify([transport, group, cycleMs, net]);
+    let entry = groups.get(key);
+    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, runs: [] }));
+    entry.runs.push(run);
+  }
+  return [...groups.values()].sort(
+    (a, b) => compareTransports(a.transport, b.transport) || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs),
+  );
+}

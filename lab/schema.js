@@ -1,0 +1,42 @@
+// The results.json schema docs/architecture.md fixes ("Results files"), as a checker the
+// tests and `carlab report` can share. Extra fields are allowed.
+
+const SUMMARY = ['mean', 'dev', 'p50', 'p95', 'p99', 'max', 'n'];
+
+/** @param {any} v */
+const isNumOrNull = (v) => v === null || (typeof v === 'number' && Number.isFinite(v));
+
+/**
+ * Problems with one run record, [] when it fits the schema.
+ * @param {any} run
+ * @returns {string[]}
+ */
+export function runSchemaProblems(run) {
+  const p = [];
+  if (typeof run?.transport !== 'string') p.push('transport is not a string');
+  for (const k of ['clients', 'group', 'cycleMs']) if (typeof run?.[k] !== 'number') p.push(`${k} is not a number`);
+  if (!('browser' in run) && !('sim' in run)) p.push('neither "browser" nor "sim" says what drove the run');
+  if (!run.rt || typeof run.rt !== 'object') p.push('rt is missing');
+  else for (const k of SUMMARY) if (!isNumOrNull(run.rt[k])) p.push(`rt.${k} is not a number or null`);
+  if (run.rts !== null && (typeof run.rts !== 'object' || !isNumOrNull(run.rts?.mean) || !isNumOrNull(run.rts?.max))) p.push('rts is neither null nor {mean, max}');
+  if (!run.cpu || !isNumOrNull(run.cpu.server) || !isNumOrNull(run.cpu.clients)) p.push('cpu is not {server, clients}');
+  for (const k of ['lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs']) if (!isNumOrNull(run[k])) p.push(`${k} is not a number or null`);
+  if (run.setupMs !== null && (typeof run.setupMs !== 'object' || !('signaling' in run.setupMs) || !('peer' in run.setupMs))) p.push('setupMs is neither null nor {signaling, peer}');
+  if (run.channel !== null && (typeof run.channel !== 'object' || (!('ordered' in run.channel) && !('mixed' in run.channel)))) p.push('channel is neither null nor {ordered, maxRetransmits}');
+  return p;
+}
+
+/**
+ * Problems with a whole results object.
+ * @param {any} results
+ * @returns {string[]}
+ */
+export function resultsSchemaProblems(results) {
+  if (!results || typeof results !== 'object') return ['results is not an object'];
+  const p = [];
+  if (!results.env || typeof results.env !== 'object') p.push('env is missing');
+  else if (typeof results.env.cpus !== 'number') p.push('env.cpus is missing');
+  if (!Array.isArray(results.runs)) return [...p, 'runs is not an array'];
+  results.runs.forEach((run, i) => { for (const q of runSchemaProblems(run)) p.push(`runs[${i}]: ${q}`); });
+  return p;
+}

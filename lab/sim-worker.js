@@ -1,0 +1,124 @@
+// A load generator: runs a slice of the simulated population as Node
+// clients on the shared client core (core/) with the `ws` WebSocket
+// (and, for relay-udp, node-datachannel's RTCPeerConnection polyfill), and
+// reports their stats. Driven by lab/sim.js, as a worker thread or,
+// for relay-udp, as a child process: node-datachannel cannot live in worker
+// threads (a second worker that loads it crashes the process, and a worker
+// that used it never exits), so there the job comes in argv and the messages
+// go over the IPC channel.
+
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import WebSocket from 'ws';
+import { CarClient } from '../core/client.js';
+import { scriptedPose } from '../core/path.js';
+import { createLabTransport } from './transports.js';
+
+const inChildProcess = isMainThread && typeof process.send === 'function';
+/** @type {{ url: string, config: any, transport: string, from: number, to: number, clients: number,
+ *   groupSize: number, runId: string, cycleMs: number, ackTimeoutMs: number, warmupMs: number,
+ *   maxUpdates: number }} */
+const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
+/** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
+const port = inChildProcess
+  ? { on: (event, f) => { process.on(event, f); }, postMessage: (m) => { if (process.connected) /** @type {any} */ (process).send(m); } }
+  : /** @type {any} */ (parentPort);
+
+/** @type {CarClient[]} */
+const clients = [];
+
+/**
+ * `ws` as the simulated phones' WebSocket, with the per-frame work a phone's
+ * browser would not do here left out: no permessage-deflate offer (the relay
+ * refuses it anyway) and no UTF-8 check of text frames (the protocol has none).
+ */
+class SimWebSocket extends WebSocket {
+  /** @param {string} url */
+  constructor(url) {
+    super(url, { perMessageDeflate: false, skipUTF8Validation: true });
+  }
+}
+
+/** WebRTC for relay-udp; loaded only when needed (a native module). */
+const nativeRtc = job.transport === 'relay-udp' ? await import('node-datachannel') : null;
+const RTCPeerConnection = nativeRtc ? (await import('node-datachannel/polyfill')).RTCPeerConnection : undefined;
+/** socket.io-client for the Socket.IO baseline. */
+const io = job.transport === 'socketio' ? (await import('socket.io-client')).io : undefined;
+
+/** Closes every client and exits; open peer connections would keep the process alive. */
+function exit() {
+  for (const c of clients) c.close();
+  setTimeout(() => {
+    try { nativeRtc?.cleanup(); } catch { /* exiting anyway */ }
+    process.exit(0);
+  }, 100);
+}
+const groupOf = (i) => Math.floor(i / job.groupSize);
+const groupSizeOf = (g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
+
+async function connectAll() {
+  const CONCURRENCY = 64;
+  let next = job.from;
+  const one = async () => {
+    while (next < job.to) {
+      const i = next++;
+      const client = new CarClient({
+        transport: createLabTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io }),
+        group: `${job.runId}-g${groupOf(i)}`,
+        name: `sim${i}`,
+        cycleMs: job.cycleMs,
+        ackTimeoutMs: job.ackTimeoutMs,
+        warmupMs: job.warmupMs,
+        maxUpdates: job.maxUpdates,
+        pose: () => scriptedPose(i, performance.now()),
+      });
+      clients.push(client);
+      await client.connect();
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, one));
+}
+
+/** Every client sees its whole group (the other members may live in other threads). */
+function allMeshed() {
+  return clients.every((c, k) => c.members.size === groupSizeOf(groupOf(job.from + k)) - 1);
+}
+
+let progressTimer = null;
+let lastRtIndex = new Map();
+
+port.on('message', async (m) => {
+  if (m.cmd === 'start') {
+    for (const c of clients) c.start();
+    progressTimer = setInterval(() => {
+      // RTs since the last report, for the live progress line
+      let sum = 0; let n = 0; let sent = 0;
+      for (const c of clients) {
+        const from = lastRtIndex.get(c) ?? 0;
+        for (let i = from; i < c.rt.length; i++) { sum += c.rt[i]; n++; }
+        lastRtIndex.set(c, c.rt.length);
+        sent += c.cycle.updatesSent;
+      }
+      port.postMessage({ type: 'progress', rtSum: sum, rtN: n, sent, done: clients.every((c) => !c.cycle.running) });
+    }, 1000);
+  } else if (m.cmd === 'stop') {
+    clearInterval(progressTimer);
+    for (const c of clients) c.stop();
+    // let in-flight updates and ACKs land (bounded)
+    const end = Date.now() + Math.min(3000, job.ackTimeoutMs);
+    while (Date.now() < end && clients.some((c) => c.cycle.outstanding)) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
+    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()) });
+  } else if (m.cmd === 'cpu') {
+    // only asked of child processes: in a worker thread this would be the whole process's
+    port.postMessage({ type: 'cpu', usage: process.cpuUsage() });
+  } else if (m.cmd === 'close') {
+    exit();
+  }
+});
+if (inChildProcess) process.on('disconnect', exit); // the runner died: do not linger
+
+connectAll().then(async () => {
+  const end = Date.now() + 30000;
+  while (!allMeshed() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  port.postMessage({ type: 'connected', count: clients.length, meshed: allMeshed() });
+}, (err) => port.postMessage({ type: 'error', message: String(err?.message ?? err) }));

@@ -1,0 +1,387 @@
+/**
+ * One HTTP(S) server carrying everything `carlab start` offers: the built
+ * web app, the relay (WebSocket), PeerJS signaling (HTTP + WebSocket) and
+ * small JSON endpoints for health, metrics and client configuration.
+ *
+ * @module server/server
+ */
+
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { RELAY_LIMITS } from '../core/defaults.js';
+import { createRelay, pathnameOf } from '../relay/index.js';
+import { createSignaling } from '../signaling/index.js';
+import { formatUrl, isWildcardHost, listLanUrls } from './net.js';
+import { createStaticHandler, rawPathOf } from './static.js';
+import { loadTlsCertificate } from './tls.js';
+
+const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The built web app served at `/`. */
+export const DEFAULT_WEB_ROOT = path.join(PROJECT_ROOT, 'web', 'dist');
+
+/** Read once: the version reported by /healthz. */
+const VERSION = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
+
+/** How long close() waits for clients to leave before cutting them off. */
+const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+
+/**
+ * @typedef {import('./options.js').IceServer} IceServer
+ */
+
+/**
+ * @typedef {object} CarlabServerOptions
+ * @property {boolean} [http] plain HTTP instead of HTTPS
+ * @property {number} [port] default 0: any free port
+ * @property {string} [host] default `127.0.0.1`; `0.0.0.0` to serve the LAN
+ * @property {string} [cert] PEM certificate file (with `key`) instead of the self-signed one
+ * @property {string} [key] PEM private key file
+ * @property {string} [certDir] where the self-signed pair is kept; default `.carlab/certs`
+ * @property {{ cert: string, key: string }} [tls] PEM pair in memory; wins over the files
+ * @property {string} [webRoot] folder served at `/`; default `web/dist`
+ * @property {string[]} [extraWebRoots] folders served at `/` for paths `webRoot` has no file
+ *   for, in order (the lab serves its own pages this way; `carlab start` has none)
+ * @property {IceServer[]} [iceServers] for /config.json; default []
+ * @property {string} [relayPath] default `/relay`
+ * @property {string} [peerjsPath] default `/peerjs`
+ * @property {string} [peerjsKey] default `peerjs`
+ * @property {number} [maxPayload] relay limit
+ * @property {number} [queueSoftBytes] relay limit
+ * @property {number} [queueHardBytes] relay limit
+ * @property {number} [ackTimeoutMs] relay limit
+ * @property {number} [maxMessagesPerSecond] relay per-socket message rate; the burst is twice that
+ * @property {string[]} [allowedOrigins] WebSocket origins allowed by relay and signaling
+ * @property {number} [closeTimeoutMs] bound on a graceful close(); default 5000
+ * @property {string[]} [extraUpgradePaths] upgrade paths (prefixes) other services attached to
+ *   this server will take, so the 404 listener leaves them alone (the lab's baselines)
+ */
+
+/**
+ * @typedef {object} CarlabServer
+ * @property {http.Server | https.Server} server the listening server
+ * @property {string} url the local URL, e.g. `https://localhost:8443/`
+ * @property {string[]} urls `url` first, then one URL per LAN address when listening on all interfaces
+ * @property {Awaited<ReturnType<typeof createRelay>>} relay
+ * @property {Awaited<ReturnType<typeof createSignaling>>} signaling
+ * @property {{ certPath: string, source: 'provided' | 'reused' | 'generated' | 'memory' } | null} tls
+ *   where the certificate came from (never the key); null for plain HTTP
+ * @property {() => Promise<void>} close graceful shutdown, bounded by `closeTimeoutMs`
+ */
+
+/**
+ * Create, compose and start the carlab server.
+ *
+ * @param {CarlabServerOptions} [options]
+ * @returns {Promise<CarlabServer>}
+ */
+export async function createCarlabServer(options = {}) {
+  const {
+    port = 0,
+    host = '127.0.0.1',
+    webRoot = DEFAULT_WEB_ROOT,
+    iceServers = [],
+    closeTimeoutMs = DEFAULT_CLOSE_TIMEOUT_MS,
+  } = options;
+  const protocol = options.http ? 'http' : 'https';
+
+  /** @type {CarlabServer['tls']} */
+  let tlsInfo = null;
+  /** @type {http.Server | https.Server} */
+  let server;
+  if (options.http) {
+    server = http.createServer();
+  } else if (options.tls) {
+    server = https.createServer({ cert: options.tls.cert, key: options.tls.key });
+    tlsInfo = { certPath: '', source: 'memory' };
+  } else {
+    const material = await loadTlsCertificate({ certPath: options.cert, keyPath: options.key, certDir: options.certDir });
+    server = https.createServer({ cert: material.cert, key: material.key });
+    tlsInfo = { certPath: material.certPath, source: material.source };
+  }
+
+  // Track raw sockets: upgraded (WebSocket) ones escape closeAllConnections().
+  /** @type {Set<import('node:net').Socket>} */
+  const sockets = new Set();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  const relay = await createRelay(withoutUndefined({
+    server,
+    path: options.relayPath,
+    maxPayload: options.maxPayload,
+    queueSoftBytes: options.queueSoftBytes,
+    queueHardBytes: options.queueHardBytes,
+    ackTimeoutMs: options.ackTimeoutMs,
+    maxMessagesPerSecond: options.maxMessagesPerSecond,
+    maxMessagesBurst: options.maxMessagesPerSecond === undefined ? undefined : RELAY_LIMITS.burstFactor * options.maxMessagesPerSecond,
+    allowedOrigins: options.allowedOrigins,
+  }));
+  const signaling = await createSignaling(withoutUndefined({
+    server,
+    path: options.peerjsPath,
+    key: options.peerjsKey,
+    allowedOrigins: options.allowedOrigins,
+  }));
+
+  // The first root that has the file answers; the last one answers 404.
+  const roots = [webRoot, ...(options.extraWebRoots ?? [])];
+  let serveStatic = createStaticHandler({ root: roots[roots.length - 1] });
+  for (const root of roots.slice(0, -1).reverse()) serveStatic = createStaticHandler({ root, onNotFound: serveStatic });
+  const startedAt = performance.now();
+  const cpuMeter = createCpuMeter();
+
+  /** @type {Record<string, () => unknown>} */
+  const jsonRoutes = {
+    '/healthz': () => ({
+      status: 'ok',
+      version: VERSION,
+      uptimeS: roundTo((performance.now() - startedAt) / 1000, 3),
+    }),
+    '/metrics': () => ({
+      relay: relay.metrics(),
+      signaling: signaling.metrics(),
+      process: { rssBytes: process.memoryUsage.rss(), cpuPct: cpuMeter() },
+    }),
+    '/config.json': () => ({
+      iceServers,
+      relayPath: relay.path,
+      peerjs: { path: signaling.path, key: signaling.key },
+    }),
+  };
+
+  server.on('request', (req, res) => {
+    handleRequest(req, res).catch((err) => {
+      // A handler bug must cost one response, never the process.
+      if (!res.headersSent) sendJson(res, 500, { error: 'internal error', code: err?.code ?? 'ERR_INTERNAL' });
+      else res.destroy();
+    });
+  });
+
+  /**
+   * @param {http.IncomingMessage} req
+   * @param {http.ServerResponse} res
+   */
+  async function handleRequest(req, res) {
+    const pathname = rawPathOf(req.url ?? '/');
+    if (isUnder(pathname, signaling.path)) {
+      if (!signaling.handleRequest(req, res)) sendJson(res, 404, { error: 'not found' });
+      return;
+    }
+    const route = Object.hasOwn(jsonRoutes, pathname) ? jsonRoutes[pathname] : undefined;
+    if (route) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
+        return;
+      }
+      sendJson(res, 200, route());
+      return;
+    }
+    await serveStatic(req, res);
+  }
+
+  // Signaling upgrades only its WebSocket path; the contract promises no more
+  // than "under path", so fall back to the whole prefix when it is not exposed.
+  const signalingUpgradePath = /** @type {{ wsPath?: string }} */ (signaling).wsPath ?? signaling.path;
+
+  // Registered after the relay's and signaling's own listeners: every other
+  // upgrade gets an answer instead of a socket left hanging.
+  server.on('upgrade', (req, socket) => {
+    if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath, signalingUpgradePath !== signaling.path)) return;
+    // Read the path as the services do (pathnameOf), or an odd target such as
+    // `/floor#x` would pass here and then be ignored by the service too: a hang.
+    const pathname = pathnameOf(req.url);
+    if ((options.extraUpgradePaths ?? []).some((prefix) => pathname.startsWith(prefix))) return;
+    socket.on('error', () => {});
+    socket.once('finish', () => socket.destroy());
+    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nNot Found\n');
+  });
+
+  try {
+    await listen(server, port, host);
+  } catch (err) {
+    await Promise.allSettled([relay.close(), signaling.close()]);
+    throw err;
+  }
+
+  const address = /** @type {import('node:net').AddressInfo} */ (server.address());
+  const url = formatUrl(protocol, isWildcardHost(host) ? 'localhost' : host, address.port);
+  const urls = [url, ...(isWildcardHost(host) ? listLanUrls(protocol, address.port) : [])];
+
+  /** @type {Promise<void> | undefined} */
+  let closing;
+  return {
+    server,
+    url,
+    urls,
+    relay,
+    signaling,
+    tls: tlsInfo,
+    close() {
+      closing ??= closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs });
+      return closing;
+    },
+  };
+}
+
+/**
+ * Whether an upgrade request is one the relay or signaling will take.
+ *
+ * The path is read exactly as the services read it (`pathnameOf`: the
+ * request target up to `?`, nothing normalised), so every upgrade gets an
+ * answer: theirs, or this server's 404. The 404 must never race their
+ * handshake, and no request may be left hanging because the two disagree
+ * (`/./relay`, `/relay#x` or `http://host/relay` are not the relay's).
+ *
+ * @param {string} target request target (`req.url`)
+ * @param {string} relayPath
+ * @param {string} signalingPath signaling's WebSocket path, or its mount path
+ *   (then anything under it counts)
+ * @param {boolean} [signalingExact] `signalingPath` is the WebSocket path itself: only
+ *   it counts (an upgrade to a path under it would otherwise get no answer at all)
+ * @returns {boolean}
+ */
+export function belongsToServices(target, relayPath, signalingPath, signalingExact = false) {
+  const pathname = pathnameOf(target);
+  return pathname === relayPath || (signalingExact ? pathname === signalingPath : isUnder(pathname, signalingPath));
+}
+
+/**
+ * @param {string} pathname
+ * @param {string} prefix
+ * @returns {boolean}
+ */
+function isUnder(pathname, prefix) {
+  return pathname === prefix || pathname.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`);
+}
+
+/**
+ * @param {http.Server | https.Server} server
+ * @param {number} port
+ * @param {string} host
+ * @returns {Promise<void>}
+ */
+function listen(server, port, host) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Stop accepting, close the services, then the server; cut off whoever is
+ * still connected when the deadline passes.
+ *
+ * @param {object} parts
+ * @param {http.Server | https.Server} parts.server
+ * @param {Set<import('node:net').Socket>} parts.sockets
+ * @param {{ close(): Promise<void> }[]} parts.services
+ * @param {number} parts.timeoutMs
+ * @returns {Promise<void>}
+ */
+async function closeGracefully({ server, sockets, services, timeoutMs }) {
+  const deadline = Date.now() + timeoutMs;
+  /** @type {Promise<void>} */
+  const serverClosed = new Promise((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections?.();
+
+  const results = await beforeDeadline(Promise.allSettled(services.map((service) => service.close())), deadline);
+  server.closeIdleConnections?.();
+  if ((await beforeDeadline(serverClosed, deadline)) === TIMED_OUT) {
+    server.closeAllConnections?.();
+    for (const socket of sockets) socket.destroy();
+    await serverClosed;
+  }
+
+  const failure = results === TIMED_OUT ? null : results.find((result) => result.status === 'rejected');
+  if (failure && failure.status === 'rejected') throw failure.reason;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {number} deadline epoch ms
+ * @returns {Promise<T | typeof TIMED_OUT>}
+ */
+async function beforeDeadline(promise, deadline) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return /** @type {T | typeof TIMED_OUT} */ (await Promise.race([promise, timeout]));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A function returning this process's CPU use, in % of one core, since its
+ * previous call (since creation for the first).
+ *
+ * @returns {() => number}
+ */
+export function createCpuMeter() {
+  let lastUsage = process.cpuUsage();
+  let lastTime = performance.now();
+  return () => {
+    const usage = process.cpuUsage();
+    const now = performance.now();
+    const cpuMicros = usage.user - lastUsage.user + (usage.system - lastUsage.system);
+    const elapsedMicros = (now - lastTime) * 1000;
+    lastUsage = usage;
+    lastTime = now;
+    return elapsedMicros > 0 ? roundTo((100 * cpuMicros) / elapsedMicros, 1) : 0;
+  };
+}
+
+/**
+ * @param {http.ServerResponse} res
+ * @param {number} status
+ * @param {unknown} body
+ * @param {Record<string, string>} [headers]
+ */
+function sendJson(res, status, body, headers = {}) {
+  const text = `${JSON.stringify(body)}\n`;
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...headers,
+  });
+  res.end(text);
+}
+
+/**
+ * @param {number} value
+ * @param {number} digits
+ * @returns {number}
+ */
+function roundTo(value, digits) {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}
+
+/**
+ * Drop undefined fields so the factories' own defaults apply.
+ *
+ * @template {Record<string, unknown>} T
+ * @param {T} object
+ * @returns {T}
+ */
+function withoutUndefined(object) {
+  return /** @type {T} */ (Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)));
+}

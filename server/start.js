@@ -1,0 +1,271 @@
+/**
+ * `carlab start`: build the web app when stale, serve everything on one
+ * port, print where to reach it, and shut down cleanly on SIGINT/SIGTERM.
+ *
+ * @module server/start
+ */
+
+import { existsSync } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { constants as osConstants } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import qrcode from 'qrcode-terminal';
+
+import { parseStartOptions, startHelp } from './options.js';
+import { createCarlabServer } from './server.js';
+
+/** The web app's source folder (Vite root). */
+export const WEB_DIR = fileURLToPath(new URL('../web/', import.meta.url));
+
+/** Folders under web/ that never feed the build. */
+const NOT_SOURCES = new Set(['dist', 'node_modules']);
+
+/**
+ * @typedef {object} StartIo
+ * @property {NodeJS.ProcessEnv} [env]
+ * @property {NodeJS.WritableStream} [stdout]
+ * @property {NodeJS.WritableStream} [stderr]
+ */
+
+/**
+ * What a caller composing on top of `carlab start` adds (the lab's server).
+ *
+ * @typedef {object} StartExtras
+ * @property {string[]} [extraWebRoots] more folders served at `/` after web/dist
+ */
+
+/**
+ * Run `carlab start`. Resolves with the exit code once the server has shut
+ * down: 0 after a signal, 1 when starting or closing failed, 2 on bad usage.
+ *
+ * @param {string[]} argv arguments after `start`
+ * @param {StartIo} [io]
+ * @param {StartExtras} [extras]
+ * @returns {Promise<number>}
+ */
+export async function run(argv, { env = process.env, stdout = process.stdout, stderr = process.stderr } = {}, extras = {}) {
+  const parsed = parseStartOptions(argv, { env });
+  if (parsed.kind === 'error') {
+    stderr.write(`carlab start: ${parsed.error.message}\n\n${startHelp()}`);
+    return 2;
+  }
+  if (parsed.kind === 'help') {
+    stdout.write(startHelp());
+    return 0;
+  }
+  const { options } = parsed;
+  const outDir = path.join(WEB_DIR, 'dist');
+
+  try {
+    if (options.build && (await isBuildStale({ webDir: WEB_DIR, outDir }))) {
+      stdout.write('carlab: building the web app (web/dist)...\n');
+      await buildWebApp({ webDir: WEB_DIR, outDir });
+    }
+  } catch (err) {
+    stderr.write(`carlab start: building the web app failed: ${err?.message ?? err}\n`);
+    return 1;
+  }
+  if (!existsSync(path.join(outDir, 'index.html'))) {
+    stderr.write('carlab: warning: web/dist has no index.html; pages will answer 404 (drop --no-build)\n');
+  }
+
+  let carlab;
+  try {
+    carlab = await createCarlabServer({
+      http: options.http,
+      port: options.port,
+      host: options.host,
+      cert: options.cert,
+      key: options.key,
+      webRoot: outDir,
+      extraWebRoots: extras.extraWebRoots,
+      iceServers: options.iceServers,
+      relayPath: options.relayPath,
+      peerjsPath: options.peerjsPath,
+      peerjsKey: options.peerjsKey,
+      maxPayload: options.maxPayload,
+      queueSoftBytes: options.queueSoftBytes,
+      queueHardBytes: options.queueHardBytes,
+      ackTimeoutMs: options.ackTimeoutMs,
+      maxMessagesPerSecond: options.maxMessagesPerSecond,
+      allowedOrigins: options.allowedOrigins,
+    });
+  } catch (err) {
+    stderr.write(`carlab start: ${describeStartError(err, options.host, options.port)}\n`);
+    return 1;
+  }
+
+  printBanner(carlab, options, stdout);
+  return waitForShutdown(carlab, { stdout, stderr });
+}
+
+/**
+ * Whether a pages folder's dist must be (re)built: it lacks one of the
+ * top-level pages, or any file under the folder (outside dist) or under one of
+ * `sourceDirs` is newer than the oldest built page.
+ *
+ * @param {{ webDir: string, outDir?: string, sourceDirs?: string[] }} dirs `sourceDirs`: more
+ *   folders the pages import from (the lab's pages import web/src and core/)
+ * @returns {Promise<boolean>}
+ */
+export async function isBuildStale({ webDir, outDir = path.join(webDir, 'dist'), sourceDirs = [] }) {
+  const pages = await listHtmlPages(webDir);
+  if (pages.length === 0) return false;
+  let builtAt = Infinity;
+  for (const page of pages) {
+    const built = await statOrNull(path.join(outDir, page));
+    if (!built) return true;
+    builtAt = Math.min(builtAt, built.mtimeMs);
+  }
+  let newestSource = await newestMtimeMs(webDir, path.resolve(outDir));
+  for (const dir of sourceDirs) newestSource = Math.max(newestSource, await newestMtimeMs(dir, path.resolve(outDir)));
+  return newestSource > builtAt;
+}
+
+/**
+ * Top-level HTML pages of the web app: each is one Vite entry.
+ *
+ * @param {string} webDir
+ * @returns {Promise<string[]>} file names such as `['ar.html', 'index.html']`
+ */
+export async function listHtmlPages(webDir) {
+  const entries = await readdir(webDir, { withFileTypes: true });
+  return entries.filter((entry) => entry.isFile() && entry.name.endsWith('.html')).map((entry) => entry.name).sort();
+}
+
+/**
+ * Build a pages folder with Vite using its own vite.config.js (web/ or lab/pages/).
+ *
+ * @param {{ webDir: string, outDir?: string, logLevel?: 'info' | 'warn' | 'error' | 'silent' }} options
+ * @returns {Promise<void>}
+ */
+export async function buildWebApp({ webDir, outDir = path.join(webDir, 'dist'), logLevel = 'warn' }) {
+  // Loaded lazily: Vite is large and not needed when dist is fresh.
+  const { build } = await import('vite');
+  await build({
+    configFile: path.join(webDir, 'vite.config.js'),
+    root: webDir,
+    logLevel,
+    build: { outDir, emptyOutDir: true },
+  });
+}
+
+/**
+ * Latest modification time of any file under `dir`, skipping `skipDir`,
+ * dist, node_modules and dot-folders.
+ *
+ * @param {string} dir
+ * @param {string} skipDir absolute path
+ * @returns {Promise<number>} epoch ms, 0 for an empty tree
+ */
+async function newestMtimeMs(dir, skipDir) {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (full === skipDir || NOT_SOURCES.has(entry.name) || entry.name.startsWith('.')) continue;
+      newest = Math.max(newest, await newestMtimeMs(full, skipDir));
+    } else if (entry.isFile()) {
+      const stats = await statOrNull(full);
+      if (stats) newest = Math.max(newest, stats.mtimeMs);
+    }
+  }
+  return newest;
+}
+
+/**
+ * @param {string} file
+ * @returns {Promise<import('node:fs').Stats | null>}
+ */
+async function statOrNull(file) {
+  try {
+    return await stat(file);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A one-line explanation of a startup failure, with a hint where we have one.
+ *
+ * @param {any} err
+ * @param {string} host
+ * @param {number} port
+ * @returns {string}
+ */
+function describeStartError(err, host, port) {
+  switch (err?.code) {
+    case 'EADDRINUSE':
+      return `port ${port} on ${host} is already in use (choose another with --port)`;
+    case 'EACCES':
+      return `not allowed to listen on port ${port} (ports below 1024 need privileges; try --port 8443)`;
+    case 'EADDRNOTAVAIL':
+      return `${host} is not an address of this machine (--host)`;
+    default:
+      return `${err?.message ?? err}${err?.code ? ` (${err.code})` : ''}`;
+  }
+}
+
+/**
+ * Print the URLs, the certificate note and a QR code of the first LAN URL.
+ *
+ * @param {import('./server.js').CarlabServer} carlab
+ * @param {import('./options.js').StartOptions} options
+ * @param {NodeJS.WritableStream} stdout
+ */
+function printBanner(carlab, options, stdout) {
+  const [local, ...lan] = carlab.urls;
+  const lines = ['', 'carlab is running:', `  local:  ${local}`];
+  for (const url of lan) lines.push(`  LAN:    ${url}`);
+  if (carlab.tls && carlab.tls.source !== 'provided') {
+    lines.push('', `  self-signed certificate (${path.relative(process.cwd(), carlab.tls.certPath) || carlab.tls.certPath},`,
+      `  ${carlab.tls.source}): browsers warn once; accept it to continue.`);
+  }
+  if (options.http) lines.push('', '  plain HTTP: phones allow the camera only over HTTPS (drop --http).');
+  stdout.write(`${lines.join('\n')}\n`);
+
+  if (options.qr && lan.length > 0) {
+    stdout.write(`\nScan to open ${lan[0]} on a phone:\n`);
+    qrcode.generate(lan[0], { small: true }, (/** @type {string} */ code) => stdout.write(`${code}\n`));
+  }
+  stdout.write('\nPress Ctrl+C to stop.\n');
+}
+
+/**
+ * Close gracefully on the first SIGINT/SIGTERM; exit at once on a second.
+ *
+ * @param {import('./server.js').CarlabServer} carlab
+ * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
+ * @returns {Promise<number>} exit code
+ */
+function waitForShutdown(carlab, { stdout, stderr }) {
+  return new Promise((resolve) => {
+    let stopping = false;
+    /** @param {NodeJS.Signals} signal */
+    const onSignal = (signal) => {
+      if (stopping) {
+        stderr.write(`carlab: ${signal} again, exiting without waiting\n`);
+        process.exit(128 + (osConstants.signals[signal] ?? 0));
+      }
+      stopping = true;
+      stdout.write(`\ncarlab: ${signal}, closing (again to force)...\n`);
+      carlab.close().then(
+        () => finish(0),
+        (err) => {
+          stderr.write(`carlab: error while closing: ${err?.message ?? err}\n`);
+          finish(1);
+        },
+      );
+    };
+    /** @param {number} code */
+    const finish = (code) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(code);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
