@@ -1,11 +1,13 @@
 // Working groups: membership, the fan-out of UPDATEs, ACK forwarding or
 // aggregation, and RTS. This is the relay's one place for group logic; the
-// WebRTC relay (relay-udp) reuses it through the same Session interface.
+// WebRTC relay (relay-udp) reuses it through the same Session interface, and
+// a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
 import { CloseCode, MsgType, encode } from '../core/protocol.js';
+import { RemoteMember, tokenHash } from './cluster.js';
 
 /**
- * Compares tokens in time independent of where they differ.
+ * Compares token hashes in time independent of where they differ.
  * @param {string} a @param {string} b
  */
 function sameToken(a, b) {
@@ -17,17 +19,20 @@ function sameToken(a, b) {
 
 /** @typedef {import('./session.js').Session} Session */
 /** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
+/** A member on this node (Session) or on another node of the cluster. @typedef {Session | RemoteMember} Member */
 
 /**
  * One working group: the members that exchange updates with each other.
  */
 export class Group {
-  /** @param {string} key @param {string} [token] access token set by the first member */
-  constructor(key, token = '') {
+  /** @param {string} key @param {string} [hash] tokenHash() of the access token set by the first member */
+  constructor(key, hash = '') {
     this.key = key;
-    this.token = token;
-    /** @type {Map<number, Session>} */
+    this.tokenHash = hash;
+    /** @type {Map<number, Member>} */
     this.members = new Map();
+    /** Members connected to this node (the rest are RemoteMembers). */
+    this.localCount = 0;
   }
 }
 
@@ -44,6 +49,23 @@ export class GroupRegistry {
     // relay restart, clients that have not rejoined yet still hold ids of the
     // old process, and a newcomer must not be handed one of them.
     this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
+    /** Set when this relay is one node of a cluster. @type {import('./cluster.js').ClusterLink | null} */
+    this.cluster = null;
+  }
+
+  /**
+   * The group with this key, created (with the first member's token hash) if new.
+   * @param {string} key
+   * @param {string} hash
+   * @returns {Group}
+   */
+  groupFor(key, hash) {
+    let group = this.groups.get(key);
+    if (!group) {
+      group = new Group(key, hash);
+      this.groups.set(key, group);
+    }
+    return group;
   }
 
   /**
@@ -57,13 +79,12 @@ export class GroupRegistry {
    */
   join(session, name, requestedId, token = '') {
     const key = (session.membershipOnly ? 'm:' : 'r:') + name;
-    let group = this.groups.get(key);
-    if (!group) {
-      // The first member sets the group's access token (empty: an open group);
-      // it lives as long as the group has members.
-      group = new Group(key, token);
-      this.groups.set(key, group);
-    } else if (group.token !== '' && !sameToken(group.token, token)) {
+    // The first member sets the group's access token (empty: an open group);
+    // it lives as long as the group has members, on any node.
+    const hash = tokenHash(token);
+    const group = this.groupFor(key, hash);
+    if (group.tokenHash !== '' && !sameToken(group.tokenHash, hash)) {
+      if (group.members.size === 0) this.groups.delete(key);
       return [CloseCode.FORBIDDEN, 'wrong or missing access token for this group'];
     }
     let id = requestedId;
@@ -80,6 +101,8 @@ export class GroupRegistry {
     session.ready = !session.udp;
     if (session.ready) this.broadcastJoined(session);
     group.members.set(id, session);
+    group.localCount++;
+    this.cluster?.localJoined(session);
     session.push(encode({
       type: MsgType.WELCOME,
       clientId: id,
@@ -92,8 +115,38 @@ export class GroupRegistry {
   }
 
   /**
+   * A member of another node joins the group here.
+   * @param {Group} group
+   * @param {RemoteMember} member
+   */
+  addRemote(group, member) {
+    member.group = group;
+    group.members.set(member.id, member);
+    if (member.ready) this.broadcastJoined(member);
+  }
+
+  /**
+   * Fans an UPDATE of a member on another node out to this node's members.
+   * The entry here only tracks local delivery; every ACK and drop goes back
+   * to the sender's node, which holds the real pending entry.
+   * @param {RemoteMember} sender
+   * @param {number} seq
+   * @param {Uint8Array} body
+   */
+  deliverRemote(sender, seq, body) {
+    const group = /** @type {Group} */ (sender.group);
+    /** @type {PendingUpdate} */
+    const entry = { sender, seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(), mirror: true };
+    for (const member of group.members.values()) {
+      if (member instanceof RemoteMember || !member.ready) continue;
+      entry.dest.set(member, NaN);
+      member.push(body, entry);
+    }
+  }
+
+  /**
    * Tells every other member of the session's group that it joined.
-   * @param {Session} session
+   * @param {Member} session
    */
   broadcastJoined(session) {
     const group = /** @type {Group} */ (session.group);
@@ -104,12 +157,13 @@ export class GroupRegistry {
   /**
    * relay-udp: the session's data channel is open. It becomes a fan-out
    * destination and the group hears that it joined.
-   * @param {Session} session
+   * @param {Member} session
    */
   announce(session) {
     if (session.ready || !session.group || session.closed) return;
     session.ready = true;
     this.broadcastJoined(session);
+    if (!(session instanceof RemoteMember)) this.cluster?.localReady(session);
   }
 
   /**
@@ -117,11 +171,12 @@ export class GroupRegistry {
    * no destination until a new channel opens: it leaves every ACK set, what
    * was queued for it is dropped, and the group hears that it left. It stays
    * joined (its WebSocket is open, its id is kept) and may announce again.
-   * @param {Session} session
+   * @param {Member} session
    */
   retract(session) {
     if (!session.ready || !session.group) return;
     session.ready = false;
+    if (!(session instanceof RemoteMember)) this.cluster?.localReady(session);
     if (session.dataOut) {
       for (const entry of session.dataOut.takeQueuedEntries()) this.dropDestination(entry, session);
     }
@@ -137,13 +192,17 @@ export class GroupRegistry {
 
   /**
    * Removes a session from its group: it leaves every ACK set at once.
-   * @param {Session} session
+   * @param {Member} session
    */
   leave(session) {
     const group = session.group;
     if (!group) return;
     session.group = null;
     group.members.delete(session.id);
+    if (!(session instanceof RemoteMember)) {
+      group.localCount--;
+      this.cluster?.localLeft(session, group);
+    }
     // Updates queued for it will never be delivered.
     for (const entry of session.takeQueuedEntries()) this.dropDestination(entry, session);
     // Its own updates need no more ACKs.
@@ -173,15 +232,18 @@ export class GroupRegistry {
     const entry = {
       sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(),
     };
-    /** @type {Session[]} members that get it but whose ACK nobody waits for */
+    /** @type {Member[]} members that get it but whose ACK nobody waits for */
     const lagging = [];
+    let remote = false;
     for (const member of group.members.values()) {
       if (member === sender || !member.ready) continue;
+      if (member instanceof RemoteMember) remote = true;
       if (member.lagging && sender.batched) {
         lagging.push(member);
         entry.dropped++;
       } else {
-        entry.dest.set(member, NaN);
+        // A remote member's clock starts now: its node forwards on arrival.
+        entry.dest.set(member, member instanceof RemoteMember ? entry.createdAt : NaN);
       }
     }
     if (entry.dest.size === 0) {
@@ -193,6 +255,8 @@ export class GroupRegistry {
     }
     // The entry goes along so a slow consumer's queue can replace it by the sender's next pose.
     for (const member of lagging) member.push(msg.body, entry);
+    // Once per update, whatever the number of members elsewhere.
+    if (remote) this.cluster?.publishUpdate(group, msg.body);
   }
 
   /**
@@ -209,7 +273,7 @@ export class GroupRegistry {
    */
   checkLagging(slowAckMs) {
     const now = performance.now();
-    /** @type {Set<Session>} */
+    /** @type {Set<Member>} */
     const late = new Set();
     for (const group of this.groups.values()) {
       for (const member of group.members.values()) {
@@ -225,7 +289,7 @@ export class GroupRegistry {
     for (const dest of late) this.markLagging(dest);
   }
 
-  /** @param {Session} session */
+  /** @param {Member} session */
   markLagging(session) {
     if (session.lagging || !session.group) return;
     session.lagging = true;
@@ -240,7 +304,8 @@ export class GroupRegistry {
 
   /**
    * Handles a destination's ACK: RTS, forwarding (faithful) or aggregation.
-   * @param {Session} acker
+   * An ACK for a sender on another node goes back to that node.
+   * @param {Member} acker
    * @param {import('../core/protocol.js').AckMsg & { body: Uint8Array }} msg
    */
   ack(acker, msg) {
@@ -252,6 +317,10 @@ export class GroupRegistry {
       stats.slowConsumersRecovered++;
     }
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
+    if (sender instanceof RemoteMember) {
+      this.cluster?.routeAck(sender, msg.body);
+      return;
+    }
     const entry = sender?.pending.get(msg.seq);
     const forwardedAt = entry?.dest.get(acker);
     if (!entry || forwardedAt === undefined || Number.isNaN(forwardedAt)) {
@@ -271,10 +340,15 @@ export class GroupRegistry {
   /**
    * A destination will never ACK this update (it left, or its stale copy was replaced).
    * @param {PendingUpdate} entry
-   * @param {Session} dest
+   * @param {Member} dest
    */
   dropDestination(entry, dest) {
     if (!entry.dest.delete(dest)) return;
+    if (entry.mirror) {
+      // The sender's node holds the real entry: it must hear of the drop.
+      if (entry.sender instanceof RemoteMember) this.cluster?.routeDrop(entry.sender, entry.seq, dest.id);
+      return;
+    }
     entry.dropped++;
     if (entry.dest.size === 0) this.complete(entry);
   }
@@ -328,6 +402,7 @@ export class GroupRegistry {
     let lagging = 0;
     for (const g of this.groups.values()) {
       for (const m of g.members.values()) {
+        if (m instanceof RemoteMember) continue;
         pending += m.pending.size;
         queued += m.out.queue.length + (m.dataOut?.queue.length ?? 0);
         if (m.lagging) lagging++;
@@ -336,10 +411,17 @@ export class GroupRegistry {
     return { pending, queued, lagging };
   }
 
-  /** Number of connected, joined clients. */
+  /** Number of joined clients connected to this node. */
   get memberCount() {
     let n = 0;
-    for (const g of this.groups.values()) n += g.members.size;
+    for (const g of this.groups.values()) n += g.localCount;
+    return n;
+  }
+
+  /** Number of groups with members on this node. */
+  get localGroupCount() {
+    let n = 0;
+    for (const g of this.groups.values()) if (g.localCount > 0) n++;
     return n;
   }
 }

@@ -5,6 +5,7 @@
 import { DEFAULT_ACK_TIMEOUT_MS, RELAY_LIMITS } from '../core/defaults.js';
 import { WebSocketServer } from 'ws';
 import { CloseCode, HelloFlag, MsgType, ProtocolError, decode } from '../core/protocol.js';
+import { ClusterLink } from './cluster.js';
 import { GroupRegistry } from './groups.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
@@ -30,6 +31,8 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  *   a client above it is closed with 4005 (messages inside a BATCH count one by one)
  * @property {number} [maxMessagesBurst] the bucket's size
  * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
+ * @property {import('./broker.js').Broker} [broker] join a cluster through this broker (NATS):
+ *   groups span every relay on it (relay/cluster.js). The caller owns and closes the broker.
  */
 
 // The WebSocket plumbing other servers on the same port share (signaling/).
@@ -55,7 +58,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
  * @property {(o: Outbox) => void} scheduleFlush
  * @property {(o: Outbox) => void} markBlocked
@@ -75,6 +78,8 @@ export const RELAY_DEFAULTS = Object.freeze({
  * @property {(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void} handleUpgrade
  * @property {() => object} metrics JSON snapshot of counters and gauges
  * @property {() => void} resetWindow starts a new measurement window
+ * @property {ClusterLink | null} cluster this node's link to the others, when it is one of a cluster
+ * @property {() => { ready: boolean, reason: string }} readiness whether it can take clients (cluster: NATS reachable)
  * @property {() => Promise<void>} close graceful: tells clients, closes within closeTimeoutMs
  */
 
@@ -139,6 +144,9 @@ export function createRelay(options = {}) {
     dropDestination(entry, dest) { groups.dropDestination(entry, dest); },
   };
   const groups = new GroupRegistry(ctx);
+  const cluster = options.broker ? new ClusterLink(options.broker, groups) : null;
+  groups.cluster = cluster;
+  cluster?.start();
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
     onFrame: (s, data, isBinary) => onFrame(s, data, isBinary, 'dc'),
     announce: (s) => groups.announce(s),
@@ -289,10 +297,15 @@ export function createRelay(options = {}) {
     stats,
     udp,
     handleUpgrade,
-    metrics: () => stats.snapshot({
-      clients: wss.clients.size, joined: groups.memberCount, groups: groups.groups.size, udpChannels: udp.openChannels,
-      ...groups.backlog(), blocked: blocked.size,
+    metrics: () => ({
+      ...stats.snapshot({
+        clients: wss.clients.size, joined: groups.memberCount, groups: groups.localGroupCount, udpChannels: udp.openChannels,
+        ...groups.backlog(), blocked: blocked.size,
+      }),
+      cluster: cluster?.snapshot() ?? null,
     }),
+    cluster,
+    readiness: () => cluster?.readiness() ?? { ready: true, reason: 'single process' },
     resetWindow: () => stats.resetWindow(),
     close() {
       closing ??= new Promise((resolve) => {
@@ -308,7 +321,7 @@ export function createRelay(options = {}) {
         }, opts.closeTimeoutMs);
         wss.close(() => {
           clearTimeout(force);
-          resolve();
+          resolve(cluster?.close());
         });
       });
       return closing;

@@ -7,10 +7,12 @@ import { MsgType, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
 /**
  * An update the relay forwarded and is waiting on ACKs for.
  * @typedef {object} PendingUpdate
- * @property {Session} sender
+ * @property {Session | import('./cluster.js').RemoteMember} sender
  * @property {number} seq
- * @property {Map<Session, number>} dest destination -> forward time (ms,
- *   performance.now), NaN while still queued in the destination's outbox
+ * @property {Map<Session | import('./cluster.js').RemoteMember, number>} dest destination -> forward
+ *   time (ms, performance.now), NaN while still queued in the destination's outbox
+ * @property {boolean} [mirror] a cluster node's copy of a remote sender's update: it tracks local
+ *   delivery only, ACKs and drops go to the sender's node
  * @property {number} acked
  * @property {number} dropped destinations that never got it (slow consumer, left)
  * @property {number} createdAt

@@ -1,0 +1,416 @@
+/**
+ * Many relay processes as one relay: working groups span nodes through a
+ * broker (relay/broker.js, NATS). Every node keeps the cluster-wide
+ * membership of every group (members on other nodes are {@link RemoteMember}s
+ * in the same GroupRegistry), so joins, WELCOME lists, id checks, tokens and
+ * MEMBER_JOINED/LEFT work as on one process. The data path is a subject per
+ * group: an UPDATE is published once to `carlab.u.<group>`, and every node
+ * with members of that group fans it out to its own; each ACK (and each drop)
+ * goes back to the sender's node, whose pending entry counts it exactly as a
+ * local one. Why a subject per group and not group affinity: docs/scale-out.md.
+ *
+ * @module relay/cluster
+ */
+
+import { createHash } from 'node:crypto';
+
+import { MsgType, ProtocolError, decode, frameOfBody } from '../core/protocol.js';
+import {
+  EnvelopeBatcher, EnvelopeKind, HEARTBEAT_SUBJECT, MEMBERSHIP_SUBJECT, dropPayload, encodeEnvelope,
+  groupSubject, jsonBytes, nodeSubject, parseJsonBytes, readDropPayload, unpackEnvelopes,
+} from './cluster-wire.js';
+
+/** How often a node says it is alive. */
+export const HEARTBEAT_MS = 1000;
+
+/** A node not heard from for this long is gone: its members leave. */
+export const NODE_TIMEOUT_MS = 3500;
+
+/**
+ * The hash a group's access token travels as between nodes (never the token).
+ *
+ * @param {string} token
+ * @returns {string} '' for an open group
+ */
+export function tokenHash(token) {
+  return token === '' ? '' : createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * A member of a group connected to another node: what the group registry
+ * needs of a Session, with nothing to write to (its node delivers to it).
+ */
+export class RemoteMember {
+  /**
+   * @param {string} node the node it is connected to
+   * @param {{ id: number, name: string, ready: boolean, udp: boolean, batched: boolean }} info
+   */
+  constructor(node, info) {
+    /** @type {true} */
+    this.remote = true;
+    this.node = node;
+    this.id = info.id;
+    this.name = info.name;
+    this.ready = info.ready;
+    this.udp = info.udp;
+    this.batched = info.batched;
+    this.membershipOnly = false;
+    this.lagging = false;
+    this.closed = false;
+    /** @type {import('./groups.js').Group | null} */
+    this.group = null;
+    /** Its updates are pending on its own node, never here. @type {Map<number, import('./session.js').PendingUpdate>} */
+    this.pending = new Map();
+    /** @type {null} */
+    this.dataOut = null;
+  }
+
+  /** Its own node tells it what it needs to know. @param {Uint8Array} _body @param {unknown} [_entry] */
+  push(_body, _entry) {}
+
+  /** @returns {import('./session.js').PendingUpdate[]} */
+  takeQueuedEntries() { return []; }
+}
+
+/**
+ * @typedef {object} ClusterStats
+ * @property {number} updatesPublished UPDATEs this node sent to other nodes (one per update)
+ * @property {number} updatesReceived UPDATEs from other nodes fanned out here
+ * @property {number} acksRouted ACKs sent back to a sender's node
+ * @property {number} acksReceived ACKs from other nodes for senders here
+ * @property {number} dropsRouted
+ * @property {number} unknownSender UPDATEs for a sender this node does not know (dropped)
+ * @property {number} idConflicts a remote member claimed an id a local member holds
+ * @property {number} nodesLost nodes declared gone (timeout) since start
+ * @property {number} membersLost remote members removed with their node
+ */
+
+/**
+ * The link between one relay's group registry and the rest of the cluster.
+ */
+export class ClusterLink {
+  /**
+   * @param {import('./broker.js').Broker} broker
+   * @param {import('./groups.js').GroupRegistry} groups
+   */
+  constructor(broker, groups) {
+    this.broker = broker;
+    this.groups = groups;
+    this.nodeId = broker.nodeId;
+    this.batcher = new EnvelopeBatcher((subject, data) => broker.publish(subject, data));
+    /** Other nodes, by id -> last heartbeat (performance.now). @type {Map<string, number>} */
+    this.nodes = new Map();
+    /** Update subscriptions of groups with local members. @type {Map<string, import('./broker.js').BrokerSubscription>} */
+    this.groupSubs = new Map();
+    /** @type {import('./broker.js').BrokerSubscription[]} */
+    this.subs = [];
+    this.startedAt = performance.now();
+    /** @type {ClusterStats} */
+    this.stats = {
+      updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
+      unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0,
+    };
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.timer = null;
+  }
+
+  /** Subscribes and starts the heartbeat. */
+  start() {
+    this.subs.push(this.broker.subscribe(MEMBERSHIP_SUBJECT, (data) => this.onMembership(parseJsonBytes(data))));
+    this.subs.push(this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data))));
+    this.subs.push(this.broker.subscribe(nodeSubject(this.nodeId), (data) => this.onData(data)));
+    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat(); });
+    this.heartbeat();
+    this.timer = setInterval(() => { this.heartbeat(); this.sweepNodes(); }, HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * Ready once connected and one heartbeat round has passed, so the other
+   * nodes' members are known before clients are sent here.
+   *
+   * @returns {{ ready: boolean, reason: string }}
+   */
+  readiness() {
+    if (!this.broker.status().connected) return { ready: false, reason: 'not connected to NATS' };
+    if (performance.now() - this.startedAt < HEARTBEAT_MS * 1.5) return { ready: false, reason: 'learning the cluster\'s members' };
+    return { ready: true, reason: 'connected to NATS' };
+  }
+
+  // ------------------------------------------------------------ local events
+
+  /**
+   * A local session joined: the cluster hears of it, and this node listens
+   * for its group's updates.
+   *
+   * @param {import('./session.js').Session} session
+   */
+  localJoined(session) {
+    const group = /** @type {import('./groups.js').Group} */ (session.group);
+    if (!session.membershipOnly && !this.groupSubs.has(group.key)) {
+      // Subscribed before the join is announced: a node that learns of the
+      // member (same connection, in order) can only publish after our SUB.
+      const key = group.key;
+      this.groupSubs.set(key, this.broker.subscribe(groupSubject(key), (data) => this.onData(data)));
+    }
+    this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'joined', node: this.nodeId, ...this.memberRecord(session) }));
+  }
+
+  /**
+   * A local relay-udp session's data channel opened (ready) or closed.
+   *
+   * @param {import('./session.js').Session} session
+   */
+  localReady(session) {
+    const group = session.group;
+    if (!group) return;
+    this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'ready', node: this.nodeId, group: group.key, id: session.id, ready: session.ready }));
+  }
+
+  /**
+   * A local session left its group.
+   *
+   * @param {import('./session.js').Session} session
+   * @param {import('./groups.js').Group} group
+   */
+  localLeft(session, group) {
+    this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'left', node: this.nodeId, group: group.key, id: session.id }));
+    if (group.localCount === 0) {
+      this.groupSubs.get(group.key)?.unsubscribe();
+      this.groupSubs.delete(group.key);
+    }
+  }
+
+  /**
+   * Sends an UPDATE to every other node with members of the group (once).
+   *
+   * @param {import('./groups.js').Group} group
+   * @param {Uint8Array} body
+   */
+  publishUpdate(group, body) {
+    this.stats.updatesPublished++;
+    this.batcher.add(groupSubject(group.key), encodeEnvelope(EnvelopeKind.UPDATE, group.key, body));
+  }
+
+  /**
+   * A local member ACKed an update of a member on another node.
+   *
+   * @param {RemoteMember} sender
+   * @param {Uint8Array} body the ACK's body
+   */
+  routeAck(sender, body) {
+    this.stats.acksRouted++;
+    const group = /** @type {import('./groups.js').Group} */ (sender.group);
+    this.batcher.add(nodeSubject(sender.node), encodeEnvelope(EnvelopeKind.ACK, group.key, body));
+  }
+
+  /**
+   * A local destination will never ACK a remote sender's update.
+   *
+   * @param {RemoteMember} sender
+   * @param {number} seq
+   * @param {number} destId
+   */
+  routeDrop(sender, seq, destId) {
+    this.stats.dropsRouted++;
+    const group = sender.group;
+    if (!group) return;
+    this.batcher.add(nodeSubject(sender.node), encodeEnvelope(EnvelopeKind.DROP, group.key, dropPayload(sender.id, seq, destId)));
+  }
+
+  // --------------------------------------------------------- remote events
+
+  /** @param {Uint8Array} data a packed list of envelopes */
+  onData(data) {
+    for (const envelope of unpackEnvelopes(data)) {
+      switch (envelope.kind) {
+        case EnvelopeKind.UPDATE: this.onRemoteUpdate(envelope.groupKey, envelope.payload); break;
+        case EnvelopeKind.ACK: this.onRemoteAck(envelope.groupKey, envelope.payload); break;
+        case EnvelopeKind.DROP: this.onRemoteDrop(envelope.groupKey, envelope.payload); break;
+        case EnvelopeKind.MEMBERSHIP: this.onMembership(parseJsonBytes(envelope.payload)); break;
+        default: break; // a newer node's kind: ignore
+      }
+    }
+  }
+
+  /**
+   * An UPDATE of a member on another node: fan it out to the members here.
+   *
+   * @param {string} groupKey
+   * @param {Uint8Array} body
+   */
+  onRemoteUpdate(groupKey, body) {
+    const msg = decode(frameOfBody(body));
+    if (msg instanceof ProtocolError || msg.type !== MsgType.UPDATE) return;
+    const sender = this.groups.groups.get(groupKey)?.members.get(msg.sender);
+    if (!(sender instanceof RemoteMember)) {
+      this.stats.unknownSender++;
+      return;
+    }
+    this.stats.updatesReceived++;
+    this.groups.deliverRemote(sender, msg.seq, body);
+  }
+
+  /** @param {string} groupKey @param {Uint8Array} body */
+  onRemoteAck(groupKey, body) {
+    const msg = decode(frameOfBody(body));
+    if (msg instanceof ProtocolError || msg.type !== MsgType.ACK) return;
+    const acker = this.groups.groups.get(groupKey)?.members.get(msg.acker);
+    if (!(acker instanceof RemoteMember)) return;
+    this.stats.acksReceived++;
+    this.groups.ack(acker, /** @type {import('../core/protocol.js').AckMsg & { body: Uint8Array }} */ (msg));
+  }
+
+  /** @param {string} groupKey @param {Uint8Array} payload */
+  onRemoteDrop(groupKey, payload) {
+    const drop = readDropPayload(payload);
+    const group = this.groups.groups.get(groupKey);
+    if (!drop || !group) return;
+    const sender = group.members.get(drop.senderId);
+    const dest = group.members.get(drop.destId);
+    const entry = sender && !(sender instanceof RemoteMember) ? sender.pending.get(drop.seq) : undefined;
+    if (entry && dest) this.groups.dropDestination(entry, dest);
+  }
+
+  /** @param {Record<string, unknown> | null} m */
+  onMembership(m) {
+    if (!m || typeof m.node !== 'string' || m.node === this.nodeId) return;
+    this.nodes.set(m.node, performance.now());
+    switch (m.t) {
+      case 'joined': this.remoteJoined(m.node, m); break;
+      case 'ready': this.remoteReady(m); break;
+      case 'left': this.remoteLeft(m); break;
+      case 'state':
+        if (Array.isArray(m.members)) for (const record of m.members) this.remoteJoined(m.node, record);
+        break;
+      case 'bye': this.dropNode(m.node); break;
+      default: break;
+    }
+  }
+
+  /**
+   * @param {string} node
+   * @param {Record<string, unknown>} m
+   */
+  remoteJoined(node, m) {
+    if (typeof m.group !== 'string' || typeof m.id !== 'number') return;
+    const group = this.groups.groupFor(m.group, typeof m.tokenHash === 'string' ? m.tokenHash : '');
+    const existing = group.members.get(m.id);
+    if (existing && !(existing instanceof RemoteMember)) {
+      this.stats.idConflicts++;
+      return;
+    }
+    if (existing instanceof RemoteMember && existing.node === node) {
+      // Heard twice (its join and a state sync): keep it, take the newer flags.
+      if (m.ready === true) this.groups.announce(existing);
+      return;
+    }
+    if (existing) this.groups.leave(existing); // a stale copy from a node that restarted: replace it
+    const member = new RemoteMember(node, {
+      id: m.id, name: String(m.name ?? ''), ready: m.ready === true, udp: m.udp === true, batched: m.batched === true,
+    });
+    this.groups.addRemote(group, member);
+  }
+
+  /** @param {Record<string, unknown>} m */
+  remoteReady(m) {
+    const member = typeof m.group === 'string' && typeof m.id === 'number' ? this.groups.groups.get(m.group)?.members.get(m.id) : undefined;
+    if (!(member instanceof RemoteMember)) return;
+    if (m.ready === true) this.groups.announce(member);
+    else this.groups.retract(member);
+  }
+
+  /** @param {Record<string, unknown>} m */
+  remoteLeft(m) {
+    const member = typeof m.group === 'string' && typeof m.id === 'number' ? this.groups.groups.get(m.group)?.members.get(m.id) : undefined;
+    if (member instanceof RemoteMember && member.node === m.node) this.groups.leave(member);
+  }
+
+  // ------------------------------------------------------------- liveness
+
+  /** Says this node is alive. */
+  heartbeat() {
+    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: this.nodeId }));
+  }
+
+  /**
+   * A heartbeat: a node never heard of (new, restarted, or back after a cut)
+   * gets this node's whole membership, addressed to it alone.
+   *
+   * @param {Record<string, unknown> | null} m
+   */
+  onHeartbeat(m) {
+    if (!m || typeof m.node !== 'string' || m.node === this.nodeId) return;
+    const known = this.nodes.has(m.node);
+    this.nodes.set(m.node, performance.now());
+    if (known) return;
+    const members = [];
+    for (const group of this.groups.groups.values()) {
+      for (const member of group.members.values()) {
+        if (!(member instanceof RemoteMember)) members.push(this.memberRecord(member));
+      }
+    }
+    const state = jsonBytes({ t: 'state', node: this.nodeId, members });
+    this.batcher.add(nodeSubject(m.node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', state));
+    this.heartbeat(); // so it learns of us now, not a second later
+  }
+
+  /** Nodes silent for NODE_TIMEOUT_MS are gone: their members leave. */
+  sweepNodes() {
+    const cutoff = performance.now() - NODE_TIMEOUT_MS;
+    for (const [node, lastSeen] of this.nodes) {
+      if (lastSeen < cutoff) {
+        this.stats.nodesLost++;
+        this.dropNode(node);
+      }
+    }
+  }
+
+  /** @param {string} node */
+  dropNode(node) {
+    this.nodes.delete(node);
+    for (const group of [...this.groups.groups.values()]) {
+      for (const member of [...group.members.values()]) {
+        if (member instanceof RemoteMember && member.node === node) {
+          this.stats.membersLost++;
+          this.groups.leave(member);
+        }
+      }
+    }
+  }
+
+  /**
+   * @param {import('./session.js').Session} session
+   * @returns {Record<string, unknown>}
+   */
+  memberRecord(session) {
+    const group = /** @type {import('./groups.js').Group} */ (session.group);
+    return {
+      group: group.key, id: session.id, name: session.name, ready: session.ready, udp: session.udp,
+      batched: session.batched, tokenHash: group.tokenHash,
+    };
+  }
+
+  /** What /metrics shows of the cluster. */
+  snapshot() {
+    const status = this.broker.status();
+    return {
+      nodeId: this.nodeId,
+      nodes: this.nodes.size + 1,
+      nats: { connected: status.connected, url: status.url, version: status.serverVersion, disconnects: status.disconnects, outageMs: status.outageMs },
+      brokerMessagesOut: this.batcher.messages,
+      brokerEnvelopesOut: this.batcher.envelopes,
+      ...this.stats,
+      crossNodeUpdates: this.stats.updatesPublished,
+    };
+  }
+
+  /** Says goodbye (the others drop our members at once) and stops. */
+  async close() {
+    if (this.timer) clearInterval(this.timer);
+    this.batcher.flush();
+    this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'bye', node: this.nodeId }));
+    for (const sub of [...this.subs, ...this.groupSubs.values()]) sub.unsubscribe();
+    this.groupSubs.clear();
+  }
+}

@@ -1,0 +1,218 @@
+// A cluster of relays joined by a real nats-server: groups whose members sit
+// on different nodes work exactly as on one (every update reaches every
+// neighbour once, in order on the reliable relay, ACKs and RT), a node that
+// dies loses only its own members, and a NATS restart is survived.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { once } from 'node:events';
+import WebSocket from 'ws';
+import { createRelay } from './index.js';
+import { connectNatsBroker, ERR_BROKER_UNREACHABLE } from './broker.js';
+import { HEARTBEAT_MS, NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
+import { CarClient } from '../core/client.js';
+import { createRelayTransport } from '../web/src/transport/relay.js';
+import { freePort, startNatsServer } from '../server/nats-process.js';
+
+/** @returns {import('../core/protocol.js').Pose} */
+const pose = () => [0, 0, 0, 0, 0, 0, 1];
+
+/** @param {() => boolean} cond @param {number} [timeoutMs] */
+async function until(cond, timeoutMs = 15000) {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * One relay node: an HTTP server, a relay and its own NATS connection.
+ * @param {string} natsUrl
+ */
+async function startNode(natsUrl) {
+  const broker = await connectNatsBroker({ url: natsUrl });
+  const server = http.createServer();
+  const relay = createRelay({ server, path: '/relay', broker, ackTimeoutMs: 5000 });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    relay, broker, url: `ws://127.0.0.1:${port}/relay`,
+    /** the graceful way: says goodbye to the cluster */
+    async stop() {
+      await relay.close();
+      await broker.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+    /** a crash: sockets cut, no goodbye, NATS connection gone */
+    async crash() {
+      // The cluster connection goes first, so nothing of the teardown reaches
+      // the others: to them the node just falls silent, as on a SIGKILL.
+      await broker.close();
+      server.closeAllConnections();
+      for (const ws of relay.wss.clients) ws.terminate();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/** @typedef {Awaited<ReturnType<typeof startNode>>} Node */
+
+/**
+ * Clients of groups spread round-robin over the nodes, so each group spans them.
+ * @param {Node[]} nodes @param {{ groups: number, size: number, batched: boolean, updates: number, prefix: string }} o
+ */
+async function spreadClients(nodes, o) {
+  /** @type {CarClient[]} */
+  const clients = [];
+  let n = 0;
+  for (let g = 0; g < o.groups; g++) {
+    for (let i = 0; i < o.size; i++) {
+      const node = nodes[n++ % nodes.length];
+      const c = new CarClient({
+        transport: createRelayTransport({ url: node.url, batched: o.batched, WebSocket, reconnect: false }),
+        group: `${o.prefix}${g}`, name: `c${g}.${i}`, cycleMs: 25, ackTimeoutMs: 5000, maxUpdates: o.updates, pose,
+      });
+      await c.connect();
+      clients.push(c);
+    }
+  }
+  await until(() => clients.every((c) => c.members.size === o.size - 1));
+  return clients;
+}
+
+describe('a cluster of 3 relays through nats-server', () => {
+  /** @type {Awaited<ReturnType<typeof startNatsServer>>} */
+  let nats;
+  /** @type {Node[]} */
+  let nodes = [];
+  before(async () => {
+    nats = await startNatsServer();
+    nodes = [await startNode(nats.url), await startNode(nats.url), await startNode(nats.url)];
+    await until(() => nodes.every((n) => n.relay.readiness().ready));
+  });
+  after(async () => {
+    for (const n of nodes) await n.stop().catch(() => {});
+    await nats.stop();
+  });
+
+  for (const batched of [true, false]) {
+    const mode = batched ? 'relay' : 'relay-faithful';
+    test(`${mode}: groups spanning 3 nodes lose, duplicate and reorder nothing; RT and ACKs as on one`, async () => {
+      const clients = await spreadClients(nodes, { groups: 3, size: 5, batched, updates: 20, prefix: `span-${mode}-` });
+      const before = nodes.map((n) => n.relay.cluster?.snapshot().updatesPublished ?? 0);
+      for (const c of clients) c.start();
+      await until(() => clients.every((c) => c.cycle.completed === 20));
+      for (const sender of clients) {
+        assert.equal(sender.cycle.updatesSent, 20);
+        assert.equal(sender.cycle.ackTimeouts, 0, 'every update completed by ACKs');
+        assert.equal(sender.rt.length, 20);
+        for (const receiver of clients) {
+          if (receiver === sender || receiver.options.group !== sender.options.group) continue;
+          const stream = receiver.streams.get(sender.id);
+          assert.ok(stream, `${receiver.options.name} heard ${sender.options.name}`);
+          assert.equal(sender.cycle.sentTo[receiver.id], 20);
+          assert.equal(stream.received, 20, 'every update once');
+          assert.equal(stream.duplicates, 0);
+          assert.equal(stream.reorders, 0);
+        }
+      }
+      const crossed = nodes.map((n, i) => (n.relay.cluster?.snapshot().updatesPublished ?? 0) - before[i]);
+      assert.ok(crossed.every((x) => x > 0), `every node sent updates to the others: ${crossed}`);
+      // 5 members round-robin over 3 nodes: every update has neighbours elsewhere, and crosses once.
+      assert.equal(crossed.reduce((a, b) => a + b, 0), clients.length * 20);
+      for (const c of clients) c.close();
+      await until(() => nodes.every((n) => n.relay.groups.memberCount === 0));
+    });
+  }
+
+  test('membership is cluster-wide: ids unique, a taken id refused, tokens checked on every node', async () => {
+    const [a, b] = nodes;
+    const first = new CarClient({ transport: createRelayTransport({ url: a.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'owner', token: 'secret-1', pose });
+    await first.connect();
+    await until(() => b.relay.groups.groups.get('r:locked')?.members.size === 1);
+    const intruder = new CarClient({ transport: createRelayTransport({ url: b.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'x', token: 'wrong', pose });
+    await assert.rejects(intruder.connect(), 'a wrong token is refused on another node too');
+    const friend = new CarClient({ transport: createRelayTransport({ url: b.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'friend', token: 'secret-1', pose });
+    await friend.connect();
+    assert.notEqual(friend.id, first.id);
+    await until(() => first.members.size === 1 && friend.members.size === 1);
+    assert.equal(friend.members.get(first.id ?? 0)?.name, 'owner', 'the WELCOME names the member on the other node');
+    const clash = new CarClient({ transport: createRelayTransport({ url: nodes[2].url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'clash', token: 'secret-1', clientId: first.id ?? 0, pose });
+    await assert.rejects(clash.connect(), 'an id held on another node is taken');
+    first.close();
+    friend.close();
+    await until(() => nodes.every((n) => !n.relay.groups.groups.has('r:locked')));
+  });
+
+  test('a node that dies loses only its own members; the others go on', async () => {
+    const spare = await startNode(nats.url);
+    await until(() => spare.relay.readiness().ready && nodes.every((n) => (n.relay.cluster?.nodes.size ?? 0) >= 3));
+    const group = 'survive';
+    /** @param {string} url @param {string} name */
+    const join = async (url, name) => {
+      const c = new CarClient({ transport: createRelayTransport({ url, batched: true, WebSocket, reconnect: false }), group, name, cycleMs: 25, ackTimeoutMs: 2000, pose });
+      await c.connect();
+      return c;
+    };
+    const stay = [await join(nodes[0].url, 's0'), await join(nodes[1].url, 's1')];
+    const doomed = await join(spare.url, 'doomed');
+    await until(() => stay.every((c) => c.members.size === 2));
+    for (const c of [...stay, doomed]) c.start();
+    await until(() => stay.every((c) => c.cycle.completed >= 10));
+    await spare.crash();
+    // Without a goodbye, the others notice the silence within NODE_TIMEOUT_MS plus a heartbeat.
+    await until(() => stay.every((c) => c.members.size === 1), NODE_TIMEOUT_MS + 3 * HEARTBEAT_MS);
+    const at = stay.map((c) => c.cycle.completed);
+    await until(() => stay.every((c, i) => c.cycle.completed >= at[i] + 10));
+    for (const c of stay) {
+      const other = stay.find((o) => o !== c);
+      const stream = other && c.streams.get(other.id ?? 0);
+      assert.ok(stream && stream.duplicates === 0 && stream.reorders === 0);
+    }
+    assert.ok(nodes.some((n) => (n.relay.cluster?.snapshot().nodesLost ?? 0) >= 1), 'the loss was noticed');
+    for (const c of [...stay, doomed]) c.close();
+  });
+});
+
+test('a NATS restart is survived: nodes reconnect, resubscribe and carry updates again', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  let nats = await startNatsServer({ port });
+  const nodes = [await startNode(nats.url), await startNode(nats.url)];
+  try {
+    await until(() => nodes.every((n) => n.relay.readiness().ready));
+    const clients = await spreadClients(nodes, { groups: 1, size: 2, batched: true, updates: 0, prefix: 'restart-' });
+    for (const c of clients) c.start();
+    await until(() => clients.every((c) => c.cycle.completed >= 5));
+    nats.kill();
+    await until(() => nodes.every((n) => !n.relay.readiness().ready), 5000);
+    assert.match(nodes[0].relay.readiness().reason, /NATS/, '/readyz says why');
+    nats = await startNatsServer({ port });
+    await until(() => nodes.every((n) => n.relay.readiness().ready), 15_000);
+    const [a, b] = clients;
+    const heard = a.streams.get(b.id ?? 0)?.received ?? 0;
+    await until(() => (a.streams.get(b.id ?? 0)?.received ?? 0) >= heard + 10, 15_000);
+    assert.ok(nodes.every((n) => (n.broker.status().disconnects) >= 1), 'the gap was seen and is reported');
+    for (const c of clients) c.close();
+  } finally {
+    for (const n of nodes) await n.stop().catch(() => {});
+    await nats.stop();
+  }
+});
+
+test('an unreachable NATS is a clear error', async () => {
+  const port = await freePort();
+  await assert.rejects(connectNatsBroker({ url: `nats://127.0.0.1:${port}`, timeoutMs: 1000 }),
+    (err) => /** @type {{ code?: string }} */ (err).code === ERR_BROKER_UNREACHABLE && /cannot reach NATS at nats:\/\/127\.0\.0\.1/.test(String(err)));
+});
+
+test('remote members are what the registry needs of a session', () => {
+  const m = new RemoteMember('n1', { id: 7, name: 'x', ready: true, udp: false, batched: true });
+  assert.deepEqual(m.takeQueuedEntries(), []);
+  assert.equal(m.pending.size, 0);
+  m.push(new Uint8Array(1));
+  assert.equal(m.remote, true);
+});
