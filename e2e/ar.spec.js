@@ -90,7 +90,7 @@ function analyseTracking(frames, truth) {
     visibleFrames++;
     if (!f.visible) continue;
     detected++;
-    const d = Math.hypot(...t.position.map((v, i) => v - f.position[i]));
+    const d = Math.hypot(...t.position.map((/** @type {number} */ v, /** @type {number} */ i) => v - f.position[i]));
     positionErrors.push(d / Math.hypot(...t.position));
     angleErrors.push((quatAngle(t.quaternion, f.quaternion) * 180) / Math.PI);
   }
@@ -286,7 +286,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
           throw new Error(`${err.message}\ngroup state: ${JSON.stringify(await groupState())}`);
         });
         const avatarOf = async (/** @type {import('@playwright/test').Page} */ page, /** @type {number} */ id) => (
-          await page.evaluate(() => window.carlab.avatars())).find((a) => a.id === id);
+          await page.evaluate(() => window.carlab.avatars())).find((/** @type {{ id: number, name: string, visible: boolean, drawn: boolean, screen: { x: number, y: number } | null }} */ a) => a.id === id);
         await expect.poll(async () => (await avatarOf(B.page, aId))?.visible, { timeout: 20_000 }).toBe(true);
 
         // measure a settled window
@@ -296,14 +296,14 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
         const sentA = new Map(await A.page.evaluate(() => [...window.carlab.sent.entries()]));
         const receivedB = await B.page.evaluate(() => window.carlab.received);
         const delays = receivedB
-          .filter((r) => r.sender === aId && sentA.has(r.seq) && sentA.get(r.seq).epoch >= windowStart)
-          .map((r) => r.epoch - sentA.get(r.seq).epoch)
-          .sort((x, y) => x - y);
+          .filter((/** @type {{ sender: number, seq: number, epoch: number }} */ r) => r.sender === aId && sentA.has(r.seq) && sentA.get(r.seq).epoch >= windowStart)
+          .map((/** @type {{ sender: number, seq: number, epoch: number }} */ r) => r.epoch - sentA.get(r.seq).epoch)
+          .sort((/** @type {number} */ x, /** @type {number} */ y) => x - y);
         const rtA = await A.page.evaluate(() => window.carlab.client.rt.slice(-20));
         const latency = {
-          n: delays.length, oneWayMeanMs: delays.reduce((x, y) => x + y, 0) / delays.length,
+          n: delays.length, oneWayMeanMs: delays.reduce((/** @type {number} */ x, /** @type {number} */ y) => x + y, 0) / delays.length,
           oneWayP95Ms: delays[Math.floor(delays.length * 0.95)], oneWayMaxMs: delays.at(-1),
-          rtMeanMs: rtA.reduce((x, y) => x + y, 0) / rtA.length, rtMaxMs: Math.max(...rtA),
+          rtMeanMs: rtA.reduce((/** @type {number} */ x, /** @type {number} */ y) => x + y, 0) / rtA.length, rtMaxMs: Math.max(...rtA),
         };
         console.log(`${transport}: A -> B one-way mean ${latency.oneWayMeanMs.toFixed(1)} ms, p95 ${latency.oneWayP95Ms.toFixed(1)} ms, `
           + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms`);
@@ -328,9 +328,9 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
         const shot = testInfo.outputPath(`ar-${transport}.png`);
         const sceneInView = () => B.page.evaluate(() => {
           const inView = (/** @type {{x: number, y: number} | null} */ s) => s !== null && s.x > 0 && s.y > 0 && s.x < innerWidth && s.y < innerHeight;
-          const still = window.carlab.avatars().filter((x) => x.name === 'Cy' || x.name === 'Dee');
+          const still = window.carlab.avatars().filter((/** @type {{ id: number, name: string, visible: boolean, drawn: boolean, screen: { x: number, y: number } | null }} */ x) => x.name === 'Cy' || x.name === 'Dee');
           const { processed, detected } = window.carlab.tracking.stats;
-          return still.length === 2 && still.every((x) => x.drawn && inView(x.screen)) && inView(window.carlab.objectScreen())
+          return still.length === 2 && still.every((/** @type {{ id: number, name: string, visible: boolean, drawn: boolean, screen: { x: number, y: number } | null }} */ x) => x.drawn && inView(x.screen)) && inView(window.carlab.objectScreen())
             ? processed - detected : -1;
         });
         for (let attempt = 0; ; attempt++) {
@@ -439,13 +439,13 @@ test.describe('Firefox', () => {
       expect(result.falseDetections).toBe(0);
 
       // updates both ways, with tracked poses
-      const fromFirefox = (await cr.page.evaluate(() => window.carlab.received)).filter((r) => r.sender === ffId);
-      const fromChromium = (await ff.evaluate(() => window.carlab.received)).filter((r) => r.sender === crId);
+      const fromFirefox = (await cr.page.evaluate(() => window.carlab.received)).filter((/** @type {{ sender: number, seq: number, epoch: number }} */ r) => r.sender === ffId);
+      const fromChromium = (await ff.evaluate(() => window.carlab.received)).filter((/** @type {{ sender: number, seq: number, epoch: number }} */ r) => r.sender === crId);
       expect(fromFirefox.length).toBeGreaterThan(10);
       expect(fromChromium.length).toBeGreaterThan(10);
-      const foxAvatar = (await cr.page.evaluate(() => window.carlab.avatars())).find((a) => a.id === ffId);
+      const foxAvatar = (await cr.page.evaluate(() => window.carlab.avatars())).find((/** @type {{ id: number, name: string, visible: boolean, drawn: boolean, screen: { x: number, y: number } | null }} */ a) => a.id === ffId);
       expect(foxAvatar?.visible).toBe(true); // Firefox sends tracked poses
-      const chromeAvatar = (await ff.evaluate(() => window.carlab.avatars())).find((a) => a.id === crId);
+      const chromeAvatar = (await ff.evaluate(() => window.carlab.avatars())).find((/** @type {{ id: number, name: string, visible: boolean, drawn: boolean, screen: { x: number, y: number } | null }} */ a) => a.id === crId);
       expect(chromeAvatar?.visible).toBe(true);
       expect((await ff.evaluate(() => window.carlab.client.rt.length))).toBeGreaterThan(10);
       expect(ffErrors).toEqual([]);

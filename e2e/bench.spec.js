@@ -9,6 +9,7 @@ import { resultsSchemaProblems } from '../lab/schema.js';
 import { namespacesForbidden } from '../lab/net/system.js';
 
 const sink = () => {
+  /** @type {string[]} */
   const chunks = [];
   return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
 };

@@ -11,6 +11,7 @@ import { browsersSchemaProblems } from '../lab/browsers/schema.js';
 import { resultsSchemaProblems } from '../lab/schema.js';
 
 const sink = () => {
+  /** @type {string[]} */
   const chunks = [];
   return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
 };
@@ -36,8 +37,8 @@ test('smoke browsers: setup, overhead and car for C-C, F-F and C-F', async ({ br
     expect(ff.userAgent).toContain(`rv:${ff.version.split('.')[0]}.`);
     expect(results.env.browsers.chromium.userAgent).toMatch(/Chrome\/\d+/);
 
-    const setup = results.runs.filter((r) => r.experiment === 'setup');
-    expect(setup.map((r) => r.pair)).toEqual(['C-C', 'F-F', 'C-F']);
+    const setup = results.runs.filter((/** @type {{ experiment: string }} */ r) => r.experiment === 'setup');
+    expect(setup.map((/** @type {{ pair: string }} */ r) => r.pair)).toEqual(['C-C', 'F-F', 'C-F']);
     for (const r of setup) {
       expect(r.completed, `${r.pair}: ${JSON.stringify(r.failureReasons)}`).toBe(3);
       expect(r.hideHostAddresses).toBe(false);
@@ -49,8 +50,8 @@ test('smoke browsers: setup, overhead and car for C-C, F-F and C-F', async ({ br
       expect(r.channel).toMatchObject({ ordered: false, maxRetransmits: 0, negotiated: true });
       expect(r.pageErrors).toEqual([]);
     }
-    const overhead = results.runs.filter((r) => r.experiment === 'overhead');
-    expect(overhead.map((r) => [r.pair, r.sharedWithSetup])).toEqual([['C-C', true], ['F-F', true], ['C-F', true]]);
+    const overhead = results.runs.filter((/** @type {{ experiment: string }} */ r) => r.experiment === 'overhead');
+    expect(overhead.map((/** @type {{ pair: string, sharedWithSetup: boolean }} */ r) => [r.pair, r.sharedWithSetup])).toEqual([['C-C', true], ['F-F', true], ['C-F', true]]);
     for (const r of overhead) {
       for (const role of ['initiator', 'receiver']) {
         const e = r[role];
@@ -65,8 +66,8 @@ test('smoke browsers: setup, overhead and car for C-C, F-F and C-F', async ({ br
     expect(overhead[1].initiator.p2p.packetsSent).toBeNull();
     expect(overhead[0].initiator.p2p.packetsSent.mean).toBeGreaterThan(0);
 
-    const car = results.runs.filter((r) => r.experiment === 'car');
-    expect(car.map((r) => r.fleet)).toEqual(['chromium', 'firefox', 'chromium+firefox']);
+    const car = results.runs.filter((/** @type {{ experiment: string }} */ r) => r.experiment === 'car');
+    expect(car.map((/** @type {{ fleet: string }} */ r) => r.fleet)).toEqual(['chromium', 'firefox', 'chromium+firefox']);
     expect(resultsSchemaProblems({ env: results.env, runs: car })).toEqual([]);
     for (const r of car) {
       expect(r.connected, r.fleet).toBe(2);

@@ -6,6 +6,7 @@ import { chromiumLaunchOptions } from '../lab/launch.js';
 
 /** @param {import('@playwright/test').Page} page @param {string} query */
 async function openPeer(page, query) {
+  /** @type {string[]} */
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`/peer.html?${query}`);
@@ -23,7 +24,7 @@ async function meshed(pages, n) {
   }
 }
 
-const unique = (name) => `${name}-${Date.now().toString(36)}`;
+const unique = (/** @type {string} */ name) => `${name}-${Date.now().toString(36)}`;
 
 test('p2p: 5 Chromium pages mesh (10 connections) over unordered, maxRetransmits=0 channels', async ({ browser }) => {
   const group = unique('mesh');

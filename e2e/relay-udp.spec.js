@@ -6,6 +6,7 @@ import { aggregateStreams } from '../core/metrics.js';
 
 /** @param {import('@playwright/test').Page} page @param {string} query */
 async function openPeer(page, query) {
+  /** @type {string[]} */
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`/peer.html?${query}`);
@@ -16,7 +17,7 @@ async function openPeer(page, query) {
 /** @param {import('@playwright/test').Page[]} pages */
 const statsOf = (pages) => Promise.all(pages.map((p) => p.evaluate(() => window.carlab.stats()[0])));
 
-const unique = (name) => `${name}-${Date.now().toString(36)}`;
+const unique = (/** @type {string} */ name) => `${name}-${Date.now().toString(36)}`;
 
 test('relay-udp: two pages exchange updates over unordered, maxRetransmits=0 channels to the relay @firefox', async ({ browser, browserName }) => {
   const group = unique(`udp-${browserName}`);

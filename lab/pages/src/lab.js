@@ -440,6 +440,7 @@ async function counters(id) {
  */
 async function rawStats(id, key) {
   const report = await connOf(peerOf(id), key).pc.getStats();
+  /** @type {Record<string, unknown>[]} */
   const out = [];
   report.forEach((s) => out.push({ ...s }));
   return out;

@@ -24,7 +24,7 @@ import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
 
 const q = new URLSearchParams(location.search);
-const num = (name, dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
+const num = (/** @type {string} */ name, /** @type {number} */ dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
 const settings = {
   group: q.get('group') ?? 'fleet',
   token: tokenFrom(q),
@@ -77,8 +77,10 @@ async function boot() {
 function render() {
   const rows = clients.map((c, i) => {
     const rt = summarize(c.rt.slice(-200));
-    const ch = c.transport.channelInfo();
-    const loss = c.transport.name.startsWith('p2p') ? /** @type {any} */ (c.transport).counters?.discarded ?? 0 : 0;
+    // the live channel's parameters (relay-udp, p2p): core types them as a plain object
+    const ch = /** @type {{ ordered?: boolean, maxRetransmits?: number | null } | null} */ (c.transport.channelInfo());
+    const loss = c.transport.name.startsWith('p2p')
+      ? /** @type {{ counters?: { discarded?: number } }} */ (c.transport).counters?.discarded ?? 0 : 0;
     return `<tr><td>${c.options.name}</td><td>${c.options.group}</td><td>${c.id}</td><td>${c.members.size}</td>`
       + `<td>${c.cycle.updatesSent}</td><td>${fmt(rt.mean)}</td><td>${fmt(rt.p95)}</td><td>${loss}</td>`
       + `<td>${ch ? `${ch.ordered ? 'ordered' : 'unordered'}, rtx ${ch.maxRetransmits ?? '∞'}` : ''}</td></tr>`;

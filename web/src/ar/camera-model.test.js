@@ -26,7 +26,7 @@ describe('camera_para.dat', () => {
   test('round-trips through decodeCameraPara', () => {
     const cam = idealCamera(480, 640);
     const back = decodeCameraPara(encodeCameraPara(cam));
-    for (const key of ['width', 'height', 'fx', 'fy', 'cx', 'cy']) assert.equal(back[key], cam[key], key);
+    for (const key of /** @type {const} */ (['width', 'height', 'fx', 'fy', 'cx', 'cy'])) assert.equal(back[key], cam[key], key);
     assert.throws(() => decodeCameraPara(new Uint8Array(136)), /176 bytes/);
   });
 

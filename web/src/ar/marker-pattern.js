@@ -219,6 +219,7 @@ export function markerSvg({ kind = { type: 'pattern' }, sizeMm = DEFAULT_MARKER_
   const inner = PATTERN_RATIO * unit;
   const cell = inner / n;
   const x0 = margin + (unit - inner) / 2;
+  /** @type {string[]} */
   const rects = [];
   cells.forEach((row, r) => row.forEach((black, c) => {
     if (black) rects.push(`<rect x="${x0 + c * cell}" y="${x0 + r * cell}" width="${cell}" height="${cell}"/>`);

@@ -6,12 +6,15 @@ import {
   parsePatt, pattTemplate, rotateCCW,
 } from './marker-pattern.js';
 
-/** Normalised correlation, as ARToolKit's mono template matching scores patterns. */
+/**
+ * Normalised correlation, as ARToolKit's mono template matching scores patterns.
+ * @param {number[][]} a @param {number[][]} b
+ */
 function correlation(a, b) {
   const A = a.flat();
   const B = b.flat();
-  const ma = A.reduce((s, v) => s + v, 0) / A.length;
-  const mb = B.reduce((s, v) => s + v, 0) / B.length;
+  const ma = A.reduce((/** @type {number} */ s, v) => s + v, 0) / A.length;
+  const mb = B.reduce((/** @type {number} */ s, v) => s + v, 0) / B.length;
   let num = 0;
   let da = 0;
   let db = 0;
@@ -27,6 +30,7 @@ function correlation(a, b) {
  * ARToolKit's reading of an AR_MATRIX_CODE_3x3 marker (arPattGetID.c,
  * get_matrix_code): the orientation from the corners, then the six other
  * cells row by row (1 = black).
+ * @param {number[][]} cells
  */
 function readBarcode(cells) {
   const size = 3;
@@ -39,8 +43,8 @@ function readBarcode(cells) {
   }
   if (dir < 0) return { dir, code: -1 };
   let code = 0;
-  const at = (j, i) => data[j * size + i];
-  const push = (v) => { code = (code << 1) | v; };
+  const at = (/** @type {number} */ j, /** @type {number} */ i) => data[j * size + i];
+  const push = (/** @type {number} */ v) => { code = (code << 1) | v; };
   if (dir === 0) {
     for (let j = 0; j < size; j++) for (let i = 0; i < size; i++) {
       if ((i === 0 && j === 0) || (i === 0 && j === size - 1) || (i === size - 1 && j === size - 1)) continue;

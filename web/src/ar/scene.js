@@ -11,7 +11,7 @@
 import {
   AmbientLight, BoxGeometry, BufferGeometry, Camera, CanvasTexture, CylinderGeometry, DirectionalLight,
   EdgesGeometry, Float32BufferAttribute, Group, LineBasicMaterial, LineSegments, Matrix4, Mesh,
-  MeshBasicMaterial, MeshStandardMaterial, Plane, Quaternion, Raycaster, Scene, Sprite, SpriteMaterial,
+  MeshBasicMaterial, MeshStandardMaterial, Object3D, Plane, Quaternion, Raycaster, Scene, Sprite, SpriteMaterial,
   SRGBColorSpace, Vector2, Vector3, WebGLRenderer, DoubleSide, RingGeometry,
 } from 'three';
 
@@ -44,6 +44,49 @@ export function memberColour(id) {
   return `hsl(${hue}, 80%, 55%)`;
 }
 
+/**
+ * The scene graph without a renderer (so it can be built and checked in
+ * Node): the camera, `markerRoot` that AR.js moves onto the marker (its unit
+ * is one marker side), and under it `content` in metres with the light, the
+ * tracking ring and the shared object.
+ * @param {number} markerSize marker side in metres
+ */
+export function buildSceneGraph(markerSize) {
+  const scene = new Scene();
+  const camera = new Camera();
+  scene.add(camera);
+  // AR.js moves markerRoot onto the marker; its unit is one marker side.
+  const markerRoot = new Group();
+  markerRoot.matrixAutoUpdate = false;
+  markerRoot.visible = false;
+  scene.add(markerRoot);
+  // Everything shared lives in `content`, in metres.
+  const content = new Group();
+  content.scale.setScalar(1 / markerSize);
+  markerRoot.add(content);
+  scene.add(new AmbientLight(0xffffff, 1.6));
+  const sun = new DirectionalLight(0xffffff, 2.2);
+  sun.position.set(0.3, 1, 0.5);
+  content.add(sun);
+  content.add(sun.target);
+
+  // a thin ring around the marker shows that tracking holds
+  const ring = new Mesh(
+    new RingGeometry(markerSize * 0.72, markerSize * 0.76, 48),
+    new MeshBasicMaterial({ color: 0x39d98a, transparent: true, opacity: 0.8, side: DoubleSide }),
+  );
+  ring.rotation.x = -Math.PI / 2;
+  content.add(ring);
+
+  const object = makeToyCar(markerSize * 0.45);
+  content.add(object);
+  return { scene, camera, markerRoot, content, ring, object };
+}
+
+/**
+ * The shared scene over the camera picture: the graph, its WebGL renderer
+ * (when the browser has one), the avatars and dragging the shared object.
+ */
 export class ArScene {
   /**
    * @param {HTMLCanvasElement} canvas
@@ -62,40 +105,19 @@ export class ArScene {
       this.renderer.setPixelRatio(pixelRatio);
       this.renderer.outputColorSpace = SRGBColorSpace;
     } catch (err) {
-      this.webglError = String(err?.message ?? err);
+      this.webglError = String(/** @type {{ message?: string } | null} */ (err)?.message ?? err);
     }
-    this.scene = new Scene();
-    this.camera = new Camera();
-    this.scene.add(this.camera);
-    // AR.js moves markerRoot onto the marker; its unit is one marker side.
-    this.markerRoot = new Group();
-    this.markerRoot.matrixAutoUpdate = false;
-    this.markerRoot.visible = false;
-    this.scene.add(this.markerRoot);
-    // Everything shared lives in `content`, in metres.
-    this.content = new Group();
-    this.content.scale.setScalar(1 / markerSize);
-    this.markerRoot.add(this.content);
-    this.scene.add(new AmbientLight(0xffffff, 1.6));
-    const sun = new DirectionalLight(0xffffff, 2.2);
-    sun.position.set(0.3, 1, 0.5);
-    this.content.add(sun);
-    this.content.add(sun.target);
+    const graph = buildSceneGraph(markerSize);
+    this.scene = graph.scene;
+    this.camera = graph.camera;
+    this.markerRoot = graph.markerRoot;
+    this.content = graph.content;
+    this.object = graph.object;
 
     /** @type {import('./camera-model.js').Intrinsics | null} */
     this.intrinsics = null;
     this.videoSize = { width: 640, height: 480 };
 
-    // a thin ring around the marker shows that tracking holds
-    const ring = new Mesh(
-      new RingGeometry(markerSize * 0.72, markerSize * 0.76, 48),
-      new MeshBasicMaterial({ color: 0x39d98a, transparent: true, opacity: 0.8, side: DoubleSide }),
-    );
-    ring.rotation.x = -Math.PI / 2;
-    this.content.add(ring);
-
-    this.object = makeToyCar(markerSize * 0.45);
-    this.content.add(this.object);
     /** @type {Map<number, Avatar>} */
     this.avatars = new Map();
 
@@ -126,6 +148,7 @@ export class ArScene {
     this.resize();
   }
 
+  /** Fits the renderer and the projection to the canvas's size and the video's shape. */
   resize() {
     const w = this.canvas.clientWidth || window.innerWidth;
     const h = this.canvas.clientHeight || window.innerHeight;
@@ -139,6 +162,7 @@ export class ArScene {
   }
 
   /**
+   * Another member's avatar, hidden until their first tracked pose.
    * @param {number} id @param {string} name
    */
   addAvatar(id, name) {
@@ -148,7 +172,7 @@ export class ArScene {
     this.content.add(avatar.group);
   }
 
-  /** @param {number} id */
+  /** @param {number} id a member that left */
   removeAvatar(id) {
     const avatar = this.avatars.get(id);
     if (!avatar) return;
@@ -165,13 +189,13 @@ export class ArScene {
     this.avatars.get(id)?.setTarget(pose);
   }
 
-  /** @param {Pose} pose */
+  /** @param {Pose} pose the shared object's pose (marker frame, metres) */
   setObjectPose(pose) {
     this.object.position.set(pose[0], pose[1], pose[2]);
     this.object.quaternion.set(pose[3], pose[4], pose[5], pose[6]);
   }
 
-  /** @returns {Pose} */
+  /** @returns {Pose} the shared object's pose as drawn */
   objectPose() {
     const p = this.object.position;
     const q = this.object.quaternion;
@@ -239,6 +263,7 @@ export class ArScene {
     return this.raycaster.ray;
   }
 
+  /** Dragging the shared object on the marker plane with a finger or the mouse. */
   installPointer() {
     const canvas = this.canvas;
     canvas.style.touchAction = 'none';
@@ -285,9 +310,12 @@ function clamp(v, lo, hi) {
  * Another member: a camera frustum (apex at their camera, opening along
  * their viewing direction, -z) and a name tag.
  */
-class Avatar {
-  /** @param {string} name @param {string} colour @param {number} markerSize */
-  constructor(name, colour, markerSize) {
+export class Avatar {
+  /**
+   * @param {string} name @param {string} colour @param {number} markerSize
+   * @param {Object3D} [label] the name tag; by default drawn on a 2D canvas (tests without a DOM pass their own)
+   */
+  constructor(name, colour, markerSize, label) {
     this.name = name;
     this.group = new Group();
     this.group.visible = false;
@@ -309,14 +337,17 @@ class Avatar {
     // the "up" side of their screen, so one can tell how they hold the phone
     const top = new Mesh(new BoxGeometry(hw * 0.5, hh * 0.25, depth * 0.04), new MeshBasicMaterial({ color: colour }));
     top.position.set(0, hh * 1.3, -depth);
-    this.label = makeLabel(name, colour, markerSize * 0.4);
+    this.label = label ?? makeLabel(name, colour, markerSize * 0.4);
     this.label.position.set(0, hh * 2.2, -depth * 0.5);
     this.group.add(this.body, this.edges, top, this.label);
     this.target = { position: new Vector3(), quaternion: new Quaternion() };
     this.hasPose = false;
   }
 
-  /** @param {Pose} pose */
+  /**
+   * Their newest pose: the avatar eases towards it (jumps there if it had none); an untracked pose hides it.
+   * @param {Pose} pose
+   */
   setTarget(pose) {
     if (isUntracked(pose)) {
       this.group.visible = false;
@@ -352,6 +383,7 @@ class Avatar {
     return this.group.visible;
   }
 
+  /** Frees the GPU resources of its geometry, materials and label texture. */
   dispose() {
     this.group.traverse((/** @type {any} */ o) => {
       o.geometry?.dispose?.();

@@ -104,7 +104,7 @@ export function markerVisibility(pose, spec) {
   const square = (e) => /** @type {Vec3[]} */ ([[-e, 0, -e], [e, 0, -e], [e, 0, e], [-e, 0, e]]);
   const corners = square(h).map((p) => projectPoint(cam, toArCamera(pose, p)));
   const paper = square(outer).map((p) => projectPoint(cam, toArCamera(pose, p)));
-  const inside = (/** @type {[number, number] | null} */ c, m) => c !== null
+  const inside = (/** @type {[number, number] | null} */ c, /** @type {number} */ m) => c !== null
     && c[0] >= m && c[1] >= m && c[0] <= cam.width - 1 - m && c[1] <= cam.height - 1 - m;
   let visible = 'partial';
   if (corners.every((c) => inside(c, 4))) visible = 'full';

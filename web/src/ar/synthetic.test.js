@@ -74,7 +74,7 @@ describe('renderFrame', () => {
     const rgba = renderFrame(i, spec);
     const { width } = spec.camera;
     const pose = cameraPose(i, spec);
-    const luma = ([u, v]) => {
+    const luma = (/** @type {number[]} */ [u, v]) => {
       const o = (Math.round(v) * width + Math.round(u)) * 4;
       return (rgba[o] + rgba[o + 1] + rgba[o + 2]) / 3;
     };

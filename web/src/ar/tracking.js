@@ -23,12 +23,14 @@ import { encodeCameraPara, idealCamera } from './camera-model.js';
 import { PATTERN_RATIO } from './marker-pattern.js';
 import { CODE_CELL, DEFAULT_VIDEO, frameCodeOrigin, readFrameCode, renderFrame } from './synthetic.js';
 
+/** @typedef {import('../../../core/protocol.js').Pose} Pose */
+
 /**
  * @typedef {object} TrackingOptions
  * @property {{ type: 'camera' } | { type: 'video', url: string } | { type: 'synthetic' }} source
  * @property {import('./marker-pattern.js').MarkerKind} marker
  * @property {number} markerSize marker side in metres
- * @property {any} markerRoot three.js Group that AR.js moves onto the marker (its unit: one marker side)
+ * @property {{ visible: boolean, matrix: Matrix4 }} markerRoot three.js Group that AR.js moves onto the marker (its unit: one marker side)
  * @property {string} [assets] base URL of the marker assets, default '/markers/'
  * @property {boolean} [probe] read the synthetic video's frame codes and log every processed frame
  * @property {(frame: FrameInfo) => void} [onFrame]
@@ -68,28 +70,76 @@ export function processingSize(element) {
 }
 
 /**
- * An AR.js context and marker controls for one picture size.
- * @param {HTMLVideoElement} element
- * @param {TrackingOptions} options
- * @param {string} assets
+ * The AR.js context settings for a picture of one size: barcode markers need
+ * the matrix detector as well as the pattern one.
+ * @param {import('./marker-pattern.js').MarkerKind} marker
+ * @param {number} width @param {number} height of the processed picture
+ * @param {string | Uint8Array} cameraPara camera_para.dat's URL or its bytes (cameraParameters)
+ * @returns {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArToolkitContextParameters}
  */
-async function createTracker(element, options, assets) {
-  const { width, height } = processingSize(element);
-  const camera = idealCamera(width, height);
-  /** @type {string | Uint8Array} */
-  let cameraParameters = encodeCameraPara(camera);
-  if (width === 640 && height === 480) cameraParameters = `${assets}camera_para.dat`;
-
-  const context = new ArToolkitContext({
-    cameraParametersUrl: cameraParameters,
-    detectionMode: options.marker.type === 'barcode' ? 'mono_and_matrix' : 'mono',
+export function contextOptions(marker, width, height, cameraPara) {
+  return {
+    cameraParametersUrl: cameraPara,
+    detectionMode: marker.type === 'barcode' ? 'mono_and_matrix' : 'mono',
     matrixCodeType: '3x3',
     canvasWidth: width,
     canvasHeight: height,
     patternRatio: PATTERN_RATIO,
     maxDetectionRate: 60,
     imageSmoothingEnabled: true,
-  });
+  };
+}
+
+/**
+ * The marker controls' settings. ARToolKit's pose estimate fails
+ * (icpGetInitXw2Xc) for tiny marker widths such as 0.16: it works in marker
+ * sides (size 1) and we scale to metres ourselves (cameraPoseInMarker), so
+ * markerRoot's matrix is in marker sides.
+ * @param {import('./marker-pattern.js').MarkerKind} marker
+ * @param {string} assets base URL of the marker assets
+ * @returns {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArMarkerControlsParameters}
+ */
+export function markerOptions(marker, assets) {
+  return marker.type === 'barcode'
+    ? { type: 'barcode', barcodeValue: marker.value, size: 1, changeMatrixMode: 'modelViewMatrix' }
+    : { type: 'pattern', patternUrl: `${assets}carlab.patt`, size: 1, changeMatrixMode: 'modelViewMatrix' };
+}
+
+/**
+ * The camera parameters AR.js gets: the file for the 640x480 picture it was
+ * made for, else the same ideal camera for this size, as bytes.
+ * @param {import('./camera-model.js').Intrinsics} camera @param {string} assets
+ * @returns {string | Uint8Array}
+ */
+export function cameraParameters(camera, assets) {
+  return camera.width === 640 && camera.height === 480 ? `${assets}camera_para.dat` : encodeCameraPara(camera);
+}
+
+/**
+ * What the frame loop needs of a tracker (createTracker's result, or a fake in tests).
+ * @typedef {object} FrameTracker
+ * @property {Pick<ArToolkitContext, 'update' | 'arController'>} context
+ * @property {number} codeY top row of the synthetic video's frame code in the processed picture
+ *
+ * @typedef {FrameTracker & {
+ *   camera: import('./camera-model.js').Intrinsics,
+ *   context: ArToolkitContext,
+ *   controls: ArMarkerControls,
+ *   dispose: () => void,
+ * }} Tracker
+ */
+
+/**
+ * An AR.js context and marker controls for one picture size.
+ * @param {HTMLVideoElement} element
+ * @param {TrackingOptions} options
+ * @param {string} assets
+ * @returns {Promise<Tracker>}
+ */
+async function createTracker(element, options, assets) {
+  const { width, height } = processingSize(element);
+  const camera = idealCamera(width, height);
+  const context = new ArToolkitContext(contextOptions(options.marker, width, height, cameraParameters(camera, assets)));
   await new Promise((resolve) => context.init(resolve));
   // AR.js reads every frame back from its 2D canvas (getImageData): keep that
   // canvas in CPU memory, or a GPU-backed one stalls on every read.
@@ -98,17 +148,12 @@ async function createTracker(element, options, assets) {
   processingCanvas.width = width;
   processingCanvas.height = height;
   const processingCtx = processingCanvas.getContext('2d', { willReadFrequently: true });
-  if (processingCtx) {
+  if (processingCtx && ar) {
     processingCtx.imageSmoothingEnabled = ar.ctx.imageSmoothingEnabled;
     ar.canvas = processingCanvas;
     ar.ctx = processingCtx;
   }
-  // ARToolKit's pose estimate fails (icpGetInitXw2Xc) for tiny marker
-  // widths such as 0.16: it works in marker sides (width 1) and we scale to
-  // metres ourselves. markerRoot's matrix is therefore in marker sides.
-  const controls = new ArMarkerControls(context, options.markerRoot, options.marker.type === 'barcode'
-    ? { type: 'barcode', barcodeValue: options.marker.value, size: 1, changeMatrixMode: 'modelViewMatrix' }
-    : { type: 'pattern', patternUrl: `${assets}carlab.patt`, size: 1, changeMatrixMode: 'modelViewMatrix' });
+  const controls = new ArMarkerControls(context, options.markerRoot, markerOptions(options.marker, assets));
   return {
     camera,
     context,
@@ -121,19 +166,14 @@ async function createTracker(element, options, assets) {
 }
 
 /**
- * Starts the source and the tracker. Resolves once frames are being processed.
- * @param {TrackingOptions} options
+ * Tracking counters, read by the HUD and the tests (window.carlab.tracking.stats).
+ * @param {number} [startedAt]
  */
-export async function startTracking(options) {
-  const assets = options.assets ?? '/markers/';
-  const { element, stopSource } = await openSource(options.source);
-  let tracker = await createTracker(element, options, assets);
-  const metres = options.markerSize;
-
-  const stats = {
+export function createStats(startedAt = performance.now()) {
+  return {
     processed: 0,
     detected: 0,
-    startedAt: performance.now(),
+    startedAt,
     /** @type {number | null} */
     lastSeenAt: null,
     /** smoothed time AR.js takes per frame, ms */
@@ -143,95 +183,189 @@ export async function startTracking(options) {
     /** frames whose processing threw */
     errors: 0,
   };
-  /** Newest camera pose relative to the marker. */
-  const latest = {
-    /** @type {[number, number, number, number, number, number, number] | null} */
-    pose: null,
-    at: 0,
-  };
-  const inverse = new Matrix4();
-  const position = new Vector3();
-  const quaternion = new Quaternion();
-  const scale = new Vector3();
-  let running = true;
-  let rebuilding = false;
+}
 
-  // The picture changed shape (a phone turned between portrait and
-  // landscape): track it with a context and camera of the new shape.
-  element.addEventListener('resize', async () => {
-    const size = processingSize(element);
-    if (!running || rebuilding || !size.width || (size.width === tracker.camera.width && size.height === tracker.camera.height)) return;
-    rebuilding = true;
-    try {
-      const old = tracker;
-      tracker = await createTracker(element, options, assets);
-      old.dispose();
-      options.onCamera?.(tracker.camera);
-    } finally {
-      rebuilding = false;
-    }
-  });
+/** @typedef {ReturnType<typeof createStats>} TrackingStats */
 
+/**
+ * Counts one processed frame.
+ * @param {TrackingStats} stats
+ * @param {number} begin when AR.js started on it @param {number} now when it finished (ms)
+ * @param {boolean} visible marker found in it
+ */
+export function countFrame(stats, begin, now, visible) {
+  // exponential smoothing; the first frame seeds it
+  stats.processMs = stats.processMs ? 0.9 * stats.processMs + 0.1 * (now - begin) : now - begin;
+  stats.processed++;
+  stats.recent.push(now);
+  while (stats.recent.length && now - stats.recent[0] > 1000) stats.recent.shift();
+  if (visible) {
+    stats.detected++;
+    stats.lastSeenAt = now;
+  }
+}
+
+/**
+ * Processed frames per second over the last second.
+ * @param {TrackingStats} stats
+ */
+export function framesPerSecond(stats) {
+  const { recent } = stats;
+  return recent.length > 1 ? (1000 * (recent.length - 1)) / (recent[recent.length - 1] - recent[0]) : 0;
+}
+
+/**
+ * Reusable three.js objects for cameraPoseInMarker, so tracking allocates
+ * none per frame.
+ */
+export function createPoseScratch() {
+  return { inverse: new Matrix4(), position: new Vector3(), quaternion: new Quaternion(), scale: new Vector3() };
+}
+
+/**
+ * The camera pose relative to the marker: markerRoot's model-view matrix
+ * (marker -> camera, in marker sides) inverted, its translation scaled to metres.
+ * @param {Matrix4} modelView markerRoot.matrix
+ * @param {number} metres marker side in metres
+ * @param {ReturnType<typeof createPoseScratch>} [scratch]
+ * @returns {Pose} x, y, z (metres), qx, qy, qz, qw
+ */
+export function cameraPoseInMarker(modelView, metres, scratch = createPoseScratch()) {
+  const { inverse, position, quaternion, scale } = scratch;
+  inverse.copy(modelView).invert();
+  inverse.decompose(position, quaternion, scale);
+  position.multiplyScalar(metres);
+  return [position.x, position.y, position.z, quaternion.x, quaternion.y, quaternion.z, quaternion.w];
+}
+
+/**
+ * The newest camera pose relative to the marker, and when it was seen.
+ * @returns {{ pose: Pose | null, at: number }}
+ */
+export function createLatest() {
+  return { pose: null, at: 0 };
+}
+
+/**
+ * @typedef {object} FrameLoop what one processed frame reads and updates
+ * @property {FrameTracker} tracker the current tracker (replaced when the picture changes shape)
+ * @property {boolean} running false once stopped
+ * @property {boolean} rebuilding a new tracker is being made: skip frames until it is
+ * @property {TrackingStats} stats
+ * @property {ReturnType<typeof createLatest>} latest
+ */
+
+/**
+ * The per-frame work: hands the element's frame to AR.js, counts it, reads
+ * the pose while the marker is visible and reports the frame.
+ * @param {FrameLoop} loop
+ * @param {HTMLVideoElement} element
+ * @param {Pick<TrackingOptions, 'markerRoot' | 'markerSize' | 'probe' | 'onFrame'>} options
+ * @returns {() => void} processes the current frame; never throws (a bad frame is counted in stats.errors and logged once)
+ */
+export function createFrameStep(loop, element, options) {
+  const scratch = createPoseScratch();
   const process = () => {
     const begin = performance.now();
-    const { context } = tracker;
+    const { context } = loop.tracker;
     if (!context.update(element)) return;
     const now = performance.now();
-    stats.processMs = stats.processMs ? 0.9 * stats.processMs + 0.1 * (now - begin) : now - begin;
     const visible = Boolean(options.markerRoot.visible);
-    stats.processed++;
-    stats.recent.push(now);
-    while (stats.recent.length && now - stats.recent[0] > 1000) stats.recent.shift();
+    countFrame(loop.stats, begin, now, visible);
     /** @type {FrameInfo} */
     const info = { t: now, visible, frame: -1, position: null, quaternion: null };
     if (visible) {
-      stats.detected++;
-      stats.lastSeenAt = now;
-      inverse.copy(options.markerRoot.matrix).invert();
-      inverse.decompose(position, quaternion, scale);
-      position.multiplyScalar(metres);
-      latest.pose = [position.x, position.y, position.z, quaternion.x, quaternion.y, quaternion.z, quaternion.w];
-      latest.at = now;
-      info.position = [position.x, position.y, position.z];
-      info.quaternion = [quaternion.x, quaternion.y, quaternion.z, quaternion.w];
+      const pose = cameraPoseInMarker(options.markerRoot.matrix, options.markerSize, scratch);
+      loop.latest.pose = pose;
+      loop.latest.at = now;
+      info.position = pose.slice(0, 3);
+      info.quaternion = pose.slice(3);
     }
     if (options.probe && context.arController) {
-      const band = context.arController.ctx.getImageData(0, tracker.codeY, 20 * CODE_CELL, CODE_CELL);
+      const band = context.arController.ctx.getImageData(0, loop.tracker.codeY, 20 * CODE_CELL, CODE_CELL);
       info.frame = readFrameCode(band.data, 20 * CODE_CELL, CODE_CELL / 2);
     }
     options.onFrame?.(info);
   };
-  const safeProcess = () => {
-    if (rebuilding) return;
+  return () => {
+    if (loop.rebuilding) return;
     try {
       process();
     } catch (err) {
       // one bad frame must not stop tracking
-      if (stats.errors++ === 0) console.error('carlab: tracking a frame failed', err);
+      if (loop.stats.errors++ === 0) console.error('carlab: tracking a frame failed', err);
     }
   };
+}
 
-  // Process each new video frame once (requestVideoFrameCallback), else poll on animation frames.
-  const video = /** @type {any} */ (element);
-  if (typeof video.requestVideoFrameCallback === 'function') {
+/**
+ * Calls `step` once per new video frame (requestVideoFrameCallback), else on
+ * animation frames whenever the video's time moved, until `loop.running` is false.
+ * @param {Pick<HTMLVideoElement, 'currentTime'> & { requestVideoFrameCallback?: HTMLVideoElement['requestVideoFrameCallback'] }} element
+ * @param {Pick<FrameLoop, 'running'>} loop
+ * @param {() => void} step
+ * @param {(callback: () => void) => void} [nextAnimationFrame] requestAnimationFrame; replaceable for tests
+ */
+export function scheduleFrames(element, loop, step, nextAnimationFrame = (callback) => { requestAnimationFrame(callback); }) {
+  if (typeof element.requestVideoFrameCallback === 'function') {
+    const request = element.requestVideoFrameCallback.bind(element);
     const onVideoFrame = () => {
-      if (!running) return;
-      safeProcess();
-      video.requestVideoFrameCallback(onVideoFrame);
+      if (!loop.running) return;
+      step();
+      request(onVideoFrame);
     };
-    video.requestVideoFrameCallback(onVideoFrame);
+    request(onVideoFrame);
   } else {
     let lastTime = -1;
     const onAnimationFrame = () => {
-      if (!running) return;
+      if (!loop.running) return;
       if (element.currentTime !== lastTime) {
         lastTime = element.currentTime;
-        safeProcess();
+        step();
       }
-      requestAnimationFrame(onAnimationFrame);
+      nextAnimationFrame(onAnimationFrame);
     };
-    requestAnimationFrame(onAnimationFrame);
+    nextAnimationFrame(onAnimationFrame);
   }
+}
+
+/**
+ * Whether the picture changed shape (a phone turned between portrait and
+ * landscape) so that a tracker for the new shape is needed.
+ * @param {{ width: number, height: number }} size the picture's processing size now
+ * @param {{ width: number, height: number }} camera the current tracker's camera
+ */
+export function shapeChanged(size, camera) {
+  return Boolean(size.width) && (size.width !== camera.width || size.height !== camera.height);
+}
+
+/**
+ * Starts the source and the tracker. Resolves once frames are being processed.
+ * @param {TrackingOptions} options
+ */
+export async function startTracking(options) {
+  const assets = options.assets ?? '/markers/';
+  const { element, stopSource } = await openSource(options.source);
+  let tracker = await createTracker(element, options, assets);
+  /** @type {FrameLoop} */
+  const loop = { tracker, running: true, rebuilding: false, stats: createStats(), latest: createLatest() };
+
+  // The picture changed shape: track it with a context and camera of the new shape.
+  element.addEventListener('resize', async () => {
+    if (!loop.running || loop.rebuilding || !shapeChanged(processingSize(element), tracker.camera)) return;
+    loop.rebuilding = true;
+    try {
+      const old = tracker;
+      tracker = await createTracker(element, options, assets);
+      loop.tracker = tracker;
+      old.dispose();
+      options.onCamera?.(tracker.camera);
+    } finally {
+      loop.rebuilding = false;
+    }
+  });
+
+  scheduleFrames(element, loop, createFrameStep(loop, element, options));
 
   return {
     element,
@@ -239,14 +373,15 @@ export async function startTracking(options) {
     get camera() { return tracker.camera; },
     get context() { return tracker.context; },
     get controls() { return tracker.controls; },
-    stats,
-    latest,
+    stats: loop.stats,
+    /** Newest camera pose relative to the marker. */
+    latest: loop.latest,
     /** Processed frames per second over the last second. */
     fps() {
-      return stats.recent.length > 1 ? (1000 * (stats.recent.length - 1)) / (stats.recent.at(-1) - stats.recent[0]) : 0;
+      return framesPerSecond(loop.stats);
     },
     stop() {
-      running = false;
+      loop.running = false;
       tracker.dispose();
       stopSource();
     },

@@ -86,19 +86,23 @@ const status = { connection: 'starting', rtLast: /** @type {number | null} */ (n
 const links = new Map();
 /** Poses we sent, by seq (newest 300), for the tests: seq -> { pose, epoch ms }. */
 const sent = new Map();
-/** Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }. */
+/**
+ * Updates applied from others (newest 1000): { sender, seq, epoch ms of arrival }.
+ * @type {{ sender: number, seq: number, epoch: number }[]}
+ */
 const received = [];
 /** The HUD's loss estimate from what we received, re-based at each rejoin (core/live-loss.js). */
 const liveLoss = new LiveLoss();
-/** Processed frames (probe mode). */
+/** @type {import('../ar/tracking.js').FrameInfo[]} Processed frames (probe mode). */
 const frames = [];
 let lastVisible = false;
 
+/** @type {import('../ar/marker-pattern.js').MarkerKind} */
 let marker;
 try {
   marker = parseMarkerKind(settings.markerParam);
 } catch (err) {
-  hud.showError('marker-kind', `${err.message}. Using the car pattern marker.`);
+  hud.showError('marker-kind', `${/** @type {Error} */ (err).message}. Using the car pattern marker.`);
   marker = parseMarkerKind('pattern');
 }
 
@@ -187,7 +191,7 @@ async function joinGroup() {
   } catch (err) {
     status.connection = 'unreachable';
     hud.showError('network', `Cannot reach the carlab server at ${location.host}. Check that it is running and that this `
-      + `device is on the same network, then reload. (${err.message})`);
+      + `device is on the same network, then reload. (${/** @type {Error} */ (err).message})`);
     throw err;
   }
   const transport = createTransport(settings.transport, { baseUrl: location.origin, config, Peer });
@@ -204,7 +208,9 @@ async function joinGroup() {
   scene.onObjectMoved = (pose) => client?.moveObject(pose);
   try {
     await withTimeout(client.connect(), 20_000, 'no answer within 20 s');
-  } catch (err) {
+  } catch (caught) {
+    // a join refusal carries the relay's close code; a network failure has none
+    const err = /** @type {{ code?: number, message?: string }} */ (caught);
     status.connection = err.code === CloseCode.FORBIDDEN ? 'refused' : 'unreachable';
     const cert = location.protocol === 'https:' && err.code === undefined
       ? ` If this browser has not accepted the server's certificate, open ${location.origin}/ once and accept it.`
@@ -222,12 +228,13 @@ async function joinGroup() {
 
 async function startCamera() {
   if (settings.source === 'none') return null;
+  /** @type {import('../ar/tracking.js').TrackingOptions['source']} */
   const source = settings.source === 'synthetic' ? { type: 'synthetic' }
     : settings.source === 'video' ? { type: 'video', url: settings.src }
       : { type: 'camera' };
   try {
     tracking = await startTracking({
-      source: /** @type {any} */ (source),
+      source,
       marker,
       markerSize: settings.markerSize,
       markerRoot: scene.markerRoot,
@@ -248,7 +255,7 @@ async function startCamera() {
       },
     });
   } catch (err) {
-    hud.showError('camera', err.message);
+    hud.showError('camera', /** @type {Error} */ (err).message);
     throw err;
   }
   scene.setCamera(tracking.camera, tracking.element.videoWidth, tracking.element.videoHeight);
@@ -261,6 +268,7 @@ async function startCamera() {
  * @returns {Promise<T>}
  */
 function withTimeout(promise, ms, message) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   return Promise.race([
     promise,
@@ -271,6 +279,8 @@ function withTimeout(promise, ms, message) {
 /** The HUD's numbers. */
 function hudState() {
   const rt = client ? client.rtSummary() : { mean: null, p95: null, n: 0 };
+  /** `client` as of now: a const stays narrowed inside the callback below */
+  const current = client;
   const jitters = [];
   if (client) {
     for (const [sender, stream] of client.streams) {
@@ -282,13 +292,13 @@ function hudState() {
     links: [...links.values()],
     now: performance.now(),
     transport: settings.transport,
-    channel: client ? /** @type {any} */ (client.transport.channelInfo()) : null,
+    channel: client ? /** @type {import('./hud.js').HudState['channel']} */ (client.transport.channelInfo()) : null,
     clientId: client?.id ?? null,
     members: client ? [...client.members.values()].map((m) => ({
       id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
     })) : [],
     rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
-    lossPct: client ? liveLoss.lossPct(client.streams, (id) => client.members.has(id)) : null,
+    lossPct: current ? liveLoss.lossPct(current.streams, (id) => current.members.has(id)) : null,
     jitterMs: jitters.length ? jitters.reduce((a, b) => a + b, 0) / jitters.length : null,
     trackingFps: tracking ? tracking.fps() : 0,
     trackingMs: tracking ? tracking.stats.processMs : 0,

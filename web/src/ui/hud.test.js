@@ -3,8 +3,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectionText } from './hud.js';
 
+/** @typedef {import('./hud.js').HudState} HudState */
+/** @typedef {NonNullable<HudState['links']>} Links */
+
 test('connected, reconnecting with attempt and countdown, then connected again', () => {
   assert.equal(connectionText({ connection: 'connected', links: [{ state: 'connected', part: 'relay', at: 0 }], now: 5 }), 'connected');
+  /** @type {{ connection: string, links: Links }} */
   const down = { connection: 'reconnecting', links: [{ state: 'reconnecting', part: 'relay', attempt: 3, delayMs: 2400, code: 1006, at: 1000 }] };
   assert.equal(connectionText({ ...down, now: 1000 }), 'reconnecting… attempt 3, next in 2.4 s');
   assert.equal(connectionText({ ...down, now: 2960 }), 'reconnecting… attempt 3, next in 0.4 s');
@@ -14,6 +18,7 @@ test('connected, reconnecting with attempt and countdown, then connected again',
 });
 
 test('p2p: the channels work while the relay and the PeerServer are retried', () => {
+  /** @type {Links} */
   const links = [
     { state: 'reconnecting', part: 'membership', attempt: 2, delayMs: 1000, at: 0 },
     { state: 'reconnecting', part: 'signaling', attempt: 1, delayMs: 200, at: 0 },

@@ -106,7 +106,7 @@ async function updateShare() {
     qr.innerHTML = await QRCode.toString(link, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' });
     qr.dataset.link = link;
   } catch (err) {
-    qr.textContent = `QR code failed: ${err.message}`;
+    qr.textContent = `QR code failed: ${/** @type {Error} */ (err).message}`;
   }
 }
 if (['localhost', '127.0.0.1', '[::1]'].includes(location.hostname)) {
