@@ -85,10 +85,11 @@ describe('reconnecting clients', () => {
     assert.deepEqual([a.id, b.id], ids, 'rejoined with the same ids');
     assert.ok(!a.members.has(gone.id) && !b.members.has(gone.id), 'a member that did not come back left');
     const completed = a.cycle.completed;
-    await until(() => a.cycle.completed >= completed + 5 && b.streams.get(a.id).newestSeq > seqBefore + 3);
+    await until(() => a.cycle.completed >= completed + 5 && (b.streams.get(a.id)?.newestSeq ?? 0) > seqBefore + 3);
     assert.ok(a.cycle.seq > seqBefore, 'sequence numbers go on');
     for (const [r, s] of [[a, b], [b, a]]) {
       const stream = r.streams.get(s.id);
+      assert.ok(stream, 'a stream from each neighbour');
       assert.equal(stream.duplicates + stream.reorders, 0);
     }
     const st = a.stats();

@@ -1,0 +1,188 @@
+// The relay transport's connection: one WebSocket at a time, joined with a
+// HELLO, and after an unexpected close a rejoin with the same client id and
+// token, paced by ReconnectPolicy. relay.js wraps it as a core Transport.
+
+import { ProtocolError, decode, encode, unbatch } from '../../../core/protocol.js';
+import { RelayOutbox } from './relay-outbox.js';
+import { ReconnectPolicy } from './relay-reconnect.js';
+import { dispatchRelayMessage, helloMessage, listenForFrames } from './relay-socket.js';
+
+/**
+ * @typedef {import('../../../core/client.js').TransportHandlers} TransportHandlers
+ * @typedef {import('../../../core/client.js').JoinParams} JoinParams
+ * @typedef {import('../../../core/protocol.js').WelcomeMsg} WelcomeMsg
+ * @typedef {import('./relay-socket.js').RelaySocket} RelaySocket
+ */
+
+/**
+ * How connect() learns the outcome of the first socket.
+ * @typedef {object} FirstJoin
+ * @property {(w: WelcomeMsg) => void} resolve on WELCOME
+ * @property {(e: Error) => void} reject on a close before it (no retry then)
+ */
+
+/**
+ * One WebSocket and what happened on it.
+ * @typedef {object} SocketAttempt
+ * @property {RelaySocket} socket
+ * @property {FirstJoin | null} first the connect() call's join; null for a rejoin
+ * @property {boolean} welcomed
+ */
+
+/**
+ * @typedef {object} RelayConnectionOptions
+ * @property {string} url
+ * @property {boolean} batched
+ * @property {boolean} [membershipOnly]
+ * @property {number} [extraFlags]
+ * @property {new (url: string) => RelaySocket} WebSocket
+ * @property {() => number} now
+ * @property {(m: import('../../../core/protocol.js').SignalMsg) => void} [onSignal]
+ * @property {boolean | import('./relay-reconnect.js').ReconnectOptions} [reconnect]
+ */
+
+/**
+ * Joins the relay and keeps the membership through outages.
+ */
+export class RelayConnection {
+  /** @param {RelayConnectionOptions} options */
+  constructor(options) {
+    this.options = options;
+    /** @type {RelaySocket | null} the current socket */
+    this.ws = null;
+    this.outbox = new RelayOutbox(options.batched, () => this.ws);
+    this.policy = new ReconnectPolicy(options.reconnect);
+    /** The client closed us: never reconnect then. */
+    this.closedByUs = false;
+    /** @type {ReturnType<typeof setTimeout> | null} the wait before the next rejoin */
+    this.retryTimer = null;
+    /** Our id in the group once welcomed; a rejoin asks for it again. */
+    this.myId = 0;
+    /** @type {TransportHandlers | null} */
+    this.handlers = null;
+    /** @type {JoinParams | null} */
+    this.joinParams = null;
+    /** Rejoins that succeeded, attempts made, the last close code seen. */
+    this.counters = { reconnects: 0, attempts: 0, lastCloseCode: /** @type {number | null} */ (null) };
+  }
+
+  /**
+   * Joins: resolves on WELCOME, rejects if the socket closes before it.
+   * @param {JoinParams} join
+   * @param {TransportHandlers} h
+   * @returns {Promise<WelcomeMsg>}
+   */
+  connect(join, h) {
+    this.joinParams = join;
+    this.handlers = h;
+    this.closedByUs = false;
+    return new Promise((resolve, reject) => this.open({ resolve, reject }));
+  }
+
+  /**
+   * Opens one WebSocket and joins. `first`: the connect() call; otherwise a
+   * rejoin, which retries on its own until it is welcomed.
+   * @param {FirstJoin | null} first
+   */
+  open(first) {
+    const join = /** @type {JoinParams} */ (this.joinParams); // set by connect(), which comes first
+    const socket = new this.options.WebSocket(this.options.url);
+    this.ws = socket;
+    /** @type {SocketAttempt} */
+    const attempt = { socket, first, welcomed: false };
+    socket.onopen = () => {
+      // A rejoin keeps its id, so its neighbours' streams from it go on; a
+      // new one only if the old one stays taken.
+      const clientId = first ? join.clientId ?? 0 : this.policy.rejoinId(this.myId);
+      socket.send(encode(helloMessage(this.options, join, clientId)));
+    };
+    listenForFrames(socket, (data) => this.onFrame(attempt, data));
+    socket.onerror = () => {}; // the close event follows and carries the reason
+    socket.onclose = (event) => this.onSocketClose(attempt, event);
+  }
+
+  /**
+   * @param {SocketAttempt} attempt
+   * @param {unknown} data one frame
+   */
+  onFrame(attempt, data) {
+    if (attempt.socket !== this.ws) return;
+    const h = /** @type {TransportHandlers} */ (this.handlers); // set by connect()
+    const arrival = this.options.now();
+    // decode() checks what it gets: text or anything else not binary comes back as a ProtocolError.
+    const frame = decode(/** @type {Uint8Array} */ (data));
+    if (frame instanceof ProtocolError) {
+      attempt.socket.close(frame.closeCode, frame.message.slice(0, 120));
+      return;
+    }
+    const sinks = {
+      handlers: h,
+      onSignal: this.options.onSignal,
+      onWelcome: (/** @type {WelcomeMsg} */ m) => this.onWelcome(attempt, m),
+    };
+    for (const m of unbatch(frame)) dispatchRelayMessage(m, arrival, sinks);
+  }
+
+  /**
+   * @param {SocketAttempt} attempt
+   * @param {WelcomeMsg} m
+   */
+  onWelcome(attempt, m) {
+    const h = /** @type {TransportHandlers} */ (this.handlers);
+    attempt.welcomed = true;
+    this.myId = m.clientId;
+    if (attempt.first) {
+      h.onWelcome?.(m);
+      attempt.first.resolve(m);
+    } else {
+      this.counters.reconnects++;
+      this.policy.welcomed();
+      h.onReconnected?.(m);
+    }
+    h.onConnectionStatus?.({ state: 'connected', part: 'relay' });
+  }
+
+  /**
+   * @param {SocketAttempt} attempt
+   * @param {{ code: number, reason: string }} event
+   */
+  onSocketClose(attempt, event) {
+    if (attempt.socket !== this.ws) return;
+    const h = /** @type {TransportHandlers} */ (this.handlers);
+    this.counters.lastCloseCode = event.code;
+    if (attempt.first && !attempt.welcomed) {
+      const err = Object.assign(new Error(`relay closed before WELCOME: ${event.code} ${event.reason || ''}`.trim()), { code: event.code });
+      attempt.first.reject(err);
+      h.onClose(event.code, event.reason);
+      return;
+    }
+    const plan = this.closedByUs ? null : this.policy.afterClose(event.code, attempt.welcomed);
+    if (!plan) {
+      h.onClose(event.code, event.reason);
+      return;
+    }
+    if (attempt.welcomed) h.onReconnecting?.({ code: event.code, reason: event.reason });
+    h.onConnectionStatus?.({ state: 'reconnecting', part: 'relay', attempt: plan.attempt, delayMs: plan.delayMs, code: event.code });
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this.closedByUs) return;
+      this.counters.attempts++;
+      this.open(null);
+    }, plan.delayMs);
+  }
+
+  /** Leaves: sends what is queued, then closes the socket (or ends the wait for a rejoin). */
+  close() {
+    this.closedByUs = true;
+    this.outbox.flush();
+    if (this.retryTimer !== null) {
+      // Between two attempts there is no socket to close: report the close ourselves.
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+      this.handlers?.onClose(1000, 'closed while reconnecting');
+      return;
+    }
+    const ws = this.ws;
+    if (ws && ws.readyState <= 1) ws.close(1000, 'bye');
+  }
+}

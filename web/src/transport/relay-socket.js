@@ -1,0 +1,92 @@
+// One WebSocket to the relay, the parts that do not depend on the transport's
+// state: the HELLO a join sends, how frames are taken from the browser's
+// WebSocket or Node's `ws`, and which handler each decoded message goes to.
+
+import { HelloFlag, MsgType } from '../../../core/protocol.js';
+
+/**
+ * What the transport uses of a WebSocket: the browser's and the `ws` package's
+ * both have it (`on` only the latter).
+ * @typedef {object} RelaySocket
+ * @property {number} readyState 0 connecting, 1 open, 2 closing, 3 closed
+ * @property {string} binaryType
+ * @property {(data: Uint8Array) => void} send
+ * @property {(code?: number, reason?: string) => void} close
+ * @property {(() => void) | null} onopen
+ * @property {((event: { data: unknown }) => void) | null} onmessage
+ * @property {(() => void) | null} onerror
+ * @property {((event: { code: number, reason: string }) => void) | null} onclose
+ * @property {(event: 'message', listener: (data: unknown, isBinary: boolean) => void) => void} [on]
+ */
+
+/**
+ * What a HELLO says about the transport.
+ * @typedef {object} HelloMode
+ * @property {boolean} batched mode `relay` (the server coalesces frames, aggregates ACKs)
+ * @property {boolean} [membershipOnly] the p2p transports' membership join
+ * @property {number} [extraFlags] more flags (relay-udp adds UDP)
+ */
+
+/**
+ * The HELLO that joins `join.group`.
+ * @param {HelloMode} mode
+ * @param {import('../../../core/client.js').JoinParams} join
+ * @param {number} clientId the id to ask for (0: the server assigns one)
+ * @returns {import('../../../core/protocol.js').HelloMsg}
+ */
+export function helloMessage(mode, join, clientId) {
+  return {
+    type: MsgType.HELLO,
+    flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : 0)
+      | (mode.extraFlags ?? 0),
+    clientId,
+    group: join.group,
+    name: join.name,
+    token: join.token ?? '',
+  };
+}
+
+/**
+ * Hands every frame the socket receives to `onFrame`.
+ * @param {RelaySocket} socket
+ * @param {(data: unknown) => void} onFrame an ArrayBuffer (browser), a Buffer (Node's `ws`), or a string for text
+ */
+export function listenForFrames(socket, onFrame) {
+  if (typeof socket.on === 'function') {
+    // Node's `ws` (the load generator): the frame as a Buffer, without the
+    // ArrayBuffer copy and the MessageEvent per frame; text stays a string.
+    socket.binaryType = 'nodebuffer';
+    socket.on('message', (data, isBinary) => onFrame(isBinary ? data : String(data)));
+  } else {
+    socket.binaryType = 'arraybuffer';
+    socket.onmessage = (event) => onFrame(event.data);
+  }
+}
+
+/**
+ * Where the messages of a relay connection go.
+ * @typedef {object} RelayMessageSinks
+ * @property {import('../../../core/client.js').TransportHandlers} handlers the client core's
+ * @property {(m: import('../../../core/protocol.js').WelcomeMsg) => void} onWelcome
+ * @property {((m: import('../../../core/protocol.js').SignalMsg) => void) | undefined} onSignal
+ */
+
+/**
+ * Delivers one decoded message from the relay.
+ * @param {import('../../../core/protocol.js').Message} m
+ * @param {number} arrival when its frame arrived
+ * @param {RelayMessageSinks} sinks
+ */
+export function dispatchRelayMessage(m, arrival, sinks) {
+  const h = sinks.handlers;
+  switch (m.type) {
+    case MsgType.WELCOME: sinks.onWelcome(m); break;
+    case MsgType.UPDATE: h.onUpdate(m, arrival); break;
+    case MsgType.ACK: h.onAck(m); break;
+    case MsgType.ACKED_ALL: h.onAckedAll(m); break;
+    case MsgType.MEMBER_JOINED: h.onMemberJoined(m); break;
+    case MsgType.MEMBER_LEFT: h.onMemberLeft(m.id); break;
+    case MsgType.SIGNAL: sinks.onSignal?.(m); break;
+    default: break; // ERROR and others: informational
+  }
+}
