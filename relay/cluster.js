@@ -15,16 +15,13 @@
 import { createHash } from 'node:crypto';
 
 import { MsgType, ProtocolError, decode, frameOfBody } from '../core/protocol.js';
+import { NodeDirectory } from './cluster-nodes.js';
 import {
-  EnvelopeBatcher, EnvelopeKind, HEARTBEAT_SUBJECT, MEMBERSHIP_SUBJECT, dropPayload, encodeEnvelope,
+  EnvelopeBatcher, EnvelopeKind, MEMBERSHIP_SUBJECT, dropPayload, encodeEnvelope,
   groupSubject, jsonBytes, nodeSubject, parseJsonBytes, readDropPayload, unpackEnvelopes,
 } from './cluster-wire.js';
 
-/** How often a node says it is alive. */
-export const HEARTBEAT_MS = 1000;
-
-/** A node not heard from for this long is gone: its members leave. */
-export const NODE_TIMEOUT_MS = 3500;
+export { HEARTBEAT_MS, NODE_TIMEOUT_MS, NodeDirectory } from './cluster-nodes.js';
 
 /**
  * The hash a group's access token travels as between nodes (never the token).
@@ -92,49 +89,39 @@ export class ClusterLink {
   /**
    * @param {import('./broker.js').Broker} broker
    * @param {import('./groups.js').GroupRegistry} groups
+   * @param {NodeDirectory} [nodes] the process's node directory, shared with signaling
    */
-  constructor(broker, groups) {
+  constructor(broker, groups, nodes = new NodeDirectory(broker)) {
     this.broker = broker;
     this.groups = groups;
     this.nodeId = broker.nodeId;
     this.batcher = new EnvelopeBatcher((subject, data) => broker.publish(subject, data));
-    /** Other nodes, by id -> last heartbeat (performance.now). @type {Map<string, number>} */
-    this.nodes = new Map();
+    this.directory = nodes;
     /** Update subscriptions of groups with local members. @type {Map<string, import('./broker.js').BrokerSubscription>} */
     this.groupSubs = new Map();
     /** @type {import('./broker.js').BrokerSubscription[]} */
     this.subs = [];
-    this.startedAt = performance.now();
     /** @type {ClusterStats} */
     this.stats = {
       updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
       unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0,
     };
-    /** @type {ReturnType<typeof setInterval> | null} */
-    this.timer = null;
   }
+
+  /** Other live nodes, by id -> when last heard. */
+  get nodes() { return this.directory.nodes; }
 
   /** Subscribes and starts the heartbeat. */
   start() {
     this.subs.push(this.broker.subscribe(MEMBERSHIP_SUBJECT, (data) => this.onMembership(parseJsonBytes(data))));
-    this.subs.push(this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data))));
     this.subs.push(this.broker.subscribe(nodeSubject(this.nodeId), (data) => this.onData(data)));
-    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat(); });
-    this.heartbeat();
-    this.timer = setInterval(() => { this.heartbeat(); this.sweepNodes(); }, HEARTBEAT_MS);
-    this.timer.unref();
+    this.directory.listen({ onNodeNew: (node) => this.sendState(node), onNodeGone: (node) => this.dropNode(node) });
+    this.directory.start();
   }
 
-  /**
-   * Ready once connected and one heartbeat round has passed, so the other
-   * nodes' members are known before clients are sent here.
-   *
-   * @returns {{ ready: boolean, reason: string }}
-   */
+  /** @returns {{ ready: boolean, reason: string }} see NodeDirectory.readiness */
   readiness() {
-    if (!this.broker.status().connected) return { ready: false, reason: 'not connected to NATS' };
-    if (performance.now() - this.startedAt < HEARTBEAT_MS * 1.5) return { ready: false, reason: 'learning the cluster\'s members' };
-    return { ready: true, reason: 'connected to NATS' };
+    return this.directory.readiness();
   }
 
   // ------------------------------------------------------------ local events
@@ -275,7 +262,7 @@ export class ClusterLink {
   /** @param {Record<string, unknown> | null} m */
   onMembership(m) {
     if (!m || typeof m.node !== 'string' || m.node === this.nodeId) return;
-    this.nodes.set(m.node, performance.now());
+    if (m.t !== 'bye') this.directory.heard(m.node);
     switch (m.t) {
       case 'joined': this.remoteJoined(m.node, m); break;
       case 'ready': this.remoteReady(m); break;
@@ -283,7 +270,7 @@ export class ClusterLink {
       case 'state':
         if (Array.isArray(m.members)) for (const record of m.members) this.remoteJoined(m.node, record);
         break;
-      case 'bye': this.dropNode(m.node); break;
+      case 'bye': this.directory.gone(m.node); break;
       default: break;
     }
   }
@@ -328,22 +315,13 @@ export class ClusterLink {
 
   // ------------------------------------------------------------- liveness
 
-  /** Says this node is alive. */
-  heartbeat() {
-    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: this.nodeId }));
-  }
-
   /**
-   * A heartbeat: a node never heard of (new, restarted, or back after a cut)
-   * gets this node's whole membership, addressed to it alone.
+   * A node new to us (new, restarted, back after a cut) gets this node's
+   * whole membership, addressed to it alone.
    *
-   * @param {Record<string, unknown> | null} m
+   * @param {string} node
    */
-  onHeartbeat(m) {
-    if (!m || typeof m.node !== 'string' || m.node === this.nodeId) return;
-    const known = this.nodes.has(m.node);
-    this.nodes.set(m.node, performance.now());
-    if (known) return;
+  sendState(node) {
     const members = [];
     for (const group of this.groups.groups.values()) {
       for (const member of group.members.values()) {
@@ -351,24 +329,16 @@ export class ClusterLink {
       }
     }
     const state = jsonBytes({ t: 'state', node: this.nodeId, members });
-    this.batcher.add(nodeSubject(m.node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', state));
-    this.heartbeat(); // so it learns of us now, not a second later
+    this.batcher.add(nodeSubject(node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', state));
   }
 
-  /** Nodes silent for NODE_TIMEOUT_MS are gone: their members leave. */
-  sweepNodes() {
-    const cutoff = performance.now() - NODE_TIMEOUT_MS;
-    for (const [node, lastSeen] of this.nodes) {
-      if (lastSeen < cutoff) {
-        this.stats.nodesLost++;
-        this.dropNode(node);
-      }
-    }
-  }
-
-  /** @param {string} node */
+  /**
+   * A node is gone: its members leave every group here.
+   *
+   * @param {string} node
+   */
   dropNode(node) {
-    this.nodes.delete(node);
+    this.stats.nodesLost++;
     for (const group of [...this.groups.groups.values()]) {
       for (const member of [...group.members.values()]) {
         if (member instanceof RemoteMember && member.node === node) {
@@ -407,7 +377,7 @@ export class ClusterLink {
 
   /** Says goodbye (the others drop our members at once) and stops. */
   async close() {
-    if (this.timer) clearInterval(this.timer);
+    this.directory.stop();
     this.batcher.flush();
     this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'bye', node: this.nodeId }));
     for (const sub of [...this.subs, ...this.groupSubs.values()]) sub.unsubscribe();

@@ -33,11 +33,17 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
  * @property {import('./broker.js').Broker} [broker] join a cluster through this broker (NATS):
  *   groups span every relay on it (relay/cluster.js). The caller owns and closes the broker.
+ * @property {import('./cluster-nodes.js').NodeDirectory} [nodes] the process's node directory, when
+ *   signaling shares it; default: the relay's own
  */
 
 // The WebSocket plumbing other servers on the same port share (signaling/).
 export { isOriginAllowed, rejectUpgrade } from './upgrade.js';
 export { TokenBucket } from './session.js';
+// The cluster's plumbing, for the server that composes a node and for signaling.
+export { ERR_BROKER_UNREACHABLE, connectNatsBroker } from './broker.js';
+export { NodeDirectory } from './cluster-nodes.js';
+export { nodeSubject, jsonBytes, parseJsonBytes } from './cluster-wire.js';
 
 /** Defaults a relay runs with when an option is not given. */
 export const RELAY_DEFAULTS = Object.freeze({
@@ -58,7 +64,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
  * @property {(o: Outbox) => void} scheduleFlush
  * @property {(o: Outbox) => void} markBlocked
@@ -144,7 +150,7 @@ export function createRelay(options = {}) {
     dropDestination(entry, dest) { groups.dropDestination(entry, dest); },
   };
   const groups = new GroupRegistry(ctx);
-  const cluster = options.broker ? new ClusterLink(options.broker, groups) : null;
+  const cluster = options.broker ? new ClusterLink(options.broker, groups, options.nodes) : null;
   groups.cluster = cluster;
   cluster?.start();
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {

@@ -5,8 +5,9 @@
 import express from 'express';
 import { ExpressPeerServer } from 'peer';
 import { WebSocketServer } from 'ws';
-import { TokenBucket, isOriginAllowed, pathnameOf, rejectUpgrade } from '../relay/index.js';
+import { NodeDirectory, TokenBucket, isOriginAllowed, pathnameOf, rejectUpgrade } from '../relay/index.js';
 import { CloseCode } from '../core/protocol.js';
+import { PeerDirectory } from './cluster.js';
 
 /** What a PeerJS client sends over the PeerServer WebSocket (peerjs 1.5 `ServerMessageType`). */
 export const PEERJS_CLIENT_TYPES = Object.freeze(['HEARTBEAT', 'OFFER', 'ANSWER', 'CANDIDATE', 'LEAVE']);
@@ -58,6 +59,10 @@ export function checkPeerMessage(data, isBinary) {
  * @property {number} [maxPayload] largest WebSocket message (larger: close 1009)
  * @property {number} [maxMessagesPerSecond] per-socket message rate (token bucket refill); above: close 4005
  * @property {number} [maxMessagesBurst] the bucket's size
+ * @property {import('../relay/broker.js').Broker} [broker] one PeerServer across processes: ids are
+ *   unique cluster-wide and messages reach peers on other nodes (signaling/cluster.js)
+ * @property {import('../relay/cluster-nodes.js').NodeDirectory} [nodes] the process's node directory
+ *   (shared with the relay); default: its own
  */
 
 /**
@@ -94,6 +99,16 @@ export function createSignaling(options = {}) {
 
   /** @type {WebSocketServer | null} */
   let wss = null;
+  /** This node's open PeerServer sockets by peer id (for messages from other nodes). @type {Map<string, import('ws').WebSocket>} */
+  const sockets = new Map();
+  const directory = options.broker
+    ? new PeerDirectory(options.broker, options.nodes ?? new NodeDirectory(options.broker), {
+      deliver: (id, message) => sendTo(sockets.get(id), message),
+      // The same peer (same token) opened a socket on another node: the newer one wins.
+      evict: (id) => sockets.get(id)?.close(CloseCode.ID_TAKEN, 'id claimed again by a newer connection'),
+    })
+    : null;
+  directory?.start();
   const peerApp = ExpressPeerServer(/** @type {any} */ (options.server ?? {}), {
     key,
     path: '/',
@@ -106,8 +121,15 @@ export function createSignaling(options = {}) {
       return wss;
     },
   });
-  peerApp.on('connection', () => { counters.peersConnected++; counters.peersTotal++; });
-  peerApp.on('disconnect', () => { counters.peersConnected = Math.max(0, counters.peersConnected - 1); });
+  peerApp.on('connection', (/** @type {import('peer').IClient} */ client) => {
+    counters.peersConnected++;
+    counters.peersTotal++;
+    directory?.claimed(client.getId(), client.getToken());
+  });
+  peerApp.on('disconnect', (/** @type {import('peer').IClient} */ client) => {
+    counters.peersConnected = Math.max(0, counters.peersConnected - 1);
+    directory?.released(client.getId());
+  });
   peerApp.on('message', () => { counters.messages++; });
   peerApp.on('error', () => { counters.errors++; });
 
@@ -130,21 +152,34 @@ export function createSignaling(options = {}) {
       return;
     }
     const server = /** @type {WebSocketServer} */ (wss);
+    const { id, token } = peerParams(req.url);
     server.handleUpgrade(req, socket, head, (ws) => {
+      if (directory && id && token && !directory.mayClaim(id, token)) {
+        // Held on another node with another token: what the PeerServer says for one here.
+        sendTo(ws, { type: 'ID-TAKEN', payload: { msg: 'ID is taken' } });
+        ws.close();
+        return;
+      }
       counters.sockets++;
-      ws.once('close', () => { counters.sockets--; });
+      ws.once('close', () => {
+        counters.sockets--;
+        if (sockets.get(id) === ws) sockets.delete(id);
+      });
+      if (id) sockets.set(id, ws);
       server.emit('connection', ws, req);
-      guard(ws);
+      guard(ws, id);
     });
   };
 
   /**
    * Puts carlab's checks in front of the PeerServer's own message handler
    * (which it attached while handling 'connection'): a message that fails
-   * them closes the socket and never reaches the PeerServer.
+   * them closes the socket and never reaches the PeerServer. In a cluster, a
+   * message for a peer on another node goes there instead.
    * @param {import('ws').WebSocket} ws
+   * @param {string} id the peer id the socket opened with
    */
-  function guard(ws) {
+  function guard(ws, id) {
     const theirs = ws.listeners('message');
     ws.removeAllListeners('message');
     const rate = new TokenBucket(limits.maxMessagesPerSecond, limits.maxMessagesBurst);
@@ -161,6 +196,7 @@ export function createSignaling(options = {}) {
         ws.close(problem[0], problem[1]);
         return;
       }
+      if (directory && directory.forward(id, JSON.parse(String(data)))) return;
       for (const f of theirs) f.call(ws, data, isBinary);
     });
   }
@@ -185,9 +221,10 @@ export function createSignaling(options = {}) {
       root(/** @type {any} */ (req), /** @type {any} */ (res));
       return true;
     },
-    metrics: () => ({ path, ...counters, closedByCode: { ...closedByCode } }),
+    metrics: () => ({ path, ...counters, closedByCode: { ...closedByCode }, cluster: directory?.snapshot() ?? null }),
     close() {
       if (onServerUpgrade) options.server?.off('upgrade', onServerUpgrade);
+      directory?.close();
       return new Promise((resolve) => {
         if (!wss) return resolve();
         for (const ws of wss.clients) ws.close(1001, 'signaling shutting down');
@@ -196,6 +233,28 @@ export function createSignaling(options = {}) {
       });
     },
   };
+}
+
+/**
+ * The id and token a PeerJS client opens its socket with (`?key=&id=&token=`).
+ * @param {string | undefined} url
+ * @returns {{ id: string, token: string }}
+ */
+function peerParams(url) {
+  const params = new URL(url ?? '', 'http://peerjs').searchParams;
+  return { id: params.get('id') ?? '', token: params.get('token') ?? '' };
+}
+
+/**
+ * Sends a JSON message on an open socket.
+ * @param {import('ws').WebSocket | undefined} ws
+ * @param {Record<string, unknown>} message
+ * @returns {boolean} whether it went out
+ */
+function sendTo(ws, message) {
+  if (!ws || ws.readyState !== ws.OPEN) return false;
+  ws.send(JSON.stringify(message));
+  return true;
 }
 
 /** @param {string} p */

@@ -1,0 +1,123 @@
+/**
+ * Who is alive in a cluster: every node says so on `carlab.hb` once a
+ * second; a node silent for NODE_TIMEOUT_MS (or that said goodbye) is gone.
+ * The relay's group membership (relay/cluster.js) and the PeerServer's id
+ * directory (signaling/) both hang off one NodeDirectory per process: they
+ * learn of a node new to them (send it our state) and of a node gone (drop
+ * its members) from the same heartbeats.
+ *
+ * @module relay/cluster-nodes
+ */
+
+import { HEARTBEAT_SUBJECT, jsonBytes, parseJsonBytes } from './cluster-wire.js';
+
+/** How often a node says it is alive. */
+export const HEARTBEAT_MS = 1000;
+
+/** A node not heard from for this long is gone. */
+export const NODE_TIMEOUT_MS = 3500;
+
+/**
+ * @typedef {object} NodeListener
+ * @property {(node: string) => void} [onNodeNew] a node we had not heard of (new, restarted, back after a cut)
+ * @property {(node: string) => void} [onNodeGone] a node that said goodbye or fell silent
+ */
+
+/**
+ * The live nodes of the cluster, as this node sees them.
+ */
+export class NodeDirectory {
+  /** @param {import('./broker.js').Broker} broker */
+  constructor(broker) {
+    this.broker = broker;
+    this.nodeId = broker.nodeId;
+    /** Other nodes -> when last heard (performance.now). @type {Map<string, number>} */
+    this.nodes = new Map();
+    /** @type {NodeListener[]} */
+    this.listeners = [];
+    this.startedAt = performance.now();
+    this.lost = 0;
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.timer = null;
+    /** @type {import('./broker.js').BrokerSubscription | null} */
+    this.sub = null;
+  }
+
+  /** @param {NodeListener} listener */
+  listen(listener) {
+    this.listeners.push(listener);
+  }
+
+  /** Starts heartbeats (idempotent: relay and signaling may both ask). */
+  start() {
+    if (this.timer) return;
+    this.sub = this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data)));
+    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat(); });
+    this.heartbeat();
+    this.timer = setInterval(() => { this.heartbeat(); this.sweep(); }, HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  /** Says this node is alive. */
+  heartbeat() {
+    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: this.nodeId }));
+  }
+
+  /**
+   * Any sign of life of a node (a heartbeat, or any message it sent).
+   *
+   * @param {string} node
+   * @returns {boolean} whether it was new to us
+   */
+  heard(node) {
+    if (node === this.nodeId) return false;
+    const known = this.nodes.has(node);
+    this.nodes.set(node, performance.now());
+    if (!known) for (const l of this.listeners) l.onNodeNew?.(node);
+    return !known;
+  }
+
+  /** @param {Record<string, unknown> | null} m */
+  onHeartbeat(m) {
+    if (!m || typeof m.node !== 'string') return;
+    // A node new to us hears from us at once, not a second later.
+    if (this.heard(m.node)) this.heartbeat();
+  }
+
+  /** Nodes silent for NODE_TIMEOUT_MS are gone. */
+  sweep() {
+    const cutoff = performance.now() - NODE_TIMEOUT_MS;
+    for (const [node, lastSeen] of this.nodes) {
+      if (lastSeen < cutoff) {
+        this.lost++;
+        this.gone(node);
+      }
+    }
+  }
+
+  /** @param {string} node it said goodbye, or fell silent */
+  gone(node) {
+    if (!this.nodes.delete(node)) return;
+    for (const l of this.listeners) l.onNodeGone?.(node);
+  }
+
+  /**
+   * Ready once connected and one heartbeat round has passed, so the other
+   * nodes' state is known before clients are sent here.
+   *
+   * @returns {{ ready: boolean, reason: string }}
+   */
+  readiness() {
+    const status = this.broker.status();
+    if (!status.connected) return { ready: false, reason: `not connected to NATS (${status.url})` };
+    if (performance.now() - this.startedAt < HEARTBEAT_MS * 1.5) return { ready: false, reason: 'learning the cluster\'s members' };
+    return { ready: true, reason: `connected to NATS (${status.url})` };
+  }
+
+  /** Stops the heartbeat (the goodbye is the caller's: it knows its subjects). */
+  stop() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.sub?.unsubscribe();
+  }
+}
