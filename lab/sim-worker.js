@@ -52,8 +52,8 @@ function exit() {
     process.exit(0);
   }, 100);
 }
-const groupOf = (i) => Math.floor(i / job.groupSize);
-const groupSizeOf = (g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
+const groupOf = (/** @type {number} */ i) => Math.floor(i / job.groupSize);
+const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
 
 async function connectAll() {
   const CONCURRENCY = 64;
@@ -83,7 +83,8 @@ function allMeshed() {
   return clients.every((c, k) => c.members.size === groupSizeOf(groupOf(job.from + k)) - 1);
 }
 
-let progressTimer = null;
+/** @type {ReturnType<typeof setInterval> | undefined} */
+let progressTimer;
 let lastRtIndex = new Map();
 
 port.on('message', async (m) => {

@@ -231,6 +231,281 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
 }
 
 /**
+ * What a load generator posts (sim-worker.js): progress every 250 ms, then
+ * `connected` once, `stats` on stop and `cpu` when asked.
+ * @typedef {{ type: 'progress', rtSum: number, rtN: number, sent: number, done: boolean }
+ *   | { type: 'connected', count: number, meshed: boolean }
+ *   | { type: 'error', message: string }
+ *   | { type: 'stats', stats: any[] }
+ *   | { type: 'cpu', usage: NodeJS.CpuUsage }} GeneratorMessage
+ */
+
+/** The server child startServerChild gives. @typedef {Awaited<ReturnType<typeof startServerChild>>} ServerChild */
+
+/**
+ * Progress the generators reported since the last progress line (live) and
+ * since the timeline bucket being filled began (bucket, while measuring).
+ * @typedef {{ rtSum: number, rtN: number, sent: number, done: number }} LiveTally
+ * @typedef {{ on: boolean, rtSum: number, rtN: number }} BucketTally
+ */
+
+/**
+ * Adds one generator's progress message to the live tally and, while
+ * measuring, to the bucket being filled.
+ * @param {LiveTally} live
+ * @param {BucketTally} bucket
+ * @param {GeneratorMessage} m
+ */
+export function tallyProgress(live, bucket, m) {
+  if (m.type !== 'progress') return;
+  live.rtSum += m.rtSum; live.rtN += m.rtN; live.sent += m.sent;
+  if (bucket.on) { bucket.rtSum += m.rtSum; bucket.rtN += m.rtN; }
+  if (m.done) live.done++;
+}
+
+/**
+ * Resolves when the generator says its clients are connected, rejects if it
+ * fails or exits first.
+ * @param {Generator} worker
+ */
+function whenConnected(worker) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (/** @type {GeneratorMessage} */ m) => {
+      if (m.type === 'connected') { worker.off('message', onMessage); resolve(m); }
+      if (m.type === 'error') reject(new Error(`client: ${m.message}`));
+    };
+    worker.on('message', onMessage);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before connecting`)));
+  });
+}
+
+/**
+ * Asks every generator to stop and resolves with all its clients' stats.
+ * @param {Generator[]} workers
+ * @returns {Promise<any[]>} CarClient.stats() of every client
+ */
+async function stopGenerators(workers) {
+  const perWorker = await Promise.all(workers.map((w) => new Promise((resolve) => {
+    const onMessage = (/** @type {GeneratorMessage} */ m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m.stats); } };
+    w.on('message', onMessage);
+    w.postMessage({ cmd: 'stop' });
+  })));
+  return perWorker.flat();
+}
+
+/**
+ * Closes every generator, killing one that has not exited after 3 s.
+ * @param {Generator[]} workers
+ */
+async function closeGenerators(workers) {
+  for (const w of workers) w.postMessage({ cmd: 'close' });
+  await Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); setTimeout(() => { w.terminate(); r(null); }, 3000); })));
+}
+
+/**
+ * The run's timeline: buckets of timelineS seconds, each closed with the RT
+ * mean of its bucket tally and the server's memory at that moment.
+ * @param {() => ServerChild} currentServer the server now (a restart replaces it)
+ * @param {BucketTally} bucket
+ */
+export function createTimeline(currentServer, bucket) {
+  /** @type {TimelineBucket[]} */
+  const buckets = [];
+  const timeline = {
+    buckets,
+    /** Start of the bucket being filled, ms into the measured window. */
+    start: 0,
+    /** Closes the bucket being filled: its RT mean and the server's RSS now. @param {number} at */
+    async close(at) {
+      const m = await currentServer().metrics();
+      buckets.push({
+        t: Math.round(timeline.start / 100) / 10, s: Math.round((at - timeline.start) / 100) / 10,
+        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
+        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
+      });
+      bucket.rtSum = 0; bucket.rtN = 0;
+      timeline.start = at;
+    },
+  };
+  return timeline;
+}
+
+/**
+ * The live state of one point: the server (a restart replaces it), the ones
+ * before it (their faults count too), the generators and what they reported.
+ * @typedef {object} SimPointState
+ * @property {ServerChild} server
+ * @property {ServerChild[]} pastServers
+ * @property {Generator[]} workers
+ * @property {LiveTally} live
+ * @property {BucketTally} bucket
+ * @property {{ atS: number, serverDownMs: number } | null} restartInfo set once --restart happened
+ */
+
+/**
+ * Starts one generator per share, each connecting its clients; resolves
+ * when all of them are connected.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {{ from: number, to: number }[]} shares
+ * @param {string} runId
+ * @param {boolean} asProcesses
+ */
+function startGenerators(o, run, shares, runId, asProcesses) {
+  const { point } = o;
+  const net = o.net ?? null;
+  const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
+  return Promise.all(shares.map(({ from, to }, w) => {
+    const worker = startGenerator({
+      url: run.server.url, config, transport: point.transport, from, to, clients: point.clients,
+      groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
+      warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
+    }, asProcesses, net ? net.clientNs[w] : null);
+    run.workers.push(worker);
+    worker.on('message', (m) => tallyProgress(run.live, run.bucket, m));
+    return whenConnected(worker);
+  }));
+}
+
+/**
+ * Reports the progress since the last report and starts a new one.
+ * @param {PointOptions} o
+ * @param {LiveTally} live
+ * @param {string} phase
+ * @param {number} started Date.now() when the clients started
+ */
+function reportProgress(o, live, phase, started) {
+  const rtMean = live.rtN ? live.rtSum / live.rtN : null;
+  o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean, sent: live.sent });
+  live.rtSum = 0; live.rtN = 0; live.sent = 0;
+}
+
+/**
+ * While measuring: the timeline being filled, where the window began
+ * (performance.now()) and what --restart does.
+ * @typedef {object} MeasuringWindow
+ * @property {number} windowStart
+ * @property {ReturnType<typeof createTimeline>} timeline
+ * @property {number} timelineS
+ * @property {(at: number) => Promise<{ atS: number, serverDownMs: number }>} restart
+ */
+
+/**
+ * One phase (warm-up, measuring): reports progress every 250 ms until
+ * `seconds` passed, Ctrl-C, or (with --updates) every generator is done;
+ * while measuring, also closes timeline buckets and restarts the server when
+ * --restart says so.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {number} started Date.now() when the clients started
+ * @param {string} phase
+ * @param {number} seconds
+ * @param {MeasuringWindow | null} [measuring]
+ */
+async function runPhase(o, run, started, phase, seconds, measuring = null) {
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end && !o.shouldStop?.()) {
+    if (o.updates > 0 && run.live.done === run.workers.length) break;
+    await new Promise((r) => setTimeout(r, 250));
+    reportProgress(o, run.live, phase, started);
+    if (!measuring) continue;
+    const at = performance.now() - measuring.windowStart;
+    if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
+    if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
+  }
+}
+
+/**
+ * Kills the server mid-run and starts it again on the same port.
+ * @param {SimPointState} run
+ * @param {PointOptions} o
+ * @param {Record<string, any>} serverOptions
+ * @param {{ netns?: string }} serverPlace
+ * @param {number} at ms into the measured window
+ */
+async function restartServer(run, o, serverOptions, serverPlace, at) {
+  const port = Number(new URL(run.server.url).port);
+  run.pastServers.push(run.server);
+  const killedAt = performance.now();
+  await run.server.kill('SIGKILL');
+  if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
+  run.server = await startServerChild({ ...serverOptions, port }, serverPlace);
+  return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
+}
+
+/**
+ * Starts the clients, warms up, then measures: the window's timeline, the
+ * server's RSS when it began, its length and the generators' CPU over it.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {boolean} asProcesses generators are child processes (their CPU is asked for)
+ * @param {MeasuringWindow['restart']} restart
+ */
+async function measure(o, run, asProcesses, restart) {
+  for (const w of run.workers) w.postMessage({ cmd: 'start' });
+  const started = Date.now();
+  const timeline = createTimeline(() => run.server, run.bucket);
+  await runPhase(o, run, started, 'warm-up', o.warmupS);
+  await run.server.resetWindow();
+  const rssWarm = (await run.server.metrics()).rssBytes ?? null;
+  const cpuStart = process.cpuUsage();
+  const childCpuStart = asProcesses ? await childCpuMicros(run.workers) : 0;
+  const windowStart = performance.now();
+  run.bucket.on = true;
+  // with --updates, run until every client sent them (bounded by the ACK timeout per update)
+  const seconds = o.updates > 0 ? (o.updates * o.point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS;
+  await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart });
+  const windowMs = performance.now() - windowStart;
+  run.bucket.on = false;
+  if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) await timeline.close(windowMs);
+  const cpuUsed = process.cpuUsage(cpuStart);
+  const childCpuUsed = asProcesses ? await childCpuMicros(run.workers) - childCpuStart : 0;
+  return { timeline: timeline.buckets, rssWarm, windowMs, clientCpuMicros: cpuUsed.user + cpuUsed.system + childCpuUsed };
+}
+
+/**
+ * The run record of a point from what was measured.
+ * @param {object} input
+ * @param {PointOptions} input.o
+ * @param {SimPointState} input.run
+ * @param {{ from: number, to: number }[]} input.shares
+ * @param {boolean} input.asProcesses
+ * @param {Awaited<ReturnType<typeof measure>>} input.window
+ * @param {any} input.serverMetrics the server child's metrics after the window
+ * @param {any[]} input.stats every client's CarClient.stats()
+ */
+function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats }) {
+  const { point } = o;
+  const { restartInfo } = run;
+  // the server's counters for the transport under test
+  const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
+  return aggregateRun({
+    point,
+    clients: stats,
+    relay,
+    cpu: {
+      server: relay.cpuPctMean,
+      clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100,
+    },
+    extra: {
+      sim: {
+        workers: shares.length,
+        generator: asProcesses ? 'process' : 'thread',
+        clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
+      },
+      durationS: Math.round(window.windowMs / 100) / 10,
+      serverRssBytes: serverMetrics.rssBytes,
+      stoppedEarly: Boolean(o.shouldStop?.()),
+      timeline: window.timeline,
+      stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
+      serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
+      ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
+    },
+  });
+}
+
+/**
  * Runs one point and returns its run record.
  * @param {PointOptions} o
  */
@@ -239,144 +514,31 @@ export async function runSimPoint(o) {
   const net = o.net ?? null;
   const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport), ...(net ? { host: net.serverIp } : {}) };
   const serverPlace = net ? { netns: net.serverNs } : {};
-  let server = await startServerChild(serverOptions, serverPlace);
-  /** Servers that died or were killed during the run (their faults count too). */
-  const pastServers = [];
-  const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
+  /** @type {SimPointState} */
+  const run = {
+    server: await startServerChild(serverOptions, serverPlace),
+    pastServers: [],
+    workers: [],
+    live: { rtSum: 0, rtN: 0, sent: 0, done: 0 },
+    bucket: { on: false, rtSum: 0, rtN: 0 },
+    restartInfo: null,
+  };
   const shares = generatorShares(point.clients, o.workers);
-  const workerCount = shares.length;
-  if (net && net.clientNs.length !== workerCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${workerCount} generators`);
+  if (net && net.clientNs.length !== shares.length) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${shares.length} generators`);
   const runId = `sim${Date.now().toString(36)}`;
   // node-datachannel (relay-udp) only works in a process's main thread; a
   // thread cannot change network namespace (--net)
   const asProcesses = point.transport === 'relay-udp' || Boolean(net);
-  /** @type {Generator[]} */
-  const workers = [];
-  const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
-  /** The timeline bucket being filled (RTs reported while measuring). */
-  const bucket = { on: false, rtSum: 0, rtN: 0 };
   try {
-    const connected = [];
-    for (let w = 0; w < workerCount; w++) {
-      const { from, to } = shares[w];
-      const worker = startGenerator({
-        url: server.url, config, transport: point.transport, from, to, clients: point.clients,
-        groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
-        warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
-      }, asProcesses, net ? net.clientNs[w] : null);
-      workers.push(worker);
-      worker.on('message', (m) => {
-        if (m.type === 'progress') {
-          live.rtSum += m.rtSum; live.rtN += m.rtN; live.sent += m.sent;
-          if (bucket.on) { bucket.rtSum += m.rtSum; bucket.rtN += m.rtN; }
-          if (m.done) live.done++;
-        }
-      });
-      connected.push(new Promise((resolve, reject) => {
-        const onMessage = (m) => {
-          if (m.type === 'connected') { worker.off('message', onMessage); resolve(m); }
-          if (m.type === 'error') reject(new Error(`client: ${m.message}`));
-        };
-        worker.on('message', onMessage);
-        worker.once('error', reject);
-        worker.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before connecting`)));
-      }));
-    }
+    const connected = startGenerators(o, run, shares, runId, asProcesses);
     o.onProgress?.({ phase: 'connecting', elapsedS: 0, rtMean: null, sent: 0 });
-    await Promise.all(connected);
-
-    for (const w of workers) w.postMessage({ cmd: 'start' });
-    const started = Date.now();
-    const timelineS = o.timelineS ?? 10;
-    /** @type {TimelineBucket[]} */
-    const timeline = [];
-    let bucketStart = 0;
-    /** Closes the bucket being filled: its RT mean and the server's RSS now. */
-    const closeBucket = async (/** @type {number} */ at) => {
-      const m = await server.metrics();
-      timeline.push({
-        t: Math.round(bucketStart / 100) / 10, s: Math.round((at - bucketStart) / 100) / 10,
-        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
-        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
-      });
-      bucket.rtSum = 0; bucket.rtN = 0;
-      bucketStart = at;
-    };
-    /** @type {any} */
-    let restartInfo = null;
-    const tick = async (phase, seconds, measuring = false) => {
-      const end = Date.now() + seconds * 1000;
-      while (Date.now() < end && !o.shouldStop?.()) {
-        if (o.updates > 0 && live.done === workers.length) break;
-        await new Promise((r) => setTimeout(r, 250));
-        const rtMean = live.rtN ? live.rtSum / live.rtN : null;
-        o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean, sent: live.sent });
-        live.rtSum = 0; live.rtN = 0; live.sent = 0;
-        if (!measuring) continue;
-        const at = performance.now() - windowStart;
-        if (o.restart && !restartInfo && at >= o.restart.atS * 1000) restartInfo = await restartServer(at);
-        if (at - bucketStart >= timelineS * 1000) await closeBucket(at);
-      }
-    };
-    /** Kills the server mid-run and starts it again on the same port. @param {number} at */
-    const restartServer = async (at) => {
-      const port = Number(new URL(server.url).port);
-      pastServers.push(server);
-      const killedAt = performance.now();
-      await server.kill('SIGKILL');
-      if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
-      server = await startServerChild({ ...serverOptions, port }, serverPlace);
-      return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
-    };
-    let windowStart = 0;
-    await tick('warm-up', o.warmupS);
-    await server.resetWindow();
-    const rssWarm = (await server.metrics()).rssBytes ?? null;
-    const cpuStart = process.cpuUsage();
-    const childCpuStart = asProcesses ? await childCpuMicros(workers) : 0;
-    windowStart = performance.now();
-    bucket.on = true;
-    // with --updates, run until every client sent them (bounded by the ACK timeout per update)
-    await tick('measuring', o.updates > 0 ? (o.updates * point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS, true);
-    const windowMs = performance.now() - windowStart;
-    bucket.on = false;
-    if (windowMs - bucketStart >= 1000 || timeline.length === 0) await closeBucket(windowMs);
-    const cpuUsed = process.cpuUsage(cpuStart);
-    const childCpuUsed = asProcesses ? await childCpuMicros(workers) - childCpuStart : 0;
-    const serverMetrics = await server.metrics();
-    const stats = (await Promise.all(workers.map((w) => new Promise((resolve) => {
-      const onMessage = (m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m.stats); } };
-      w.on('message', onMessage);
-      w.postMessage({ cmd: 'stop' });
-    })))).flat();
-    // the server's counters for the transport under test
-    const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
-    return aggregateRun({
-      point,
-      clients: stats,
-      relay,
-      cpu: {
-        server: relay.cpuPctMean,
-        clients: ((cpuUsed.user + cpuUsed.system + childCpuUsed) / 1000 / windowMs) * 100,
-      },
-      extra: {
-        sim: {
-          workers: workerCount,
-          generator: asProcesses ? 'process' : 'thread',
-          clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
-        },
-        durationS: Math.round(windowMs / 100) / 10,
-        serverRssBytes: serverMetrics.rssBytes,
-        stoppedEarly: Boolean(o.shouldStop?.()),
-        timeline,
-        stability: restartInfo ? null : stabilityOf(timeline, rssWarm, windowMs / 1000),
-        serverFaults: [...pastServers, server].flatMap((x) => x.faults).length,
-        ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
-      },
-    });
+    await connected;
+    const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
+    const serverMetrics = await run.server.metrics();
+    const stats = await stopGenerators(run.workers);
+    return simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats });
   } finally {
-    for (const w of workers) w.postMessage({ cmd: 'close' });
-    await Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); setTimeout(() => { w.terminate(); r(null); }, 3000); })));
-    await server.close();
+    await closeGenerators(run.workers);
+    await run.server.close();
   }
 }
