@@ -304,40 +304,12 @@ async function startSentinels(base, world) {
 }
 
 /**
- * Runs the fuzz and returns its report; `report.ok` says whether every promise held.
- * @param {FuzzOptions} [o]
+ * Well-behaved clients: two groups of three, one of them locked with a
+ * token; connected, meshed (or 10 s passed) and started.
+ * @param {string} wsBase ws://host:port
+ * @param {import('./fuzz-cases.js').FuzzWorld} world
  */
-export async function runFuzz(o = {}) {
-  const target = o.frames ?? 100000;
-  const seed = seedOf(o.seed ?? 1);
-  const lanes = o.lanes ?? 8;
-  const timeoutMs = o.caseTimeoutMs ?? 5000;
-  const maxRssGrowthBytes = o.maxRssGrowthBytes ?? 96 * MIB;
-  const udpAvailable = await import('node-datachannel').then(() => true, () => false);
-  const world = makeWorld(seed, {
-    maxPayload: RELAY_DEFAULTS.maxPayload, burst: RELAY_DEFAULTS.maxMessagesBurst,
-    peerBurst: SIGNALING_DEFAULTS.maxMessagesBurst, udpAvailable,
-  });
-  const started = performance.now();
-  const server = await startServerChild({ peerjsKey: world.peerKey }, { execArgv: ['--expose-gc'] });
-  const port = Number(new URL(server.url).port);
-  const wsBase = `ws://127.0.0.1:${port}`;
-  /** @type {string[]} */
-  const problems = [];
-
-  // Memory: sampled all along, from the server's own process.memoryUsage().
-  const rss = { start: 0, end: 0, max: 0, samples: 0 };
-  const sampleRss = async () => {
-    const m = await server.metrics();
-    if (typeof m.rssBytes === 'number') {
-      rss.max = Math.max(rss.max, m.rssBytes);
-      rss.samples++;
-      return m;
-    }
-    return null;
-  };
-
-  // Well-behaved clients: two groups of three, one of them locked with a token.
+async function startGoodClients(wsBase, world) {
   /** @type {CarClient[]} */
   const good = [];
   for (const g of world.goodGroups) {
@@ -354,64 +326,129 @@ export async function runFuzz(o = {}) {
   const meshEnd = Date.now() + 10000;
   while (good.some((c) => c.members.size < 2) && Date.now() < meshEnd) await sleep(20);
   for (const c of good) c.start();
-  const sentinels = await startSentinels(wsBase, world);
-  await sleep(300);
-  const heapStart = await server.heap();
-  const first = await sampleRss();
-  rss.start = first?.rssBytes ?? 0;
-  const sampler = setInterval(() => { void sampleRss(); }, 500);
+  return good;
+}
 
-  // The lanes: case i is a pure function of (seed, i); lanes take the next index.
-  /** @type {Record<string, Record<string, number>>} */
-  const outcomes = { relay: {}, peer: {}, raw: {}, http: {} };
-  /** @type {Record<string, number>} */
-  const unitsByTarget = { relay: 0, peer: 0, raw: 0, http: 0 };
-  /** @type {Record<string, number>} */
-  const cases = {};
-  /** @type {any[]} */
-  const failures = [];
-  let failureCount = 0;
-  let units = 0;
+/**
+ * The server's RSS from its own process.memoryUsage(): `sample()` records
+ * one reading (and resolves with the metrics, or null without RSS).
+ * @param {import('./sim.js').ServerChild} server
+ */
+function rssMonitor(server) {
+  const rss = { start: 0, end: 0, max: 0, samples: 0 };
+  const sample = async () => {
+    const m = await server.metrics();
+    if (typeof m.rssBytes === 'number') {
+      rss.max = Math.max(rss.max, m.rssBytes);
+      rss.samples++;
+      return m;
+    }
+    return null;
+  };
+  return { rss, sample };
+}
+
+/**
+ * A case that did not end as documented, as the report lists it.
+ * @typedef {{ index: number, target: string, name: string, expected: string, got: string, detail?: string }} FuzzFailure
+ */
+
+/**
+ * What the lanes sent and how the cases ended, by target and by case name;
+ * the first 25 failures in full.
+ */
+export function createFuzzTally() {
+  return {
+    units: 0,
+    /** @type {Record<string, number>} */
+    unitsByTarget: { relay: 0, peer: 0, raw: 0, http: 0 },
+    /** @type {Record<string, Record<string, number>>} */
+    outcomes: { relay: {}, peer: {}, raw: {}, http: {} },
+    /** @type {Record<string, number>} */
+    cases: {},
+    done: 0,
+    failureCount: 0,
+    /** @type {FuzzFailure[]} */
+    failures: [],
+  };
+}
+
+/** @typedef {ReturnType<typeof createFuzzTally>} FuzzTally */
+
+/**
+ * Counts one case's result into the tally.
+ * @param {FuzzTally} tally
+ * @param {number} index the case's index (it regenerates from the seed)
+ * @param {{ target: string, name: string }} c
+ * @param {CaseResult} result
+ */
+export function recordCase(tally, index, c, result) {
+  tally.units += result.units;
+  tally.unitsByTarget[c.target] += result.units;
+  tally.cases[c.name] = (tally.cases[c.name] ?? 0) + 1;
+  tally.outcomes[c.target][result.outcome] = (tally.outcomes[c.target][result.outcome] ?? 0) + 1;
+  tally.done++;
+  if (!result.ok) {
+    tally.failureCount++;
+    if (tally.failures.length < 25) tally.failures.push({ index, target: c.target, name: c.name, expected: result.expected, got: result.outcome, detail: result.detail });
+  }
+}
+
+/**
+ * Runs one case on its target; a driver that throws is a failed case.
+ * @param {import('./fuzz-cases.js').FuzzCase} c
+ * @param {import('./fuzz-cases.js').FuzzWorld} world
+ * @param {number} port
+ * @param {number} timeoutMs
+ * @returns {Promise<CaseResult>}
+ */
+async function runCase(c, world, port, timeoutMs) {
+  const wsBase = `ws://127.0.0.1:${port}`;
+  try {
+    if (c.target === 'relay') return await runRelayCase(c, world, `${wsBase}/relay`, timeoutMs);
+    if (c.target === 'peer') return await runPeerCase(c, world, wsBase, timeoutMs);
+    if (c.target === 'raw') return await runRawCase(port, c, timeoutMs);
+    return await runHttpCase(port, c, timeoutMs);
+  } catch (err) {
+    return { ok: false, units: unitsOf(c, world), outcome: `driver error: ${/** @type {Error | undefined} */ (err)?.message ?? err}`, expected: '' };
+  }
+}
+
+/**
+ * The lanes: case i is a pure function of (seed, i); each lane takes the
+ * next index until the target is sent, the server died or Ctrl-C.
+ * @param {FuzzOptions} o
+ * @param {{ world: import('./fuzz-cases.js').FuzzWorld, server: import('./sim.js').ServerChild, port: number,
+ *   target: number, lanes: number, timeoutMs: number, started: number }} run
+ */
+async function runLanes(o, { world, server, port, target, lanes, timeoutMs, started }) {
+  const tally = createFuzzTally();
   let next = 0;
-  let done = 0;
-  const stop = () => units >= target || server.exit !== null || Boolean(o.shouldStop?.());
   let lastProgress = 0;
+  const stop = () => tally.units >= target || server.exit !== null || Boolean(o.shouldStop?.());
   const lane = async () => {
     while (!stop()) {
       const index = next++;
       const c = generateCase(world, index);
       if (o.only && !o.only.includes(c.name) && !o.only.includes(c.target)) continue;
-      /** @type {CaseResult} */
-      let result;
-      try {
-        if (c.target === 'relay') result = await runRelayCase(c, world, `${wsBase}/relay`, timeoutMs);
-        else if (c.target === 'peer') result = await runPeerCase(c, world, wsBase, timeoutMs);
-        else if (c.target === 'raw') result = await runRawCase(port, c, timeoutMs);
-        else result = await runHttpCase(port, c, timeoutMs);
-      } catch (err) {
-        result = { ok: false, units: unitsOf(c, world), outcome: `driver error: ${err?.message ?? err}`, expected: '' };
-      }
-      units += result.units;
-      unitsByTarget[c.target] += result.units;
-      cases[c.name] = (cases[c.name] ?? 0) + 1;
-      outcomes[c.target][result.outcome] = (outcomes[c.target][result.outcome] ?? 0) + 1;
-      done++;
-      if (!result.ok) {
-        failureCount++;
-        if (failures.length < 25) failures.push({ index, target: c.target, name: c.name, expected: result.expected, got: result.outcome, detail: result.detail });
-      }
+      recordCase(tally, index, c, await runCase(c, world, port, timeoutMs));
       const now = performance.now();
       if (o.onProgress && now - lastProgress > 1000) {
         lastProgress = now;
-        o.onProgress({ units, target, cases: done, failures: failureCount, elapsedS: (now - started) / 1000 });
+        o.onProgress({ units: tally.units, target, cases: tally.done, failures: tally.failureCount, elapsedS: (now - started) / 1000 });
       }
     }
   };
   await Promise.all(Array.from({ length: lanes }, lane));
-  const fuzzS = (performance.now() - started) / 1000;
-  clearInterval(sampler);
+  return tally;
+}
 
-  // The good clients: stop sending, let what is in flight land, then check every stream.
+/**
+ * The good clients: stop sending, let what is in flight land, then sum
+ * their good-to-good streams.
+ * @param {CarClient[]} good
+ */
+async function settleGoodClients(good) {
   await sleep(500);
   for (const c of good) c.stop();
   const settleEnd = Date.now() + 3000;
@@ -425,19 +462,27 @@ export async function runFuzz(o = {}) {
   }
   const streams = aggregateStreams(stats);
   const goodClosed = good.filter((c) => c.closedWith).map((c) => `${c.id}: ${c.closedWith?.code}`);
-  const sentinel = await sentinels.stop();
-  const during = await server.metrics();
-  for (const c of good) c.close();
-  await sleep(500);
-  const after = await server.metrics();
-  const heapEnd = await server.heap();
-  const last = await sampleRss();
-  rss.end = last?.rssBytes ?? 0;
-  const exit = server.exit;
-  await server.close();
+  return { stats, streams, goodClosed };
+}
 
+/**
+ * Every promise that did not hold, as one line each (none: the run is ok).
+ * @param {object} seen
+ * @param {{ code: number | null, signal: string | null } | null} seen.exit how the server ended during the run, null if it did not
+ * @param {{ kind: string, message: string }[]} seen.faults
+ * @param {number} seen.failureCount
+ * @param {{ start: number, max: number }} seen.rss
+ * @param {number} seen.maxRssGrowthBytes
+ * @param {{ lost: number, duplicates: number, reorders: number, expected: number }} seen.streams
+ * @param {{ updatesSent: number }[]} seen.stats
+ * @param {string[]} seen.goodClosed
+ * @param {{ open: boolean, sent: number, received: number, outOfOrder: number }} seen.sentinel
+ * @param {{ relay?: { clients?: number, groups?: number, pending?: number } }} seen.after server metrics after everyone left
+ * @returns {string[]}
+ */
+export function fuzzProblems({ exit, faults, failureCount, rss, maxRssGrowthBytes, streams, stats, goodClosed, sentinel, after }) {
+  const problems = [];
   const crashed = exit !== null;
-  const faults = server.faults;
   if (crashed) problems.push(`the server died during the run (${JSON.stringify(exit)})`);
   if (faults.length) problems.push(`the server reported ${faults.length} fault(s): ${faults.slice(0, 3).map((f) => `${f.kind}: ${f.message.split('\n')[0]}`).join('; ')}`);
   if (failureCount) problems.push(`${failureCount} case(s) did not end as documented`);
@@ -453,22 +498,70 @@ export async function runFuzz(o = {}) {
   if (!crashed && (after.relay?.clients !== 0 || after.relay?.groups !== 0 || after.relay?.pending !== 0)) {
     problems.push(`the relay kept state after everyone left: ${JSON.stringify({ clients: after.relay?.clients, groups: after.relay?.groups, pending: after.relay?.pending })}`);
   }
+  return problems;
+}
 
+/**
+ * Runs the fuzz and returns its report; `report.ok` says whether every promise held.
+ * @param {FuzzOptions} [o]
+ */
+export async function runFuzz(o = {}) {
+  const target = o.frames ?? 100000;
+  const seed = seedOf(o.seed ?? 1);
+  const maxRssGrowthBytes = o.maxRssGrowthBytes ?? 96 * MIB;
+  const udpAvailable = await import('node-datachannel').then(() => true, () => false);
+  const world = makeWorld(seed, {
+    maxPayload: RELAY_DEFAULTS.maxPayload, burst: RELAY_DEFAULTS.maxMessagesBurst,
+    peerBurst: SIGNALING_DEFAULTS.maxMessagesBurst, udpAvailable,
+  });
+  const started = performance.now();
+  const server = await startServerChild({ peerjsKey: world.peerKey }, { execArgv: ['--expose-gc'] });
+  const port = Number(new URL(server.url).port);
+  const wsBase = `ws://127.0.0.1:${port}`;
+
+  const good = await startGoodClients(wsBase, world);
+  const sentinels = await startSentinels(wsBase, world);
+  await sleep(300);
+  // Memory: sampled all along, from the server's own process.memoryUsage().
+  const { rss, sample: sampleRss } = rssMonitor(server);
+  const heapStart = await server.heap();
+  const first = await sampleRss();
+  rss.start = first?.rssBytes ?? 0;
+  const sampler = setInterval(() => { void sampleRss(); }, 500);
+
+  const tally = await runLanes(o, { world, server, port, target, lanes: o.lanes ?? 8, timeoutMs: o.caseTimeoutMs ?? 5000, started });
+  const fuzzS = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+
+  const { stats, streams, goodClosed } = await settleGoodClients(good);
+  const sentinel = await sentinels.stop();
+  const during = await server.metrics();
+  for (const c of good) c.close();
+  await sleep(500);
+  const after = await server.metrics();
+  const heapEnd = await server.heap();
+  const last = await sampleRss();
+  rss.end = last?.rssBytes ?? 0;
+  const exit = server.exit;
+  await server.close();
+
+  const faults = server.faults;
+  const problems = fuzzProblems({ exit, faults, failureCount: tally.failureCount, rss, maxRssGrowthBytes, streams, stats, goodClosed, sentinel, after });
   return {
     ok: problems.length === 0,
     problems,
     seed,
     target,
-    units,
-    unitsByTarget,
-    cases: done,
-    caseNames: cases,
-    outcomes,
-    failureCount,
-    failures,
+    units: tally.units,
+    unitsByTarget: tally.unitsByTarget,
+    cases: tally.done,
+    caseNames: tally.cases,
+    outcomes: tally.outcomes,
+    failureCount: tally.failureCount,
+    failures: tally.failures,
     durationS: Math.round(fuzzS * 10) / 10,
     server: {
-      crashed,
+      crashed: exit !== null,
       exit,
       faults: { unhandledRejection: faults.filter((f) => f.kind === 'unhandledRejection').length, uncaughtException: faults.filter((f) => f.kind === 'uncaughtException').length },
       rssBytes: { start: rss.start, end: rss.end, max: rss.max, samples: rss.samples },
