@@ -106,6 +106,103 @@ async function launchBrowser(name, executablePath = null) {
   };
 }
 
+/** A page of the fleet and the browser it runs in. @typedef {{ page: FleetPage, browser: string }} FleetPageOf */
+
+/**
+ * Launches the fleet's browsers, pushing each into `browsers` as it comes up
+ * (so the caller closes them even if a later one fails). Under --net each
+ * Chromium starts through a wrapper in its client namespace.
+ * @param {BenchPointOptions} o
+ * @param {number} browserCount
+ * @param {string | null} wrapperDir
+ * @param {FleetBrowser[]} browsers
+ */
+async function launchFleet(o, browserCount, wrapperDir, browsers) {
+  const net = o.net ?? null;
+  for (let b = 0; b < browserCount; b++) {
+    let executable = null;
+    if (net && wrapperDir) {
+      executable = `${wrapperDir}/chromium-${b}`;
+      await writeFile(executable, namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
+      await chmod(executable, 0o755);
+    }
+    browsers.push(await launchBrowser(o.browsers[b % o.browsers.length], executable));
+  }
+}
+
+/**
+ * Opens the pages round-robin over the browsers, each hosting its share of
+ * peers (peer.html), pushing each into `pages` once ready.
+ * @param {BenchPointOptions} o
+ * @param {{ layout: ReturnType<typeof benchLayout>, browsers: FleetBrowser[], baseUrl: string, runId: string }} fleet
+ * @param {FleetPageOf[]} pages
+ * @param {string[]} pageErrors
+ */
+async function openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErrors) {
+  const { point } = o;
+  for (let p = 0; p < layout.pageCount; p++) {
+    if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
+    const host = browsers[p % browsers.length];
+    const { peers, offset, stride } = layout.pages[p];
+    const page = await host.newPage();
+    page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
+    const q = new URLSearchParams({
+      group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
+      offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs),
+      ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
+      autostart: '0', name: `${host.name[0]}`,
+    });
+    await page.goto(`${baseUrl}/peer.html?${q}`);
+    await page.evaluate(() => window.carlab.ready);
+    pages.push({ page, browser: host.name });
+    o.onProgress?.({ phase: `opened ${pages.length}/${layout.pageCount} pages`, elapsedS: 0, rtMean: null });
+  }
+}
+
+/**
+ * Resolves once every page's peers are meshed; throws after 60 s.
+ * @param {FleetPageOf[]} pages
+ */
+async function waitForMesh(pages) {
+  const meshDeadline = Date.now() + 60_000;
+  for (;;) {
+    const states = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.meshed())));
+    if (states.every(Boolean)) break;
+    if (Date.now() > meshDeadline) throw new Error(`${states.filter((s) => !s).length} pages not meshed after 60 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * One phase (warm-up, measuring): every second, the pages' live RT mean as progress.
+ * @param {BenchPointOptions} o
+ * @param {FleetPageOf[]} pages
+ * @param {number} started Date.now() when the peers started
+ * @param {string} phase
+ * @param {number} seconds
+ */
+async function watchPhase(o, pages, started, phase, seconds) {
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end && !o.shouldStop?.()) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const live = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.liveRt())));
+    const n = live.reduce((s, l) => s + l.n, 0);
+    o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean: n ? live.reduce((s, l) => s + l.sum, 0) / n : null });
+  }
+}
+
+/**
+ * Every peer's stats, tagged with its browser.
+ * @param {FleetPageOf[]} pages
+ */
+async function collectPeerStats(pages) {
+  const perPage = await Promise.all(pages.map(async ({ page, browser }) => {
+    const stats = /** @type {Record<string, unknown>[]} */ (await page.evaluate(() => window.carlab.stats()));
+    return stats.map((s) => ({ ...s, browser }));
+  }));
+  return perPage.flat();
+}
+
 /**
  * Runs one point and returns its run record.
  * @param {BenchPointOptions} o
@@ -121,74 +218,33 @@ export async function runBenchPoint(o) {
   if (net && net.clientNs.length !== browserCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${browserCount} browsers`);
   // Chromium keeps Playwright's pipe through `exec ip netns exec NS chromium`
   const wrapperDir = net ? await mkdtemp(`${tmpdir()}/carlab-netns-`) : null;
-  /** @type {Awaited<ReturnType<typeof launchBrowser>>[]} */
+  /** @type {FleetBrowser[]} */
   const browsers = [];
-  /** @type {{ page: FleetPage, browser: string }[]} */
+  /** @type {FleetPageOf[]} */
   const pages = [];
+  /** @type {string[]} */
   const pageErrors = [];
   try {
     o.onProgress?.({ phase: 'launching', elapsedS: 0, rtMean: null });
-    for (let b = 0; b < browserCount; b++) {
-      let executable = null;
-      if (net && wrapperDir) {
-        executable = `${wrapperDir}/chromium-${b}`;
-        await writeFile(executable, namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
-        await chmod(executable, 0o755);
-      }
-      browsers.push(await launchBrowser(o.browsers[b % o.browsers.length], executable));
-    }
-    for (let p = 0; p < pageCount; p++) {
-      if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
-      const host = browsers[p % browsers.length];
-      const { peers, offset, stride } = layout.pages[p];
-      const page = await host.newPage();
-      page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
-      const q = new URLSearchParams({
-        group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
-        offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs),
-        ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
-        autostart: '0', name: `${host.name[0]}`,
-      });
-      await page.goto(`${baseUrl}/peer.html?${q}`);
-      await page.evaluate(() => window.carlab.ready);
-      pages.push({ page, browser: host.name });
-      o.onProgress?.({ phase: `opened ${pages.length}/${pageCount} pages`, elapsedS: 0, rtMean: null });
-    }
-    const meshDeadline = Date.now() + 60_000;
-    for (;;) {
-      const states = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.meshed())));
-      if (states.every(Boolean)) break;
-      if (Date.now() > meshDeadline) throw new Error(`${states.filter((s) => !s).length} pages not meshed after 60 s`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await launchFleet(o, browserCount, wrapperDir, browsers);
+    await openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErrors);
+    await waitForMesh(pages);
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
     const started = Date.now();
-    const watch = async (phase, seconds) => {
-      const end = Date.now() + seconds * 1000;
-      while (Date.now() < end && !o.shouldStop?.()) {
-        await new Promise((r) => setTimeout(r, 1000));
-        const live = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.liveRt())));
-        const n = live.reduce((s, l) => s + l.n, 0);
-        o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean: n ? live.reduce((s, l) => s + l.sum, 0) / n : null });
-      }
-    };
-    await watch('warm-up', o.warmupS);
+    await watchPhase(o, pages, started, 'warm-up', o.warmupS);
     await server?.resetWindow();
     const sampler = sampleProcessTree(() => browsers.map((b) => b.pid));
     const windowStart = performance.now();
-    await watch('measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
+    await watchPhase(o, pages, started, 'measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
     const windowMs = performance.now() - windowStart;
     const browserUsage = sampler.stop();
     const serverMetrics = server ? await server.metrics() : null;
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
     await new Promise((r) => setTimeout(r, 1000)); // in-flight updates and ACKs land
-    const perPage = await Promise.all(pages.map(async ({ page, browser }) => {
-      const stats = await page.evaluate(() => window.carlab.stats());
-      return stats.map((s) => ({ ...s, browser }));
-    }));
-    const clients = perPage.flat();
+    const clients = await collectPeerStats(pages);
     const relay = serverMetrics?.relay ?? null;
+    /** @type {Record<string, string>} */
     const userAgents = {};
     for (const b of browsers) userAgents[b.name] = b.version;
     return aggregateRun({

@@ -31,21 +31,154 @@ import { startServerChild } from './sim.js';
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** @param {number} g */
+const groupName = (g) => `churn-${g}`;
+
 /**
+ * The longest time a stable member went without sending, up to the end of
+ * the churn: from the start to its first send, then between two sends
+ * (Infinity if it never sent).
+ * @param {number[]} sendTimes performance.now() of every send
+ * @param {number} startedAt when the stable members started
+ * @param {number} churnEndedAt sends after this do not count
+ */
+export function longestSendGap(sendTimes, startedAt, churnEndedAt) {
+  const t = sendTimes.filter((x) => x <= churnEndedAt);
+  let max = t.length ? t[0] - startedAt : Infinity;
+  for (let i = 1; i < t.length; i++) max = Math.max(max, t[i] - t[i - 1]);
+  return max;
+}
+
+/**
+ * Warms the relay up (first joins compile code, allocate pools) before the baseline.
+ * @param {(g: number, name: string) => CarClient} client
+ * @param {number} groupCount
+ */
+async function warmUp(client, groupCount) {
+  const warm = [];
+  for (let i = 0; i < 6; i++) { const c = client(i % groupCount, `warm${i}`); await c.connect(); c.start(); warm.push(c); }
+  await sleep(500);
+  for (const c of warm) c.close();
+  await sleep(300);
+}
+
+/**
+ * The stable members, connected and meshed (or 10 s passed), not started;
+ * each one's send times are recorded.
+ * @param {(g: number, name: string) => CarClient} client
+ * @param {number} groupCount
+ * @param {number} stablePerGroup
+ */
+async function connectStable(client, groupCount, stablePerGroup) {
+  /** @type {CarClient[]} */
+  const stable = [];
+  /** Send times per stable client. @type {Map<CarClient, number[]>} */
+  const sends = new Map();
+  for (let g = 0; g < groupCount; g++) {
+    for (let i = 0; i < stablePerGroup; i++) {
+      const c = client(g, `stable${g}.${i}`);
+      /** @type {number[]} */
+      const times = [];
+      sends.set(c, times);
+      const send = c.transport.sendUpdate.bind(c.transport);
+      c.transport.sendUpdate = (u) => { times.push(performance.now()); send(u); };
+      await c.connect();
+      stable.push(c);
+    }
+  }
+  const meshEnd = Date.now() + 10000;
+  while (stable.some((c) => c.members.size < stablePerGroup - 1) && Date.now() < meshEnd) await sleep(20);
+  return { stable, sends };
+}
+
+/**
+ * The churn: joins and leaves, clean (close) or abrupt (the socket just
+ * dies), one every [minMs, maxMs] until durationS passed.
+ * @param {Required<Pick<ChurnOptions, 'durationS' | 'groups' | 'cycleMs' | 'everyMs' | 'maxChurners' | 'silentFraction'>>} o
+ * @param {{ server: import('./sim.js').ServerChild, url: string, rng: import('./fuzz-cases.js').Rng,
+ *   client: (g: number, name: string, cycle?: number) => CarClient }} run
+ */
+async function churn(o, { server, url, rng, client }) {
+  const [minMs, maxMs] = o.everyMs;
+  /** @type {CarClient[]} */
+  const churners = [];
+  /** @type {Set<WebSocket>} */
+  const silent = new Set();
+  const counts = { joins: 0, silentJoins: 0, cleanLeaves: 0, abruptLeaves: 0, joinFailures: 0 };
+  /** A member that joins and never ACKs, then leaves on its own. @param {number} g */
+  const joinSilent = (g) => {
+    const ws = new WebSocket(url);
+    silent.add(ws);
+    ws.on('error', () => {});
+    ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: g === 0 ? 0 : HelloFlag.BATCHED, clientId: 0, group: groupName(g), name: 'silent', token: '' })));
+    setTimeout(() => { silent.delete(ws); if (rng.chance(0.5)) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
+  };
+  let n = 0;
+  /** Most clients the relay held at once during the churn (sampled after every step). */
+  let peakClients = 0;
+  const end = performance.now() + o.durationS * 1000;
+  while (performance.now() < end) {
+    await sleep(rng.int(minMs, maxMs));
+    peakClients = Math.max(peakClients, (await server.metrics()).relay.clients);
+    const join = churners.length === 0 || (churners.length < o.maxChurners && rng.chance(0.55));
+    if (join && rng.chance(o.silentFraction)) {
+      joinSilent(rng.int(0, o.groups - 1));
+      counts.silentJoins++;
+    } else if (join) {
+      const c = client(rng.int(0, o.groups - 1), `churn${n++}`, rng.pick([o.cycleMs, 167, 698]));
+      c.connect().then(() => { if (churners.includes(c)) c.start(); }, () => { counts.joinFailures++; });
+      churners.push(c);
+      counts.joins++;
+    } else {
+      const c = churners.splice(rng.int(0, churners.length - 1), 1)[0];
+      if (rng.chance(0.3)) {
+        c.stop();
+        /** @type {{ ws?: WebSocket }} */ (/** @type {unknown} */ (c.transport)).ws?.terminate?.(); // no close frame: the TCP connection just ends
+        counts.abruptLeaves++;
+      } else {
+        c.close();
+        counts.cleanLeaves++;
+      }
+    }
+  }
+  return { counts, peakClients, churners, silent };
+}
+
+/**
+ * Stops the stable members, lets the last updates land and sums their
+ * stable-to-stable streams.
+ * @param {CarClient[]} stable
+ */
+async function settleStable(stable) {
+  for (const c of stable) c.stop();
+  const settle = Date.now() + 3000;
+  while (stable.some((c) => c.cycle.outstanding) && Date.now() < settle) await sleep(20);
+  await sleep(200);
+  const stats = stable.map((c) => c.stats());
+  const stableIds = new Set(stable.map((c) => `${c.options.group}\u0000${c.id}`));
+  for (const s of stats) s.sentTo = Object.fromEntries(Object.entries(s.sentTo).filter(([rid]) => stableIds.has(`${s.group}\u0000${rid}`)));
+  return { stats, streams: aggregateStreams(stats) };
+}
+
+/**
+ * Runs the churn and returns its report.
  * @param {ChurnOptions} [o]
  */
 export async function runChurn(o = {}) {
-  const durationS = o.durationS ?? 10;
-  const groupCount = o.groups ?? 3;
+  const options = {
+    durationS: o.durationS ?? 10,
+    groups: o.groups ?? 3,
+    cycleMs: o.cycleMs ?? 100,
+    everyMs: o.everyMs ?? /** @type {[number, number]} */ ([100, 400]),
+    maxChurners: o.maxChurners ?? 12,
+    silentFraction: o.silentFraction ?? 0.25,
+  };
+  const { durationS, cycleMs } = options;
   const stablePerGroup = o.stablePerGroup ?? 3;
-  const cycleMs = o.cycleMs ?? 100;
   const ackTimeoutMs = o.ackTimeoutMs ?? 2000;
-  const [minMs, maxMs] = o.everyMs ?? [100, 400];
-  const maxChurners = o.maxChurners ?? 12;
   const rng = makeRng(o.seed ?? 1);
   const server = await startServerChild({}, { execArgv: ['--expose-gc'] });
   const url = `${server.url.replace(/^http/, 'ws').replace(/\/$/, '')}/relay`;
-  const groupName = (/** @type {number} */ g) => `churn-${g}`;
   /** @param {number} g @param {string} name @param {number} [cycle] */
   const client = (g, name, cycle = cycleMs) => new CarClient({
     // one group in relay-faithful, the others in relay: both ACK schemes churn
@@ -54,100 +187,24 @@ export async function runChurn(o = {}) {
     pose: () => [rng.next(), 0, 0, 0, 0, 0, 1],
   });
   try {
-    // Warm the relay up (first joins compile code, allocate pools) before the baseline.
-    const warm = [];
-    for (let i = 0; i < 6; i++) { const c = client(i % groupCount, `warm${i}`); await c.connect(); c.start(); warm.push(c); }
-    await sleep(500);
-    for (const c of warm) c.close();
-    await sleep(300);
+    await warmUp(client, options.groups);
     const baseline = await server.heap();
     const before = await server.metrics();
-
-    /** @type {CarClient[]} */
-    const stable = [];
-    /** Send times per stable client. @type {Map<CarClient, number[]>} */
-    const sends = new Map();
-    for (let g = 0; g < groupCount; g++) {
-      for (let i = 0; i < stablePerGroup; i++) {
-        const c = client(g, `stable${g}.${i}`);
-        const times = [];
-        sends.set(c, times);
-        const send = c.transport.sendUpdate.bind(c.transport);
-        c.transport.sendUpdate = (u) => { times.push(performance.now()); send(u); };
-        await c.connect();
-        stable.push(c);
-      }
-    }
-    const meshEnd = Date.now() + 10000;
-    while (stable.some((c) => c.members.size < stablePerGroup - 1) && Date.now() < meshEnd) await sleep(20);
+    const { stable, sends } = await connectStable(client, options.groups, stablePerGroup);
     const startedAt = performance.now();
     for (const c of stable) c.start();
-
-    // The churn: joins and leaves, clean (close) or abrupt (the socket just dies).
-    /** @type {CarClient[]} */
-    const churners = [];
-    /** @type {Set<WebSocket>} */
-    const silent = new Set();
-    const counts = { joins: 0, silentJoins: 0, cleanLeaves: 0, abruptLeaves: 0, joinFailures: 0 };
-    /** A member that joins and never ACKs, then leaves on its own. @param {number} g */
-    const joinSilent = (g) => {
-      const ws = new WebSocket(url);
-      silent.add(ws);
-      ws.on('error', () => {});
-      ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: g === 0 ? 0 : HelloFlag.BATCHED, clientId: 0, group: groupName(g), name: 'silent', token: '' })));
-      setTimeout(() => { silent.delete(ws); if (rng.chance(0.5)) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
-    };
-    let n = 0;
-    /** Most clients the relay held at once during the churn (sampled after every step). */
-    let peakClients = 0;
-    const end = performance.now() + durationS * 1000;
-    while (performance.now() < end) {
-      await sleep(rng.int(minMs, maxMs));
-      peakClients = Math.max(peakClients, (await server.metrics()).relay.clients);
-      const join = churners.length === 0 || (churners.length < maxChurners && rng.chance(0.55));
-      if (join && rng.chance(o.silentFraction ?? 0.25)) {
-        joinSilent(rng.int(0, groupCount - 1));
-        counts.silentJoins++;
-      } else if (join) {
-        const c = client(rng.int(0, groupCount - 1), `churn${n++}`, rng.pick([cycleMs, 167, 698]));
-        c.connect().then(() => { if (churners.includes(c)) c.start(); }, () => { counts.joinFailures++; });
-        churners.push(c);
-        counts.joins++;
-      } else {
-        const c = churners.splice(rng.int(0, churners.length - 1), 1)[0];
-        if (rng.chance(0.3)) {
-          c.stop();
-          /** @type {any} */ (c.transport).ws?.terminate?.(); // no close frame: the TCP connection just ends
-          counts.abruptLeaves++;
-        } else {
-          c.close();
-          counts.cleanLeaves++;
-        }
-      }
-    }
+    const { counts, peakClients, churners, silent } = await churn(options, { server, url, rng, client });
     const churnEndedAt = performance.now();
     const during = await server.metrics();
 
-    // Stop the stable members; let the last updates land; check their streams.
+    // Everyone else leaves; then the stable members stop and their streams are checked.
     for (const c of churners) c.close();
     churners.length = 0;
     for (const ws of silent) ws.terminate();
     silent.clear();
     await sleep(300);
-    for (const c of stable) c.stop();
-    const settle = Date.now() + 3000;
-    while (stable.some((c) => c.cycle.outstanding) && Date.now() < settle) await sleep(20);
-    await sleep(200);
-    const stats = stable.map((c) => c.stats());
-    const stableIds = new Set(stable.map((c) => `${c.options.group}\u0000${c.id}`));
-    for (const s of stats) s.sentTo = Object.fromEntries(Object.entries(s.sentTo).filter(([rid]) => stableIds.has(`${s.group}\u0000${rid}`)));
-    const streams = aggregateStreams(stats);
-    const gaps = stable.map((c) => {
-      const t = /** @type {number[]} */ (sends.get(c)).filter((x) => x <= churnEndedAt);
-      let max = t.length ? t[0] - startedAt : Infinity;
-      for (let i = 1; i < t.length; i++) max = Math.max(max, t[i] - t[i - 1]);
-      return max;
-    });
+    const { stats, streams } = await settleStable(stable);
+    const gaps = stable.map((c) => longestSendGap(sends.get(c) ?? [], startedAt, churnEndedAt));
     for (const c of stable) c.close();
     await sleep(500);
     const after = await server.metrics();
