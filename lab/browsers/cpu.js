@@ -8,11 +8,82 @@
 import { sampleProcessTree } from '../proctree.js';
 import { perSecond } from './arith.js';
 import { obfuscationFor, openPeer, pairFields, sleep } from './context.js';
-import { assignConnections } from './memory.js';
+import { assignConnections, ensureServerPeers } from './memory.js';
 import { SECONDS_PER_LAUNCH } from './setup.js';
 
 /** Seconds between starting the new transfers and the window. */
 export const RAMP_S = 2;
+
+/** @typedef {import('./memory.js').ServerPeer} ServerPeer */
+
+/**
+ * The server ends send: starts their loops on the new connections.
+ * @param {ServerPeer[]} serverPeers
+ * @param {{ to: string, key: string }[]} opened the client's new connections
+ * @param {import('./context.js').BrowsersOptions} o
+ */
+async function startServerLoops(serverPeers, opened, o) {
+  for (const s of serverPeers) {
+    const keys = opened.filter((c) => c.to === s.id).map((c) => c.key);
+    if (!keys.length) continue;
+    s.load += keys.length;
+    // The server's end of a connection may need a moment to register.
+    await s.page.evaluate(async ([id, ks]) => {
+      for (const key of ks) await window.carlabLab.connInfo(id, key, 5000);
+    }, /** @type {const} */ ([s.id, keys]));
+    await s.page.evaluate(([id, ks, size, chunk]) => window.carlabLab.startLoop(id, { keys: ks, fileSize: size, chunk }),
+      /** @type {const} */ ([s.id, keys, o.fileSize, o.chunk]));
+  }
+}
+
+/**
+ * One step's record: both browsers' CPU over the window and what the client
+ * received in it (received counters at its start and end).
+ * @param {number} k transfers running
+ * @param {{ cpuPct: number | null, rssMaxBytes: number | null }} cu client browser's process tree
+ * @param {{ cpuPct: number | null }} su server browser's process tree
+ * @param {{ at: number, bytes: number }} r0
+ * @param {{ at: number, bytes: number }} r1
+ * @param {number} fileSize
+ */
+export function cpuStepRecord(k, cu, su, r0, r1, fileSize) {
+  const ms = r1.at - r0.at;
+  const bytes = r1.bytes - r0.bytes;
+  return {
+    k,
+    cpu: { server: null, clients: cu.cpuPct },
+    clientCpuPct: cu.cpuPct,
+    serverCpuPct: su.cpuPct,
+    clientRssMaxBytes: cu.rssMaxBytes,
+    throughputMBps: perSecond(bytes / 1e6, ms),
+    filesPerS: perSecond(bytes / fileSize, ms),
+    windowS: Math.round(ms / 100) / 10,
+  };
+}
+
+/**
+ * After the ramp, samples both browsers' CPU over the window with k transfers running.
+ * @param {import('./context.js').LabContext} ctx
+ * @param {{ page: import('playwright-core').Page, clientId: string, client: import('./context.js').LabBrowser, servers: import('./context.js').LabBrowser }} run
+ * @param {number} k
+ * @param {import('./context.js').BrowsersOptions} o
+ * @param {import('./context.js').CellProgress} p
+ */
+async function measureCpuStep(ctx, { page, clientId, client, servers }, k, o, p) {
+  await sleep(RAMP_S * 1000);
+  const r0 = await page.evaluate((id) => window.carlabLab.received(id), clientId);
+  const clientCpu = sampleProcessTree(() => [client.pid]);
+  const serverCpu = sampleProcessTree(() => [servers.pid]);
+  const end = performance.now() + o.cpuWindowS * 1000;
+  while (performance.now() < end && !ctx.shouldStop()) {
+    await sleep(Math.min(1000, Math.max(0, end - performance.now())));
+    p.update(`k=${k}: measuring`);
+  }
+  const cu = clientCpu.stop();
+  const su = serverCpu.stop();
+  const r1 = await page.evaluate((id) => window.carlabLab.received(id), clientId);
+  return cpuStepRecord(k, cu, su, r0, r1, o.fileSize);
+}
 
 /**
  * @param {import('./context.js').LabContext} ctx
@@ -24,30 +95,24 @@ export const RAMP_S = 2;
 async function runCpu(ctx, pair, hide, o, p) {
   const client = await ctx.launch(pair.initiator, { hideHostAddresses: hide });
   const servers = await ctx.launch(pair.receiver, { hideHostAddresses: hide });
-  /** @type {{ page: import('playwright-core').Page, id: string, load: number }[]} */
+  /** @type {ServerPeer[]} */
   const serverPeers = [];
   const spec = { mode: 'p2p-reliable', channels: 1, ackEvery: 0 };
   try {
     const page = await client.page(`${pair.label} client`);
     const clientId = ctx.newPeerId();
     await openPeer(page, clientId, o.setupTimeoutMs);
-    /** @type {any[]} */
+    /** @type {ReturnType<typeof cpuStepRecord>[]} */
     const steps = [];
     let k = 0;
+    /** @type {{ ordered: boolean, maxRetransmits: number | null } | null} */
     let channel = null;
     /** @type {string | null} */
     let stoppedBy = null;
     for (const target of o.ks) {
       if (ctx.shouldStop()) break;
       const plan = assignConnections(serverPeers.map((s) => s.load), target - k, o.connsPerServerPage);
-      for (const { server } of plan) {
-        while (serverPeers.length <= server) {
-          const sp = await servers.page(`${pair.label} server ${serverPeers.length + 1}`);
-          const id = ctx.newPeerId();
-          await openPeer(sp, id, o.setupTimeoutMs);
-          serverPeers.push({ page: sp, id, load: 0 });
-        }
-      }
+      await ensureServerPeers(ctx, servers, pair.label, serverPeers, plan, o.setupTimeoutMs);
       p.update(`k=${target}: connecting`);
       const targets = plan.map(({ server, n }) => ({ to: serverPeers[server].id, n }));
       const res = await page.evaluate(([id, t, s, timeoutMs]) => window.carlabLab.connectMany(id, t, s, { concurrency: 4, timeoutMs }),
@@ -61,44 +126,11 @@ async function runCpu(ctx, pair, hide, o, p) {
         const info = await page.evaluate(([id, key]) => window.carlabLab.connInfo(id, key, 1000), /** @type {const} */ ([clientId, res.opened[0].key]));
         channel = info.channel ? { ordered: info.channel.ordered, maxRetransmits: info.channel.maxRetransmits } : null;
       }
-      // The server ends send: start their loops on the new connections.
-      for (const s of serverPeers) {
-        const keys = res.opened.filter((c) => c.to === s.id).map((c) => c.key);
-        if (!keys.length) continue;
-        s.load += keys.length;
-        // The server's end of a connection may need a moment to register.
-        await s.page.evaluate(async ([id, ks]) => {
-          for (const key of ks) await window.carlabLab.connInfo(id, key, 5000);
-        }, /** @type {const} */ ([s.id, keys]));
-        await s.page.evaluate(([id, ks, size, chunk]) => window.carlabLab.startLoop(id, { keys: ks, fileSize: size, chunk }),
-          /** @type {const} */ ([s.id, keys, o.fileSize, o.chunk]));
-      }
+      await startServerLoops(serverPeers, res.opened, o);
       k = target;
-      await sleep(RAMP_S * 1000);
-      const r0 = await page.evaluate((id) => window.carlabLab.received(id), clientId);
-      const clientCpu = sampleProcessTree(() => [client.pid]);
-      const serverCpu = sampleProcessTree(() => [servers.pid]);
-      const end = performance.now() + o.cpuWindowS * 1000;
-      while (performance.now() < end && !ctx.shouldStop()) {
-        await sleep(Math.min(1000, Math.max(0, end - performance.now())));
-        p.update(`k=${k}: measuring`);
-      }
-      const cu = clientCpu.stop();
-      const su = serverCpu.stop();
-      const r1 = await page.evaluate((id) => window.carlabLab.received(id), clientId);
-      const ms = r1.at - r0.at;
-      const bytes = r1.bytes - r0.bytes;
-      steps.push({
-        k,
-        cpu: { server: null, clients: cu.cpuPct },
-        clientCpuPct: cu.cpuPct,
-        serverCpuPct: su.cpuPct,
-        clientRssMaxBytes: cu.rssMaxBytes,
-        throughputMBps: perSecond(bytes / 1e6, ms),
-        filesPerS: perSecond(bytes / o.fileSize, ms),
-        windowS: Math.round(ms / 100) / 10,
-      });
-      p.update(`k=${k}: CPU ${cu.cpuPct?.toFixed(0)} %`, cu.cpuPct);
+      const step = await measureCpuStep(ctx, { page, clientId, client, servers }, k, o, p);
+      steps.push(step);
+      p.update(`k=${k}: CPU ${step.clientCpuPct?.toFixed(0)} %`, step.clientCpuPct);
     }
     return {
       client: pair.initiator,

@@ -74,14 +74,15 @@ export function treeMemory(root) {
  * @param {number} [gapMs]
  */
 export async function sampleMemory(root, reads = 3, gapMs = 250) {
+  /** @type {ReturnType<typeof treeMemory>[]} */
   const got = [];
   for (let i = 0; i < reads; i++) {
     if (i) await sleep(gapMs);
     got.push(treeMemory(root));
   }
-  const mean = (/** @type {(m: any) => number | null} */ f) => {
+  const mean = (/** @type {(m: ReturnType<typeof treeMemory>) => number | null} */ f) => {
     const vs = got.map(f);
-    return vs.some((v) => v === null) ? null : vs.reduce((s, v) => s + v, 0) / vs.length;
+    return vs.some((v) => v === null) ? null : vs.reduce((/** @type {number} */ s, v) => s + (v ?? 0), 0) / vs.length;
   };
   return { ussBytes: mean((m) => m.ussBytes), pssBytes: mean((m) => m.pssBytes), rssBytes: mean((m) => m.rssBytes), processes: got[got.length - 1].processes };
 }
@@ -131,6 +132,103 @@ export function memoryFigures(m0, steps) {
   };
 }
 
+/** A server peer page and how many connections it serves. @typedef {{ page: import('playwright-core').Page, id: string, load: number }} ServerPeer */
+
+/**
+ * Opens one more server peer page in the server browser.
+ * @param {import('./context.js').LabContext} ctx
+ * @param {import('./context.js').LabBrowser} servers
+ * @param {string} pairLabel
+ * @param {ServerPeer[]} serverPeers
+ * @param {number} setupTimeoutMs
+ */
+async function openServerPeer(ctx, servers, pairLabel, serverPeers, setupTimeoutMs) {
+  const sp = await servers.page(`${pairLabel} server ${serverPeers.length + 1}`);
+  const id = ctx.newPeerId();
+  await openPeer(sp, id, setupTimeoutMs);
+  serverPeers.push({ page: sp, id, load: 0 });
+}
+
+/**
+ * Opens server peer pages until every server the plan names exists.
+ * @param {import('./context.js').LabContext} ctx
+ * @param {import('./context.js').LabBrowser} servers
+ * @param {string} pairLabel
+ * @param {ServerPeer[]} serverPeers
+ * @param {{ server: number }[]} plan from assignConnections
+ * @param {number} setupTimeoutMs
+ */
+export async function ensureServerPeers(ctx, servers, pairLabel, serverPeers, plan, setupTimeoutMs) {
+  for (const { server } of plan) {
+    while (serverPeers.length <= server) await openServerPeer(ctx, servers, pairLabel, serverPeers, setupTimeoutMs);
+  }
+}
+
+/**
+ * Counts the client's new connections on the server peers they went to;
+ * failed attempts too, since they hold a server slot until the server drops them.
+ * @param {ServerPeer[]} serverPeers
+ * @param {{ opened: { to: string }[], failed: { to: string }[] }} res
+ */
+export function addLoads(serverPeers, res) {
+  for (const { to } of [...res.opened, ...res.failed]) {
+    const s = serverPeers.find((x) => x.id === to);
+    if (s) s.load++;
+  }
+}
+
+/**
+ * The first errors the server pages saw, to explain a failed connection.
+ * @param {ServerPeer[]} serverPeers
+ * @returns {Promise<string[]>}
+ */
+async function serverPageErrors(serverPeers) {
+  const serverSide = await Promise.all(serverPeers.map((s) => s.page.evaluate((id) => window.carlabLab.connections(id), s.id).catch(() => null)));
+  return serverSide.flatMap((c) => c?.errors ?? []).slice(0, 5);
+}
+
+/**
+ * The ramp: `--memory-step` more idle connections at a time, memory read
+ * after each step settled, until --max-connections, Ctrl-C or the first
+ * failed connection (the browser's limit, with the reason).
+ * @param {import('./context.js').LabContext} ctx
+ * @param {{ page: import('playwright-core').Page, clientId: string, client: import('./context.js').LabBrowser,
+ *   servers: import('./context.js').LabBrowser, pairLabel: string, serverPeers: ServerPeer[] }} run
+ * @param {import('./context.js').BrowsersOptions} o
+ * @param {import('./context.js').CellProgress} p
+ */
+async function rampConnections(ctx, { page, clientId, client, servers, pairLabel, serverPeers }, o, p) {
+  /** @type {({ connections: number, setupMs: number } & Awaited<ReturnType<typeof sampleMemory>>)[]} */
+  const steps = [];
+  let open = 0;
+  /** @type {number | null} */
+  let limit = null;
+  let reason = `--max-connections ${o.maxConnections} reached`;
+  while (open < o.maxConnections && !ctx.shouldStop()) {
+    const n = Math.min(o.memoryStep, o.maxConnections - open);
+    const plan = assignConnections(serverPeers.map((s) => s.load), n, o.connsPerServerPage);
+    await ensureServerPeers(ctx, servers, pairLabel, serverPeers, plan, o.setupTimeoutMs);
+    p.update(`connecting ${open + 1}..${open + n}`, open);
+    const targets = plan.map(({ server, n: k }) => ({ to: serverPeers[server].id, n: k }));
+    const res = await page.evaluate(([id, t, timeoutMs]) => window.carlabLab.connectMany(id, t, { mode: 'p2p' }, { concurrency: 4, timeoutMs }),
+      /** @type {const} */ ([clientId, targets, o.setupTimeoutMs])).catch((err) => ({ opened: [], failed: [{ to: '', error: cleanError(err) }], total: open, ms: 0 }));
+    addLoads(serverPeers, res);
+    open = res.total;
+    await sleep(SETTLE_S * 1000);
+    const m = await sampleMemory(client.pid);
+    steps.push({ connections: open, ...m, setupMs: res.ms });
+    p.update(`${open} connections`, open);
+    if (res.failed.length) {
+      limit = open;
+      reason = res.failed[0].error;
+      const serverErrors = await serverPageErrors(serverPeers);
+      if (serverErrors.length) reason += ` (server pages: ${serverErrors.join('; ')})`;
+      break;
+    }
+  }
+  return { steps, limit, reason };
+}
+
 /**
  * @param {import('./context.js').LabContext} ctx
  * @param {import('./context.js').Pair} pair
@@ -144,63 +242,18 @@ async function runMemory(ctx, pair, hide, o, p) {
   const started = performance.now();
   try {
     const page = await client.page(`${pair.label} client`);
-    /** @type {{ page: import('playwright-core').Page, id: string, load: number }[]} */
+    /** @type {ServerPeer[]} */
     const serverPeers = [];
     const clientId = ctx.newPeerId();
     await openPeer(page, clientId, o.setupTimeoutMs);
     // Every server page the ramp may need, before m_0 (see the top of this file).
     p.update('opening server pages');
     for (let i = 0; i < Math.ceil(o.maxConnections / o.connsPerServerPage); i++) {
-      const sp = await servers.page(`${pair.label} server ${serverPeers.length + 1}`);
-      const id = ctx.newPeerId();
-      await openPeer(sp, id, o.setupTimeoutMs);
-      serverPeers.push({ page: sp, id, load: 0 });
+      await openServerPeer(ctx, servers, pair.label, serverPeers, o.setupTimeoutMs);
     }
     await sleep(2000);
     const m0 = await sampleMemory(client.pid);
-    /** @type {any[]} */
-    const steps = [];
-    let open = 0;
-    let limit = null;
-    let reason = `--max-connections ${o.maxConnections} reached`;
-    while (open < o.maxConnections && !ctx.shouldStop()) {
-      const n = Math.min(o.memoryStep, o.maxConnections - open);
-      const plan = assignConnections(serverPeers.map((s) => s.load), n, o.connsPerServerPage);
-      for (const { server } of plan) {
-        while (serverPeers.length <= server) {
-          const sp = await servers.page(`${pair.label} server ${serverPeers.length + 1}`);
-          const id = ctx.newPeerId();
-          await openPeer(sp, id, o.setupTimeoutMs);
-          serverPeers.push({ page: sp, id, load: 0 });
-        }
-      }
-      p.update(`connecting ${open + 1}..${open + n}`, open);
-      const targets = plan.map(({ server, n: k }) => ({ to: serverPeers[server].id, n: k }));
-      const res = await page.evaluate(([id, t, timeoutMs]) => window.carlabLab.connectMany(id, t, { mode: 'p2p' }, { concurrency: 4, timeoutMs }),
-        /** @type {const} */ ([clientId, targets, o.setupTimeoutMs])).catch((err) => ({ opened: [], failed: [{ to: '', error: cleanError(err) }], total: open, ms: 0 }));
-      for (const { to } of res.opened) {
-        const s = serverPeers.find((x) => x.id === to);
-        if (s) s.load++;
-      }
-      // Failed attempts still hold a server slot until the server drops them.
-      for (const f of res.failed) {
-        const s = serverPeers.find((x) => x.id === f.to);
-        if (s) s.load++;
-      }
-      open = res.total;
-      await sleep(SETTLE_S * 1000);
-      const m = await sampleMemory(client.pid);
-      steps.push({ connections: open, ...m, setupMs: res.ms });
-      p.update(`${open} connections`, open);
-      if (res.failed.length) {
-        limit = open;
-        reason = res.failed[0].error;
-        const serverSide = await Promise.all(serverPeers.map((s) => s.page.evaluate((id) => window.carlabLab.connections(id), s.id).catch(() => null)));
-        const serverErrors = serverSide.flatMap((c) => c?.errors ?? []).slice(0, 5);
-        if (serverErrors.length) reason += ` (server pages: ${serverErrors.join('; ')})`;
-        break;
-      }
-    }
+    const { steps, limit, reason } = await rampConnections(ctx, { page, clientId, client, servers, pairLabel: pair.label, serverPeers }, o, p);
     // Still open at the end?
     const final = await page.evaluate((id) => window.carlabLab.connections(id), clientId).catch(() => null);
     return {

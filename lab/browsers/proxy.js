@@ -64,6 +64,72 @@ export function parseSs(text) {
   return out;
 }
 
+/** One peer's WebSocket through the proxy: bytes each way and the browser's port. @typedef {{ up: number, down: number, clientPort: number, open: boolean }} PeerRecord */
+
+/**
+ * Pipes one browser connection to the server, counting its bytes when its
+ * first request is a PeerJS WebSocket upgrade.
+ * @param {net.Socket} client
+ * @param {URL} target
+ * @param {string} wsPath
+ * @param {Map<string, PeerRecord>} peers the record goes here, by peer id
+ * @param {Set<net.Socket>} sockets both ends live here until they close
+ */
+function proxyConnection(client, target, wsPath, peers, sockets) {
+  client.setNoDelay(true);
+  const upstream = net.connect(Number(target.port), target.hostname);
+  upstream.setNoDelay(true);
+  sockets.add(client);
+  sockets.add(upstream);
+  /** @type {PeerRecord | null} */
+  let rec = null;
+  let first = true;
+  client.on('data', (chunk) => {
+    if (first) {
+      first = false;
+      const id = peerIdOfUpgrade(chunk, wsPath);
+      if (id) {
+        rec = { up: 0, down: 0, clientPort: /** @type {number} */ (client.remotePort), open: true };
+        peers.set(id, rec);
+      }
+    }
+    if (rec) rec.up += chunk.length;
+  });
+  upstream.on('data', (chunk) => { if (rec) rec.down += chunk.length; });
+  client.pipe(upstream);
+  upstream.pipe(client);
+  const end = () => {
+    if (rec) rec.open = false;
+    client.destroy();
+    upstream.destroy();
+    sockets.delete(client);
+    sockets.delete(upstream);
+  };
+  client.on('error', end).on('close', end);
+  upstream.on('error', end).on('close', end);
+}
+
+/**
+ * The counters of the given peers from their records and the kernel's
+ * segment counts (segments only while the peer's socket is open; missing
+ * peers are left out).
+ * @param {Map<string, PeerRecord>} peers
+ * @param {ReturnType<typeof parseSs>} segs by browser port
+ * @param {string[]} ids
+ * @returns {Record<string, SignalingCounters>}
+ */
+export function countersOf(peers, segs, ids) {
+  /** @type {Record<string, SignalingCounters>} */
+  const out = {};
+  for (const id of ids) {
+    const rec = peers.get(id);
+    if (!rec) continue;
+    const s = segs.get(rec.clientPort);
+    out[id] = { up: rec.up, down: rec.down, segsUp: s && rec.open ? s.segsIn : null, segsDown: s && rec.open ? s.segsOut : null };
+  }
+  return out;
+}
+
 /**
  * Starts the proxy on a free loopback port.
  * @param {{ target: string, wsPath?: string }} o target: the server's http URL
@@ -71,44 +137,12 @@ export function parseSs(text) {
 export async function startSignalingProxy(o) {
   const target = new URL(o.target);
   const wsPath = o.wsPath ?? '/peerjs/peerjs';
-  /** @type {Map<string, { up: number, down: number, clientPort: number, open: boolean }>} */
+  /** @type {Map<string, PeerRecord>} */
   const peers = new Map();
   /** @type {Set<net.Socket>} */
   const sockets = new Set();
   let ssWorks = true;
-  const server = net.createServer((client) => {
-    client.setNoDelay(true);
-    const upstream = net.connect(Number(target.port), target.hostname);
-    upstream.setNoDelay(true);
-    sockets.add(client);
-    sockets.add(upstream);
-    /** @type {{ up: number, down: number, clientPort: number, open: boolean } | null} */
-    let rec = null;
-    let first = true;
-    client.on('data', (chunk) => {
-      if (first) {
-        first = false;
-        const id = peerIdOfUpgrade(chunk, wsPath);
-        if (id) {
-          rec = { up: 0, down: 0, clientPort: /** @type {number} */ (client.remotePort), open: true };
-          peers.set(id, rec);
-        }
-      }
-      if (rec) rec.up += chunk.length;
-    });
-    upstream.on('data', (chunk) => { if (rec) rec.down += chunk.length; });
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const end = () => {
-      if (rec) rec.open = false;
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
+  const server = net.createServer((client) => proxyConnection(client, target, wsPath, peers, sockets));
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve(null));
@@ -121,7 +155,7 @@ export async function startSignalingProxy(o) {
    * @returns {Promise<Record<string, SignalingCounters>>}
    */
   async function snapshot(ids) {
-    /** @type {Map<number, any>} */
+    /** @type {ReturnType<typeof parseSs>} */
     let segs = new Map();
     if (ssWorks) {
       try {
@@ -131,15 +165,7 @@ export async function startSignalingProxy(o) {
         ssWorks = false;
       }
     }
-    /** @type {Record<string, SignalingCounters>} */
-    const out = {};
-    for (const id of ids) {
-      const rec = peers.get(id);
-      if (!rec) continue;
-      const s = segs.get(rec.clientPort);
-      out[id] = { up: rec.up, down: rec.down, segsUp: s && rec.open ? s.segsIn : null, segsDown: s && rec.open ? s.segsOut : null };
-    }
-    return out;
+    return countersOf(peers, segs, ids);
   }
 
   return {

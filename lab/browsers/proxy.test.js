@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { parseSs, peerIdOfUpgrade, startSignalingProxy } from './proxy.js';
+import { countersOf, parseSs, peerIdOfUpgrade, startSignalingProxy } from './proxy.js';
 
-const upgrade = (path) => Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n`);
+const upgrade = (/** @type {string} */ path) => Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n`);
 
 test('a PeerJS WebSocket upgrade names its peer; anything else does not', () => {
   assert.equal(peerIdOfUpgrade(upgrade('/peerjs/peerjs?key=peerjs&id=carlab-abc-3&token=x'), '/peerjs/peerjs'), 'carlab-abc-3');
@@ -25,7 +25,8 @@ test('ss -tinH output parses into segments per browser port', () => {
 test('the proxy forwards both ways and counts only PeerJS WebSockets, per peer', async () => {
   const target = net.createServer((s) => s.on('data', (d) => s.write(Buffer.concat([Buffer.from('re:'), d]))));
   await new Promise((r) => target.listen(0, '127.0.0.1', () => r(null)));
-  const proxy = await startSignalingProxy({ target: `http://127.0.0.1:${/** @type {any} */ (target.address()).port}` });
+  const proxy = await startSignalingProxy({ target: `http://127.0.0.1:${/** @type {net.AddressInfo} */ (target.address()).port}` });
+  /** @param {string | Buffer} first @param {string} more @returns {Promise<{ c: net.Socket, got: string }>} */
   const talk = (first, more) => new Promise((resolve) => {
     const c = net.connect(proxy.port, '127.0.0.1', () => c.write(first));
     let got = '';
@@ -51,4 +52,17 @@ test('the proxy forwards both ways and counts only PeerJS WebSockets, per peer',
     await proxy.close();
     target.close();
   }
+});
+
+test('counters: bytes from the record, segments only while the peer is open, unknown peers left out', () => {
+  const peers = new Map([
+    ['a', { up: 10, down: 20, clientPort: 5001, open: true }],
+    ['b', { up: 1, down: 2, clientPort: 5002, open: false }],
+  ]);
+  const segs = new Map([[5001, { segsIn: 3, segsOut: 4, bytesReceived: 0, bytesSent: 0 }], [5002, { segsIn: 5, segsOut: 6, bytesReceived: 0, bytesSent: 0 }]]);
+  assert.deepEqual(countersOf(peers, segs, ['a', 'b', 'nobody']), {
+    a: { up: 10, down: 20, segsUp: 3, segsDown: 4 },
+    b: { up: 1, down: 2, segsUp: null, segsDown: null },
+  });
+  assert.deepEqual(countersOf(peers, new Map(), ['a']), { a: { up: 10, down: 20, segsUp: null, segsDown: null } });
 });

@@ -7,7 +7,8 @@ import { EXPERIMENT_NAMES, browsersHelp, parseBrowsersFlags, planOf, run } from 
 const options = (argv) => {
   const r = parseBrowsersFlags(argv);
   assert.equal(r.kind, 'options', JSON.stringify(r));
-  return /** @type {any} */ (r).options;
+  if (r.kind !== 'options') throw new Error('unreachable: asserted above');
+  return r.options;
 };
 
 test('defaults: the four pairs, every experiment, 100 repetitions, 30 transfers', () => {
