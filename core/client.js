@@ -158,6 +158,7 @@ export class CarClient {
     );
     this.welcome(welcome); // idempotent: transports that called onWelcome already did this
     this.connected = true;
+    /** @type {[import('./protocol.js').UpdateMsg, number][]} */
     const early = this.early ?? [];
     this.early = null;
     for (const [m, arrivalTime] of early) this.receiveUpdate(m, arrivalTime);

@@ -27,7 +27,7 @@ export class ActionCycle {
     /** @type {{ seq: number, sentAt: number, waiting: Set<number>, acks: number, lastAckAt: number, warmup: boolean } | null} */
     this.outstanding = null;
     this.startedAt = 0;
-    /** @type {any} */
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
     this.running = false;
     this.updatesSent = 0;
@@ -71,7 +71,7 @@ export class ActionCycle {
 
   stop() {
     this.running = false;
-    clearTimeout(this.timer);
+    if (this.timer !== null) clearTimeout(this.timer);
   }
 
   /**

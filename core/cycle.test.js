@@ -2,9 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ActionCycle } from './cycle.js';
 
+/**
+ * An ActionCycle on a hand-driven clock that records what it sends and the RTs.
+ *
+ * @param {Partial<import('./cycle.js').CycleOptions>} [overrides]
+ */
 function harness(overrides = {}) {
   let clock = 0;
+  /** @type {[number, number][]} seq, send time */
   const sent = [];
+  /** @type {[number, boolean][]} RT, warm-up */
   const rts = [];
   let neighbours = [2, 3];
   const cycle = new ActionCycle({
@@ -17,7 +24,9 @@ function harness(overrides = {}) {
   });
   return {
     cycle, sent, rts,
+    /** @param {number} ms */
     advance(ms) { clock += ms; },
+    /** @param {number[]} n */
     setNeighbours(n) { neighbours = n; },
   };
 }

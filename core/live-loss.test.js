@@ -4,7 +4,7 @@ import { LiveLoss } from './live-loss.js';
 import { ReceiveStream } from './metrics.js';
 
 /** Delivers seqs of one sender the way the client core does: arrive, then applied if newest. */
-function deliver(/** @type {LiveLoss} */ loss, /** @type {Map<number, ReceiveStream>} */ streams, sender, seqs) {
+function deliver(/** @type {LiveLoss} */ loss, /** @type {Map<number, ReceiveStream>} */ streams, /** @type {number} */ sender, /** @type {number[]} */ seqs) {
   let stream = streams.get(sender);
   if (!stream) { stream = new ReceiveStream(); streams.set(sender, stream); }
   for (const seq of seqs) if (stream.arrive(seq, seq * 167, seq * 167 + 5)) loss.applied(sender, seq, stream);

@@ -189,92 +189,151 @@ const SCRATCH_KEEP_BYTES = 65536;
 let scratch = new Writer(SCRATCH_BYTES);
 
 /**
+ * Writes one message type's payload (after the type byte).
+ * @callback BodyWriter
+ * @param {Writer} w
+ * @param {Message} m
+ * @returns {void}
+ */
+
+/** @param {Writer} w @param {HelloMsg} m */
+function writeHello(w, m) {
+  w.u8(m.flags ?? 0);
+  w.u32(m.clientId ?? 0);
+  w.str8(m.group, 'group');
+  w.str8(m.name ?? '', 'name');
+  w.str8(m.token ?? '', 'token');
+}
+
+/** @param {Writer} w @param {WelcomeMsg} m */
+function writeWelcome(w, m) {
+  w.u32(m.clientId);
+  w.f64(m.serverTime);
+  w.u16(m.members.length);
+  for (const member of m.members) {
+    w.u32(member.id);
+    w.str8(member.name, 'member name');
+  }
+}
+
+/** @param {Writer} w @param {MemberJoinedMsg} m */
+function writeMemberJoined(w, m) {
+  w.u32(m.id);
+  w.str8(m.name, 'name');
+}
+
+/** @param {Writer} w @param {MemberLeftMsg} m */
+function writeMemberLeft(w, m) {
+  w.u32(m.id);
+}
+
+/** @param {Writer} w @param {UpdateMsg} m */
+function writeUpdate(w, m) {
+  w.u32(m.sender);
+  w.u32(m.seq);
+  w.f64(m.sendTime);
+  w.pose(m.pose);
+  w.u8(m.object ? UpdateFlag.OBJECT : 0);
+  if (m.object) {
+    w.pose(m.object.pose);
+    w.u32(m.object.version);
+  }
+}
+
+/** @param {Writer} w @param {AckMsg} m */
+function writeAck(w, m) {
+  w.u32(m.sender);
+  w.u32(m.seq);
+  w.u32(m.acker);
+}
+
+/** @param {Writer} w @param {AckedAllMsg} m */
+function writeAckedAll(w, m) {
+  w.u32(m.sender);
+  w.u32(m.seq);
+  w.u16(m.acked ?? 0);
+  w.u16(m.dropped ?? 0);
+}
+
+/** @param {Writer} w @param {BatchMsg} m */
+function writeBatch(w, m) {
+  if (m.messages.length > Limits.BATCH_MAX) throw new RangeError('batch has too many messages');
+  w.u16(m.messages.length);
+  for (const sub of m.messages) {
+    if (sub.type === MsgType.BATCH) throw new TypeError('a BATCH cannot contain a BATCH');
+    // Write in place and backfill the length: no buffer per message (hot on the client's ACK path).
+    const lengthAt = w.pos;
+    w.u16(0);
+    writeBody(w, sub);
+    const length = w.pos - lengthAt - 2;
+    if (length > 0xffff) throw new RangeError('batched message is longer than 65535 bytes');
+    w.view.setUint16(lengthAt, length);
+  }
+}
+
+/** @param {Writer} w @param {ErrorMsg} m */
+function writeError(w, m) {
+  w.u16(m.code);
+  w.str8(truncateUtf8(m.reason ?? '', Limits.STR8), 'reason');
+}
+
+/** @param {Writer} w @param {StatsMsg} m */
+function writeStats(w, m) {
+  w.u32(m.clientId);
+  const json = utf8Encoder.encode(JSON.stringify(m.stats ?? {}));
+  if (json.length > Limits.STATS_MAX) throw new RangeError('stats are too large');
+  w.u32(json.length);
+  w.bytes(json);
+}
+
+/** @param {Writer} w @param {SignalMsg} m */
+function writeSignal(w, m) {
+  w.u32(m.from);
+  w.u32(m.to);
+  w.str16(m.payload, 'payload');
+}
+
+/**
+ * A table entry: the type code and the writer for exactly that message type.
+ * @template {Message} M
+ * @param {M['type']} type
+ * @param {(w: Writer, m: M) => void} write
+ * @returns {[number, BodyWriter]}
+ */
+function writerEntry(type, write) {
+  // Sound: writeBody calls a writer only for messages of the type it is keyed by.
+  return [type, /** @type {BodyWriter} */ (write)];
+}
+
+/**
+ * One writer per message type. A Map, not an object: `get` matches type codes
+ * exactly as a switch did (no '5' for 5, no inherited keys such as 'constructor').
+ * @type {ReadonlyMap<number, BodyWriter>}
+ */
+const BODY_WRITERS = new Map([
+  writerEntry(MsgType.HELLO, writeHello),
+  writerEntry(MsgType.WELCOME, writeWelcome),
+  writerEntry(MsgType.MEMBER_JOINED, writeMemberJoined),
+  writerEntry(MsgType.MEMBER_LEFT, writeMemberLeft),
+  writerEntry(MsgType.UPDATE, writeUpdate),
+  writerEntry(MsgType.ACK, writeAck),
+  writerEntry(MsgType.ACKED_ALL, writeAckedAll),
+  writerEntry(MsgType.BATCH, writeBatch),
+  writerEntry(MsgType.ERROR, writeError),
+  writerEntry(MsgType.STATS, writeStats),
+  writerEntry(MsgType.SIGNAL, writeSignal),
+]);
+
+/**
  * Writes the type and payload of one message (no version byte).
  * @param {Writer} w
- * @param {any} m
+ * @param {Message} m
  */
 function writeBody(w, m) {
   w.u8(m.type);
-  switch (m.type) {
-    case MsgType.HELLO:
-      w.u8(m.flags ?? 0);
-      w.u32(m.clientId ?? 0);
-      w.str8(m.group, 'group');
-      w.str8(m.name ?? '', 'name');
-      w.str8(m.token ?? '', 'token');
-      break;
-    case MsgType.WELCOME:
-      w.u32(m.clientId);
-      w.f64(m.serverTime);
-      w.u16(m.members.length);
-      for (const member of m.members) {
-        w.u32(member.id);
-        w.str8(member.name, 'member name');
-      }
-      break;
-    case MsgType.MEMBER_JOINED:
-      w.u32(m.id);
-      w.str8(m.name, 'name');
-      break;
-    case MsgType.MEMBER_LEFT:
-      w.u32(m.id);
-      break;
-    case MsgType.UPDATE:
-      w.u32(m.sender);
-      w.u32(m.seq);
-      w.f64(m.sendTime);
-      w.pose(m.pose);
-      w.u8(m.object ? UpdateFlag.OBJECT : 0);
-      if (m.object) {
-        w.pose(m.object.pose);
-        w.u32(m.object.version);
-      }
-      break;
-    case MsgType.ACK:
-      w.u32(m.sender);
-      w.u32(m.seq);
-      w.u32(m.acker);
-      break;
-    case MsgType.ACKED_ALL:
-      w.u32(m.sender);
-      w.u32(m.seq);
-      w.u16(m.acked ?? 0);
-      w.u16(m.dropped ?? 0);
-      break;
-    case MsgType.BATCH:
-      if (m.messages.length > Limits.BATCH_MAX) throw new RangeError('batch has too many messages');
-      w.u16(m.messages.length);
-      for (const sub of m.messages) {
-        if (sub.type === MsgType.BATCH) throw new TypeError('a BATCH cannot contain a BATCH');
-        // Write in place and backfill the length: no buffer per message (hot on the client's ACK path).
-        const lengthAt = w.pos;
-        w.u16(0);
-        writeBody(w, sub);
-        const length = w.pos - lengthAt - 2;
-        if (length > 0xffff) throw new RangeError('batched message is longer than 65535 bytes');
-        w.view.setUint16(lengthAt, length);
-      }
-      break;
-    case MsgType.ERROR:
-      w.u16(m.code);
-      w.str8(truncateUtf8(m.reason ?? '', Limits.STR8), 'reason');
-      break;
-    case MsgType.STATS: {
-      w.u32(m.clientId);
-      const json = utf8Encoder.encode(JSON.stringify(m.stats ?? {}));
-      if (json.length > Limits.STATS_MAX) throw new RangeError('stats are too large');
-      w.u32(json.length);
-      w.bytes(json);
-      break;
-    }
-    case MsgType.SIGNAL:
-      w.u32(m.from);
-      w.u32(m.to);
-      w.str16(m.payload, 'payload');
-      break;
-    default:
-      throw new TypeError(`unknown message type ${m.type}`);
-  }
+  const write = BODY_WRITERS.get(m.type);
+  if (!write) throw new TypeError(`unknown message type ${m.type}`);
+  write(w, m);
 }
 
 /**
@@ -381,6 +440,124 @@ class Reader {
 }
 
 /**
+ * Reads one message type's payload (after the type byte); returns a
+ * ProtocolError for a value the type does not allow. Running out of bytes
+ * or bad UTF-8 throw, and readBody turns that into a ProtocolError.
+ * @callback BodyReader
+ * @param {Reader} r
+ * @param {boolean} inBatch the message is inside a BATCH
+ * @returns {Message | ProtocolError}
+ */
+
+/** @type {BodyReader} */
+function readHello(r) {
+  /** @type {HelloMsg} */
+  const m = { type: MsgType.HELLO, flags: r.u8(), clientId: r.u32(), group: r.str8(), name: r.str8(), token: r.str8() };
+  if (m.group.length === 0) return new ProtocolError('BAD_VALUE', 'HELLO has an empty group');
+  return m;
+}
+
+/** @type {BodyReader} */
+function readWelcome(r) {
+  /** @type {WelcomeMsg} */
+  const m = { type: MsgType.WELCOME, clientId: r.u32(), serverTime: r.f64(), members: [] };
+  const count = r.u16();
+  for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
+  return m;
+}
+
+/** @type {BodyReader} */
+function readMemberJoined(r) {
+  return { type: MsgType.MEMBER_JOINED, id: r.u32(), name: r.str8() };
+}
+
+/** @type {BodyReader} */
+function readMemberLeft(r) {
+  return { type: MsgType.MEMBER_LEFT, id: r.u32() };
+}
+
+/** @type {BodyReader} */
+function readUpdate(r) {
+  /** @type {UpdateMsg} */
+  const m = { type: MsgType.UPDATE, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), object: null };
+  const flags = r.u8();
+  if (flags & ~UpdateFlag.OBJECT) return new ProtocolError('BAD_VALUE', `UPDATE has unknown flags ${flags}`);
+  if (flags & UpdateFlag.OBJECT) m.object = { pose: r.pose(), version: r.u32() };
+  return m;
+}
+
+/** @type {BodyReader} */
+function readAck(r) {
+  return { type: MsgType.ACK, sender: r.u32(), seq: r.u32(), acker: r.u32() };
+}
+
+/** @type {BodyReader} */
+function readAckedAll(r) {
+  return { type: MsgType.ACKED_ALL, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() };
+}
+
+/** @type {BodyReader} */
+function readBatch(r, inBatch) {
+  if (inBatch) return new ProtocolError('NESTED_BATCH', 'a BATCH cannot contain a BATCH');
+  const count = r.u16();
+  /** @type {BatchMsg} */
+  const m = { type: MsgType.BATCH, messages: [] };
+  for (let i = 0; i < count; i++) {
+    const len = r.u16();
+    if (len === 0) return new ProtocolError('TRUNCATED', `batched message ${i} is empty`);
+    r.need(len);
+    const sub = readBody(r.bytes, r.pos, r.pos + len, true);
+    if (sub instanceof ProtocolError) return sub;
+    m.messages.push(sub);
+    r.pos += len;
+  }
+  return m;
+}
+
+/** @type {BodyReader} */
+function readError(r) {
+  return { type: MsgType.ERROR, code: r.u16(), reason: r.str8() };
+}
+
+/** @type {BodyReader} */
+function readStats(r) {
+  const clientId = r.u32();
+  const len = r.u32();
+  if (len > Limits.STATS_MAX) return new ProtocolError('BAD_VALUE', 'STATS is too large');
+  const text = utf8Decoder.decode(r.take(len));
+  let stats;
+  try {
+    stats = JSON.parse(text);
+  } catch {
+    return new ProtocolError('BAD_VALUE', 'STATS is not valid JSON');
+  }
+  return { type: MsgType.STATS, clientId, stats };
+}
+
+/** @type {BodyReader} */
+function readSignal(r) {
+  return { type: MsgType.SIGNAL, from: r.u32(), to: r.u32(), payload: r.str16() };
+}
+
+/**
+ * One reader per message type (a Map, like BODY_WRITERS).
+ * @type {ReadonlyMap<number, BodyReader>}
+ */
+const BODY_READERS = new Map([
+  [MsgType.HELLO, readHello],
+  [MsgType.WELCOME, readWelcome],
+  [MsgType.MEMBER_JOINED, readMemberJoined],
+  [MsgType.MEMBER_LEFT, readMemberLeft],
+  [MsgType.UPDATE, readUpdate],
+  [MsgType.ACK, readAck],
+  [MsgType.ACKED_ALL, readAckedAll],
+  [MsgType.BATCH, readBatch],
+  [MsgType.ERROR, readError],
+  [MsgType.STATS, readStats],
+  [MsgType.SIGNAL, readSignal],
+]);
+
+/**
  * Reads one body (type + payload) spanning exactly [start, end).
  * @param {Uint8Array} bytes
  * @param {number} start
@@ -390,87 +567,24 @@ class Reader {
  */
 function readBody(bytes, start, end, inBatch) {
   const r = new Reader(bytes, start, end);
-  /** @type {any} */
+  /** @type {Message | ProtocolError} */
   let m;
   try {
     const type = r.u8();
-    switch (type) {
-      case MsgType.HELLO:
-        m = { type, flags: r.u8(), clientId: r.u32(), group: r.str8(), name: r.str8(), token: r.str8() };
-        if (m.group.length === 0) return new ProtocolError('BAD_VALUE', 'HELLO has an empty group');
-        break;
-      case MsgType.WELCOME: {
-        m = { type, clientId: r.u32(), serverTime: r.f64(), members: [] };
-        const count = r.u16();
-        for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
-        break;
-      }
-      case MsgType.MEMBER_JOINED:
-        m = { type, id: r.u32(), name: r.str8() };
-        break;
-      case MsgType.MEMBER_LEFT:
-        m = { type, id: r.u32() };
-        break;
-      case MsgType.UPDATE: {
-        m = { type, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), object: null };
-        const flags = r.u8();
-        if (flags & ~UpdateFlag.OBJECT) return new ProtocolError('BAD_VALUE', `UPDATE has unknown flags ${flags}`);
-        if (flags & UpdateFlag.OBJECT) m.object = { pose: r.pose(), version: r.u32() };
-        break;
-      }
-      case MsgType.ACK:
-        m = { type, sender: r.u32(), seq: r.u32(), acker: r.u32() };
-        break;
-      case MsgType.ACKED_ALL:
-        m = { type, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() };
-        break;
-      case MsgType.BATCH: {
-        if (inBatch) return new ProtocolError('NESTED_BATCH', 'a BATCH cannot contain a BATCH');
-        const count = r.u16();
-        m = { type, messages: [] };
-        for (let i = 0; i < count; i++) {
-          const len = r.u16();
-          if (len === 0) return new ProtocolError('TRUNCATED', `batched message ${i} is empty`);
-          r.need(len);
-          const sub = readBody(bytes, r.pos, r.pos + len, true);
-          if (sub instanceof ProtocolError) return sub;
-          m.messages.push(sub);
-          r.pos += len;
-        }
-        break;
-      }
-      case MsgType.ERROR:
-        m = { type, code: r.u16(), reason: r.str8() };
-        break;
-      case MsgType.STATS: {
-        const clientId = r.u32();
-        const len = r.u32();
-        if (len > Limits.STATS_MAX) return new ProtocolError('BAD_VALUE', 'STATS is too large');
-        const text = utf8Decoder.decode(r.take(len));
-        let stats;
-        try {
-          stats = JSON.parse(text);
-        } catch {
-          return new ProtocolError('BAD_VALUE', 'STATS is not valid JSON');
-        }
-        m = { type, clientId, stats };
-        break;
-      }
-      case MsgType.SIGNAL:
-        m = { type, from: r.u32(), to: r.u32(), payload: r.str16() };
-        break;
-      default:
-        return new ProtocolError('UNKNOWN_TYPE', `unknown message type ${type}`);
-    }
+    const read = BODY_READERS.get(type);
+    if (!read) return new ProtocolError('UNKNOWN_TYPE', `unknown message type ${type}`);
+    m = read(r, inBatch);
   } catch (err) {
     if (err === TRUNCATED) return new ProtocolError('TRUNCATED', 'frame ends before its message does');
     if (err instanceof TypeError) return new ProtocolError('BAD_STRING', 'string is not valid UTF-8');
-    return new ProtocolError('BAD_VALUE', String(err && err.message));
+    return new ProtocolError('BAD_VALUE', String(err && /** @type {{ message?: unknown }} */ (err).message));
   }
+  if (m instanceof ProtocolError) return m;
   if (r.pos !== end) {
     return new ProtocolError('TRAILING_BYTES', `${end - r.pos} bytes after the end of the message`);
   }
-  m.body = bytes.subarray(start, end);
+  // Set here, not in the readers: a relay forwards these bytes unchanged.
+  /** @type {Message & { body?: Uint8Array }} */ (m).body = bytes.subarray(start, end);
   return m;
 }
 

@@ -93,7 +93,7 @@ test('oversized fields are refused on encode and decode', () => {
   const frame = new Uint8Array([VERSION, MsgType.STATS, 0, 0, 0, 1, 0, 0x20, 0, 0]);
   assert.equal(/** @type {ProtocolError} */ (decode(frame)).code, 'BAD_VALUE');
   // ERROR reasons are cut to fit, on a character boundary
-  const back = /** @type {any} */ (decode(encode({ type: MsgType.ERROR, code: 1, reason: 'é'.repeat(200) })));
+  const back = /** @type {import('./protocol.js').ErrorMsg} */ (decode(encode({ type: MsgType.ERROR, code: 1, reason: 'é'.repeat(200) })));
   assert.equal(back.reason, 'é'.repeat(127));
 });
 

@@ -69,6 +69,7 @@ export class UsageError extends Error {
 
 /** Default ports: 8443 is the usual unprivileged HTTPS port, 8080 its HTTP twin. */
 export const DEFAULT_HTTPS_PORT = 8443;
+/** Default port with --http. */
 export const DEFAULT_HTTP_PORT = 8080;
 
 /**
@@ -164,39 +165,83 @@ export function parseStartOptions(argv, { env = process.env, readFile = (file) =
  * @returns {ParseResult}
  */
 function parseOrThrow(argv, env, readFile) {
-  /** @type {Record<string, string | boolean | undefined>} */
-  let values;
+  const values = parseFlagValues(argv);
+  if (values.help) return { kind: 'help' };
+  const source = createOptionSource(values, env);
+  const options = readStartOptions(source, readFile);
+  checkStartOptions(options, source);
+  return { kind: 'options', options };
+}
+
+/**
+ * The flags given on the command line, by name (util.parseArgs, strict).
+ *
+ * @param {string[]} argv
+ * @returns {Record<string, string | boolean | undefined>}
+ * @throws {UsageError} on an unknown flag, a missing value or a positional
+ */
+export function parseFlagValues(argv) {
   try {
-    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
+    return parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
   } catch (err) {
-    if (typeof err?.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS_')) {
+    const error = /** @type {NodeJS.ErrnoException | null | undefined} */ (err);
+    if (typeof error?.code === 'string' && error.code.startsWith('ERR_PARSE_ARGS_')) {
       // Node's messages are multi-line advice; the first line says what was wrong.
-      throw new UsageError(String(err.message).split('\n')[0]);
+      throw new UsageError(String(error.message).split('\n')[0]);
     }
     throw err;
   }
-  if (values.help) return { kind: 'help' };
+}
 
-  /**
-   * The flag's value, else its env variable's, with a label for messages.
-   *
-   * @param {string} name
-   * @returns {{ raw: string | undefined, label: string }}
-   */
-  const stringOf = (name) => {
-    if (typeof values[name] === 'string') return { raw: /** @type {string} */ (values[name]), label: `--${name}` };
-    const envName = envNameFor(name);
-    const fromEnv = env[envName];
-    // An empty variable is treated as unset, as shells make those easily.
-    return fromEnv === undefined || fromEnv === '' ? { raw: undefined, label: envName } : { raw: fromEnv, label: envName };
-  };
-  /** @param {string} name */
-  const booleanOf = (name) => {
-    if (values[name] === true) return true;
-    const envName = envNameFor(name);
-    return parseBooleanEnv(envName, env[envName]);
-  };
+/**
+ * A setting's raw text and the name to blame in messages (`--flag` or the
+ * CARLAB_* variable it came from).
+ *
+ * @typedef {{ raw: string | undefined, label: string }} RawSetting
+ */
 
+/**
+ * @typedef {object} OptionSource
+ * @property {(name: string) => RawSetting} stringOf the flag's value, else its env variable's
+ * @property {(name: string) => boolean} booleanOf the flag, else its env variable read as a boolean
+ */
+
+/**
+ * Where settings come from: a flag wins over its CARLAB_* variable.
+ *
+ * @param {Record<string, string | boolean | undefined>} values parsed flags
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {OptionSource}
+ */
+export function createOptionSource(values, env) {
+  return {
+    stringOf(name) {
+      const value = values[name];
+      if (typeof value === 'string') return { raw: value, label: `--${name}` };
+      const envName = envNameFor(name);
+      const fromEnv = env[envName];
+      // An empty variable is treated as unset, as shells make those easily.
+      return fromEnv === undefined || fromEnv === '' ? { raw: undefined, label: envName } : { raw: fromEnv, label: envName };
+    },
+    booleanOf(name) {
+      if (values[name] === true) return true;
+      const envName = envNameFor(name);
+      return parseBooleanEnv(envName, env[envName]);
+    },
+  };
+}
+
+/**
+ * Read and validate every setting, each on its own; checkStartOptions then
+ * checks them against each other. The order of the checks is the order of
+ * the messages a user sees, so it stays: --http, --cert/--key, then fields.
+ *
+ * @param {OptionSource} source
+ * @param {(file: string) => string} readFile reads an --ice-servers file
+ * @returns {StartOptions}
+ * @throws {UsageError}
+ */
+export function readStartOptions({ stringOf, booleanOf }, readFile) {
   const http = booleanOf('http');
   const port = stringOf('port');
   const host = stringOf('host');
@@ -211,12 +256,8 @@ function parseOrThrow(argv, env, readFile) {
   const peerjsPath = stringOf('peerjs-path');
   const relayPath = stringOf('relay-path');
   const peerjsKey = stringOf('peerjs-key');
-  const queueSoft = stringOf('queue-soft-bytes');
-  const queueHard = stringOf('queue-hard-bytes');
   const origins = stringOf('allowed-origins');
-
-  /** @type {StartOptions} */
-  const options = {
+  return {
     port: port.raw === undefined ? (http ? DEFAULT_HTTP_PORT : DEFAULT_HTTPS_PORT) : parsePort(port.label, port.raw),
     host: host.raw === undefined ? '0.0.0.0' : parseHost(host.label, host.raw),
     http,
@@ -227,28 +268,39 @@ function parseOrThrow(argv, env, readFile) {
     peerjsKey: peerjsKey.raw === undefined ? 'peerjs' : parsePeerjsKey(peerjsKey.label, peerjsKey.raw),
     relayPath: relayPath.raw === undefined ? '/relay' : parseUrlPath(relayPath.label, relayPath.raw),
     maxPayload: optionalPositiveInteger(stringOf('max-payload')),
-    queueSoftBytes: optionalPositiveInteger(queueSoft),
-    queueHardBytes: optionalPositiveInteger(queueHard),
+    queueSoftBytes: optionalPositiveInteger(stringOf('queue-soft-bytes')),
+    queueHardBytes: optionalPositiveInteger(stringOf('queue-hard-bytes')),
     ackTimeoutMs: optionalPositiveInteger(stringOf('ack-timeout-ms')),
     maxMessagesPerSecond: optionalPositiveInteger(stringOf('max-messages-per-second')),
     allowedOrigins: origins.raw === undefined ? undefined : parseOrigins(origins.label, origins.raw),
     build: !booleanOf('no-build'),
     qr: !booleanOf('no-qr'),
   };
+}
 
+/**
+ * Check settings against each other: queue sizes in order, and the relay
+ * and PeerJS paths clear of each other and of the server's own paths.
+ *
+ * @param {StartOptions} options
+ * @param {OptionSource} source names each setting in messages as the user gave it
+ * @throws {UsageError}
+ */
+export function checkStartOptions(options, { stringOf }) {
   if (options.queueSoftBytes !== undefined && options.queueHardBytes !== undefined &&
       options.queueSoftBytes > options.queueHardBytes) {
-    throw new UsageError(`${queueSoft.label} (${options.queueSoftBytes}) must not exceed ${queueHard.label} (${options.queueHardBytes})`);
+    throw new UsageError(`${stringOf('queue-soft-bytes').label} (${options.queueSoftBytes}) must not exceed ${stringOf('queue-hard-bytes').label} (${options.queueHardBytes})`);
   }
   if (pathsOverlap(options.relayPath, options.peerjsPath)) {
     throw new UsageError(`the relay path ${options.relayPath} and the PeerJS path ${options.peerjsPath} must not overlap`);
   }
+  /** @type {[string, string][]} */
+  const mounts = [[stringOf('relay-path').label, options.relayPath], [stringOf('peerjs-path').label, options.peerjsPath]];
   for (const reserved of RESERVED_PATHS) {
-    for (const [label, value] of [[relayPath.label, options.relayPath], [peerjsPath.label, options.peerjsPath]]) {
+    for (const [label, value] of mounts) {
       if (pathsOverlap(value, reserved)) throw new UsageError(`${label}: ${value} clashes with the server's own ${reserved}`);
     }
   }
-  return { kind: 'options', options };
 }
 
 /** Paths the HTTP server answers itself; the relay and PeerJS must not take them. */
@@ -379,7 +431,8 @@ function parseIceServersArgument(label, raw, readFile) {
     try {
       text = readFile(raw);
     } catch (err) {
-      throw new UsageError(`${label}: cannot read ICE servers file '${raw}': ${err?.code ?? err?.message}`);
+      const error = /** @type {NodeJS.ErrnoException | null | undefined} */ (err);
+      throw new UsageError(`${label}: cannot read ICE servers file '${raw}': ${error?.code ?? error?.message}`);
     }
   }
   let json;
@@ -388,7 +441,7 @@ function parseIceServersArgument(label, raw, readFile) {
   } catch (err) {
     // Quote the parser's detail only for inline JSON: a file may hold TURN
     // credentials, and newer Node versions echo the text around the error.
-    throw new UsageError(`${label}: ${inline ? `not valid JSON: ${err.message}` : `'${raw}' is not valid JSON`}`);
+    throw new UsageError(`${label}: ${inline ? `not valid JSON: ${/** @type {SyntaxError} */ (err).message}` : `'${raw}' is not valid JSON`}`);
   }
   const problem = findIceServersProblem(json);
   if (problem) throw new UsageError(`${label}: ${problem}`);

@@ -6,12 +6,23 @@ import { after, describe, test } from 'node:test';
 
 import { envNameFor, findIceServersProblem, parseStartOptions, startHelp } from './options.js';
 
-/** Parse with an empty environment unless one is given. */
+/**
+ * Parse with an empty environment unless one is given.
+ *
+ * @param {string[]} argv
+ * @param {NodeJS.ProcessEnv} [env]
+ * @param {(file: string) => string} [readFile]
+ */
 function parse(argv, env = {}, readFile) {
   return parseStartOptions(argv, readFile ? { env, readFile } : { env });
 }
 
-/** Expect a usage error whose message matches `pattern`. */
+/**
+ * Expect a usage error whose message matches `pattern`.
+ *
+ * @param {import('./options.js').ParseResult} result
+ * @param {RegExp} pattern
+ */
 function assertUsageError(result, pattern) {
   assert.equal(result.kind, 'error', `expected an error, got ${JSON.stringify(result)}`);
   assert.equal(result.error.code, 'ERR_CARLAB_USAGE');
@@ -254,7 +265,7 @@ describe('--ice-servers', () => {
   });
 
   test('the reader is injectable', () => {
-    const result = parse(['--ice-servers', 'virtual.json'], {}, (file) => {
+    const result = parse(['--ice-servers', 'virtual.json'], {}, (/** @type {string} */ file) => {
       assert.equal(file, 'virtual.json');
       return '[{"urls":"stun:v.test"}]';
     });
@@ -276,7 +287,7 @@ describe('--ice-servers', () => {
   ];
   for (const [value, pattern] of badShapes) {
     test(`shape ${JSON.stringify(value)}`, () => {
-      assert.match(findIceServersProblem(value), pattern);
+      assert.match(findIceServersProblem(value) ?? '', pattern);
       if (Array.isArray(value)) assertUsageError(parse(['--ice-servers', JSON.stringify(value)]), pattern);
     });
   }

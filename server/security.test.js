@@ -28,7 +28,7 @@ function join(url, group, token, options = {}) {
     ws.on('error', () => {});
     ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group, name: 'n', token })));
     ws.once('message', (d) => {
-      const m = /** @type {any} */ (decode(/** @type {Buffer} */ (d)));
+      const m = /** @type {import('../core/protocol.js').WelcomeMsg} */ (decode(/** @type {Buffer} */ (d)));
       resolve({ ws, id: m.clientId });
     });
     ws.once('close', (code) => resolve(code));

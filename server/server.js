@@ -89,29 +89,87 @@ export async function createCarlabServer(options = {}) {
   } = options;
   const protocol = options.http ? 'http' : 'https';
 
-  /** @type {CarlabServer['tls']} */
-  let tlsInfo = null;
-  /** @type {http.Server | https.Server} */
-  let server;
-  if (options.http) {
-    server = http.createServer();
-  } else if (options.tls) {
-    server = https.createServer({ cert: options.tls.cert, key: options.tls.key });
-    tlsInfo = { certPath: '', source: 'memory' };
-  } else {
-    const material = await loadTlsCertificate({ certPath: options.cert, keyPath: options.key, certDir: options.certDir });
-    server = https.createServer({ cert: material.cert, key: material.key });
-    tlsInfo = { certPath: material.certPath, source: material.source };
+  const { server, tls } = await createHttpServer(options);
+  const sockets = trackSockets(server);
+  const { relay, signaling } = await createServices(server, options);
+  const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
+  const jsonRoutes = createJsonRoutes({ relay, signaling, iceServers, startedAt: performance.now(), cpuMeter: createCpuMeter() });
+  server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic })));
+  // Registered after the relay's and signaling's own listeners: every other
+  // upgrade gets an answer instead of a socket left hanging.
+  server.on('upgrade', createUpgradeFallback({ relayPath: relay.path, signaling, extraUpgradePaths: options.extraUpgradePaths }));
+
+  try {
+    await listen(server, port, host);
+  } catch (err) {
+    await Promise.allSettled([relay.close(), signaling.close()]);
+    throw err;
   }
 
-  // Track raw sockets: upgraded (WebSocket) ones escape closeAllConnections().
+  const address = /** @type {import('node:net').AddressInfo} */ (server.address());
+  const urls = urlsFor(protocol, host, address.port);
+
+  /** @type {Promise<void> | undefined} */
+  let closing;
+  return {
+    server,
+    url: urls[0],
+    urls,
+    relay,
+    signaling,
+    tls,
+    close() {
+      closing ??= closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs });
+      return closing;
+    },
+  };
+}
+
+/**
+ * The HTTP or HTTPS server for `options`, not yet listening, and where its
+ * certificate came from: a pair in memory, files, or the self-signed one.
+ *
+ * @param {Pick<CarlabServerOptions, 'http' | 'tls' | 'cert' | 'key' | 'certDir'>} options
+ * @returns {Promise<{ server: http.Server | https.Server, tls: CarlabServer['tls'] }>}
+ */
+export async function createHttpServer(options) {
+  if (options.http) return { server: http.createServer(), tls: null };
+  if (options.tls) {
+    return { server: https.createServer({ cert: options.tls.cert, key: options.tls.key }), tls: { certPath: '', source: 'memory' } };
+  }
+  const material = await loadTlsCertificate({ certPath: options.cert, keyPath: options.key, certDir: options.certDir });
+  return {
+    server: https.createServer({ cert: material.cert, key: material.key }),
+    tls: { certPath: material.certPath, source: material.source },
+  };
+}
+
+/**
+ * Track the server's raw sockets: upgraded (WebSocket) ones escape
+ * closeAllConnections(), so close() must be able to destroy them itself.
+ *
+ * @param {http.Server | https.Server} server
+ * @returns {Set<import('node:net').Socket>} the open sockets, kept current
+ */
+export function trackSockets(server) {
   /** @type {Set<import('node:net').Socket>} */
   const sockets = new Set();
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
+  return sockets;
+}
 
+/**
+ * Attach the relay and signaling to `server`, passing only the options set
+ * so the factories' own defaults apply.
+ *
+ * @param {http.Server | https.Server} server
+ * @param {CarlabServerOptions} options
+ * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
+ */
+async function createServices(server, options) {
   const relay = await createRelay(withoutUndefined({
     server,
     path: options.relayPath,
@@ -129,16 +187,43 @@ export async function createCarlabServer(options = {}) {
     key: options.peerjsKey,
     allowedOrigins: options.allowedOrigins,
   }));
+  return { relay, signaling };
+}
 
-  // The first root that has the file answers; the last one answers 404.
-  const roots = [webRoot, ...(options.extraWebRoots ?? [])];
+/**
+ * @typedef {(req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>} RequestHandler
+ */
+
+/**
+ * One static handler over several roots: the first root that has the file
+ * answers; the last one answers 404.
+ *
+ * @param {string[]} roots at least one
+ * @returns {RequestHandler}
+ */
+export function createStaticChain(roots) {
   let serveStatic = createStaticHandler({ root: roots[roots.length - 1] });
   for (const root of roots.slice(0, -1).reverse()) serveStatic = createStaticHandler({ root, onNotFound: serveStatic });
-  const startedAt = performance.now();
-  const cpuMeter = createCpuMeter();
+  return serveStatic;
+}
 
-  /** @type {Record<string, () => unknown>} */
-  const jsonRoutes = {
+/**
+ * The JSON endpoints, by exact path; each returns the body to send.
+ *
+ * @typedef {Record<string, () => unknown>} JsonRoutes
+ */
+
+/**
+ * @param {object} parts
+ * @param {{ path: string, metrics(): object }} parts.relay
+ * @param {{ path: string, key: string, metrics(): object }} parts.signaling
+ * @param {IceServer[]} parts.iceServers handed to browsers by /config.json
+ * @param {number} parts.startedAt performance.now() at start, for /healthz's uptime
+ * @param {() => number} parts.cpuMeter this process's CPU % since the last call
+ * @returns {JsonRoutes}
+ */
+export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter }) {
+  return {
     '/healthz': () => ({
       status: 'ok',
       version: VERSION,
@@ -155,20 +240,20 @@ export async function createCarlabServer(options = {}) {
       peerjs: { path: signaling.path, key: signaling.key },
     }),
   };
+}
 
-  server.on('request', (req, res) => {
-    handleRequest(req, res).catch((err) => {
-      // A handler bug must cost one response, never the process.
-      if (!res.headersSent) sendJson(res, 500, { error: 'internal error', code: err?.code ?? 'ERR_INTERNAL' });
-      else res.destroy();
-    });
-  });
-
-  /**
-   * @param {http.IncomingMessage} req
-   * @param {http.ServerResponse} res
-   */
-  async function handleRequest(req, res) {
+/**
+ * Route one request: signaling's HTTP API under its path, then the JSON
+ * routes, then the static files.
+ *
+ * @param {object} parts
+ * @param {{ path: string, handleRequest(req: http.IncomingMessage, res: http.ServerResponse): boolean }} parts.signaling
+ * @param {JsonRoutes} parts.jsonRoutes
+ * @param {RequestHandler} parts.serveStatic
+ * @returns {RequestHandler}
+ */
+export function createRequestHandler({ signaling, jsonRoutes, serveStatic }) {
+  return async function handleRequest(req, res) {
     const pathname = rawPathOf(req.url ?? '/');
     if (isUnder(pathname, signaling.path)) {
       if (!signaling.handleRequest(req, res)) sendJson(res, 404, { error: 'not found' });
@@ -176,58 +261,100 @@ export async function createCarlabServer(options = {}) {
     }
     const route = Object.hasOwn(jsonRoutes, pathname) ? jsonRoutes[pathname] : undefined;
     if (route) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
-        return;
-      }
-      sendJson(res, 200, route());
+      answerJsonRoute(req, res, route);
       return;
     }
     await serveStatic(req, res);
-  }
+  };
+}
 
+/**
+ * Answer a JSON route: GET and HEAD only.
+ *
+ * @param {http.IncomingMessage} req
+ * @param {http.ServerResponse} res
+ * @param {() => unknown} route
+ */
+function answerJsonRoute(req, res, route) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
+    return;
+  }
+  sendJson(res, 200, route());
+}
+
+/**
+ * The server's 'request' listener: runs `handle` and turns a rejection into
+ * a 500 (or a destroyed response once headers are out), so a handler bug
+ * costs one response, never the process.
+ *
+ * @param {RequestHandler} handle
+ * @returns {(req: http.IncomingMessage, res: http.ServerResponse) => void}
+ */
+export function createRequestListener(handle) {
+  return (req, res) => {
+    handle(req, res).catch((/** @type {unknown} */ err) => {
+      if (!res.headersSent) sendJson(res, 500, { error: 'internal error', code: errorCodeOf(err) ?? 'ERR_INTERNAL' });
+      else res.destroy();
+    });
+  };
+}
+
+/**
+ * @param {unknown} err
+ * @returns {unknown} the error's `code`, when it has one
+ */
+function errorCodeOf(err) {
+  return err === null || err === undefined ? undefined : /** @type {{ code?: unknown }} */ (err).code;
+}
+
+/**
+ * The 'upgrade' listener registered after the services' own: answers 404 to
+ * every upgrade neither the relay, signaling nor an extra service takes.
+ *
+ * @param {object} parts
+ * @param {string} parts.relayPath
+ * @param {{ path: string, wsPath?: string }} parts.signaling
+ * @param {string[]} [parts.extraUpgradePaths] prefixes other attached services take
+ * @returns {(req: http.IncomingMessage, socket: import('node:stream').Duplex) => void}
+ */
+export function createUpgradeFallback({ relayPath, signaling, extraUpgradePaths }) {
   // Signaling upgrades only its WebSocket path; the contract promises no more
   // than "under path", so fall back to the whole prefix when it is not exposed.
-  const signalingUpgradePath = /** @type {{ wsPath?: string }} */ (signaling).wsPath ?? signaling.path;
-
-  // Registered after the relay's and signaling's own listeners: every other
-  // upgrade gets an answer instead of a socket left hanging.
-  server.on('upgrade', (req, socket) => {
-    if (belongsToServices(req.url ?? '/', relay.path, signalingUpgradePath, signalingUpgradePath !== signaling.path)) return;
+  const signalingUpgradePath = signaling.wsPath ?? signaling.path;
+  return (req, socket) => {
+    if (belongsToServices(req.url ?? '/', relayPath, signalingUpgradePath, signalingUpgradePath !== signaling.path)) return;
     // Read the path as the services do (pathnameOf), or an odd target such as
     // `/floor#x` would pass here and then be ignored by the service too: a hang.
     const pathname = pathnameOf(req.url);
-    if ((options.extraUpgradePaths ?? []).some((prefix) => pathname.startsWith(prefix))) return;
-    socket.on('error', () => {});
-    socket.once('finish', () => socket.destroy());
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nNot Found\n');
-  });
-
-  try {
-    await listen(server, port, host);
-  } catch (err) {
-    await Promise.allSettled([relay.close(), signaling.close()]);
-    throw err;
-  }
-
-  const address = /** @type {import('node:net').AddressInfo} */ (server.address());
-  const url = formatUrl(protocol, isWildcardHost(host) ? 'localhost' : host, address.port);
-  const urls = [url, ...(isWildcardHost(host) ? listLanUrls(protocol, address.port) : [])];
-
-  /** @type {Promise<void> | undefined} */
-  let closing;
-  return {
-    server,
-    url,
-    urls,
-    relay,
-    signaling,
-    tls: tlsInfo,
-    close() {
-      closing ??= closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs });
-      return closing;
-    },
+    if ((extraUpgradePaths ?? []).some((prefix) => pathname.startsWith(prefix))) return;
+    refuseUpgrade(socket);
   };
+}
+
+/**
+ * Answer an upgrade with a plain 404 and close the socket.
+ *
+ * @param {import('node:stream').Duplex} socket
+ */
+function refuseUpgrade(socket) {
+  socket.on('error', () => {});
+  socket.once('finish', () => socket.destroy());
+  socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nNot Found\n');
+}
+
+/**
+ * The URLs to print: the local one first (`localhost` for a wildcard host),
+ * then one per LAN address when listening on every interface.
+ *
+ * @param {'http' | 'https'} protocol
+ * @param {string} host the address listened on
+ * @param {number} port the bound port
+ * @returns {[string, ...string[]]}
+ */
+export function urlsFor(protocol, host, port) {
+  const url = formatUrl(protocol, isWildcardHost(host) ? 'localhost' : host, port);
+  return [url, ...(isWildcardHost(host) ? listLanUrls(protocol, port) : [])];
 }
 
 /**
@@ -279,7 +406,8 @@ function listen(server, port, host) {
 
 /**
  * Stop accepting, close the services, then the server; cut off whoever is
- * still connected when the deadline passes.
+ * still connected when the deadline passes. Rejects with the first service's
+ * close failure, unless the deadline passed first.
  *
  * @param {object} parts
  * @param {http.Server | https.Server} parts.server
@@ -288,7 +416,7 @@ function listen(server, port, host) {
  * @param {number} parts.timeoutMs
  * @returns {Promise<void>}
  */
-async function closeGracefully({ server, sockets, services, timeoutMs }) {
+export async function closeGracefully({ server, sockets, services, timeoutMs }) {
   const deadline = Date.now() + timeoutMs;
   /** @type {Promise<void>} */
   const serverClosed = new Promise((resolve) => server.close(() => resolve()));

@@ -5,6 +5,8 @@
  * @module server/start
  */
 
+/// <reference path="./qrcode-terminal.d.ts" />
+
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
@@ -64,7 +66,7 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
       await buildWebApp({ webDir: WEB_DIR, outDir });
     }
   } catch (err) {
-    stderr.write(`carlab start: building the web app failed: ${err?.message ?? err}\n`);
+    stderr.write(`carlab start: building the web app failed: ${/** @type {Error | null | undefined} */ (err)?.message ?? err}\n`);
     return 1;
   }
   if (!existsSync(path.join(outDir, 'index.html'))) {
@@ -190,13 +192,14 @@ async function statOrNull(file) {
 /**
  * A one-line explanation of a startup failure, with a hint where we have one.
  *
- * @param {any} err
+ * @param {unknown} err
  * @param {string} host
  * @param {number} port
  * @returns {string}
  */
 function describeStartError(err, host, port) {
-  switch (err?.code) {
+  const error = /** @type {NodeJS.ErrnoException | null | undefined} */ (err);
+  switch (error?.code) {
     case 'EADDRINUSE':
       return `port ${port} on ${host} is already in use (choose another with --port)`;
     case 'EACCES':
@@ -204,7 +207,7 @@ function describeStartError(err, host, port) {
     case 'EADDRNOTAVAIL':
       return `${host} is not an address of this machine (--host)`;
     default:
-      return `${err?.message ?? err}${err?.code ? ` (${err.code})` : ''}`;
+      return `${error?.message ?? err}${error?.code ? ` (${error.code})` : ''}`;
   }
 }
 

@@ -15,12 +15,21 @@ after(() => {
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-start-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
-/** Set a file's mtime to `seconds` after the epoch. */
+/**
+ * Set a file's mtime to `seconds` after the epoch.
+ *
+ * @param {string} file
+ * @param {number} seconds
+ */
 function touch(file, seconds) {
   utimesSync(file, seconds, seconds);
 }
 
-/** A fake web/ folder with a page, a source file and a built dist. */
+/**
+ * A fake web/ folder with a page, a source file and a built dist.
+ *
+ * @param {string} name
+ */
 function makeWebDir(name) {
   const webDir = path.join(base, name);
   mkdirSync(path.join(webDir, 'src', 'ui'), { recursive: true });

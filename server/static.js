@@ -44,13 +44,16 @@ export const CONTENT_TYPES = Object.freeze({
  * @returns {string}
  */
 export function contentTypeFor(file) {
-  return CONTENT_TYPES[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+  // Widened to look up any extension; unknown ones are undefined.
+  const types = /** @type {Readonly<Record<string, string>>} */ (CONTENT_TYPES);
+  return types[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
 }
 
 /**
- * @typedef {object} ResolvedPath
- * @property {200 | 400 | 404} status 200 when `file` may be served
- * @property {string | null} file absolute path under the root, null unless status is 200
+ * Where a request path leads: status 200 with the absolute path under the
+ * root that may be served, or 400 / 404 with no file.
+ *
+ * @typedef {{ status: 200, file: string } | { status: 400 | 404, file: null }} ResolvedPath
  */
 
 /**

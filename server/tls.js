@@ -183,7 +183,8 @@ async function readPem(file, what) {
   try {
     return await readFile(file, 'utf8');
   } catch (err) {
-    throw new TlsError('ERR_CARLAB_TLS_READ', `cannot read ${what} file ${file}: ${err.code ?? err.message}`, err);
+    const error = /** @type {NodeJS.ErrnoException} */ (err);
+    throw new TlsError('ERR_CARLAB_TLS_READ', `cannot read ${what} file ${file}: ${error.code ?? error.message}`, err);
   }
 }
 
@@ -217,7 +218,8 @@ async function readStoredPair(certPath, keyPath) {
     const [cert, key] = await Promise.all([readFile(certPath, 'utf8'), readFile(keyPath, 'utf8')]);
     return { cert, key };
   } catch (err) {
-    if (err.code === 'ENOENT') return null;
-    throw new TlsError('ERR_CARLAB_TLS_READ', `cannot read the stored certificate in ${path.dirname(certPath)}: ${err.code ?? err.message}`, err);
+    const error = /** @type {NodeJS.ErrnoException} */ (err);
+    if (error.code === 'ENOENT') return null;
+    throw new TlsError('ERR_CARLAB_TLS_READ', `cannot read the stored certificate in ${path.dirname(certPath)}: ${error.code ?? error.message}`, err);
   }
 }
