@@ -30,6 +30,108 @@ import { isNetUsageError, prepareNetwork, withNetwork } from './net/network.js';
  */
 
 /**
+ * Ctrl-C: the first one asks the run to stop (it writes what was measured),
+ * the second exits at once. `off()` removes the handler.
+ * @param {NodeJS.WritableStream} stderr
+ * @param {string} message written on the first Ctrl-C
+ */
+export function stopOnSigint(stderr, message) {
+  const state = { interrupted: false };
+  const onSigint = () => {
+    if (state.interrupted) process.exit(130);
+    state.interrupted = true;
+    stderr.write(message);
+  };
+  process.on('SIGINT', onSigint);
+  return { interrupted: () => state.interrupted, off: () => { process.off('SIGINT', onSigint); } };
+}
+
+/**
+ * The progress bar's label of a point.
+ * @param {import('./flags.js').SweepPoint} point
+ */
+export function pointLabel(point) {
+  return `${point.net ? `${point.net} · ` : ''}${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
+}
+
+/**
+ * --net: the profiles, prepared up front, so a profile the machine cannot
+ * apply stops the run before anything runs.
+ * @param {LabCommand} command
+ * @param {any} options parsed flags; options.netProfiles is set here
+ * @param {NodeJS.WritableStream} stderr
+ * @param {(message: string) => number} usage
+ * @returns {Promise<number | null>} an exit code when it cannot go on
+ */
+async function prepareNetProfiles(command, options, stderr, usage) {
+  if (!command.netLinks) return usage('--net is not supported by this command');
+  try {
+    options.netProfiles = await prepareNetwork({ list: options.nets.join(','), file: options.netFile });
+    return null;
+  } catch (err) {
+    if (!isNetUsageError(err)) throw err;
+    stderr.write(`carlab ${command.name}: --net: ${/** @type {Error} */ (err).message}\n`);
+    return 2;
+  }
+}
+
+/**
+ * Runs one point, under its network profile if it has one.
+ * @param {LabCommand} command
+ * @param {import('./flags.js').SweepPoint} point
+ * @param {any} options
+ * @param {{ onProgress: (p: any) => void, shouldStop: () => boolean }} hooks
+ * @returns {Promise<object>} the run record
+ */
+function runOnePoint(command, point, options, { onProgress, shouldStop }) {
+  const go = (/** @type {import('./net/network.js').PointNetwork | null} */ net) => command.runPoint({
+    point, options, onProgress, shouldStop, net,
+  });
+  const profile = point.net ? options.netProfiles.get(point.net) : null;
+  return profile
+    ? withNetwork(profile, /** @type {NonNullable<LabCommand['netLinks']>} */ (command.netLinks)(point, options), go, {
+      onPhase: (phase) => onProgress({ phase, elapsedS: 0, rtMean: null }),
+    })
+    : go(null);
+}
+
+/**
+ * Every point in turn under the progress bar, until Ctrl-C; a point that
+ * throws is recorded as a run with its error.
+ * @param {LabCommand} command
+ * @param {import('./flags.js').SweepPoint[]} points
+ * @param {any} options
+ * @param {{ progress: ReturnType<typeof createProgress>, perPoint: number, stderr: NodeJS.WritableStream, interrupted: () => boolean }} how
+ * @returns {Promise<any[]>} run records
+ */
+async function runSweep(command, points, options, { progress, perPoint, stderr, interrupted }) {
+  /** @type {any[]} */
+  const runs = [];
+  for (const point of points) {
+    if (interrupted()) break;
+    const label = pointLabel(point);
+    progress.point(label);
+    try {
+      runs.push(await runOnePoint(command, point, options, { onProgress: (p) => progress.update(p), shouldStop: interrupted }));
+    } catch (err) {
+      runs.push({ ...point, error: String(/** @type {Error} */ (err)?.message ?? err) });
+      stderr.write(`\ncarlab ${command.name}: ${label}: ${/** @type {Error} */ (err)?.message ?? err}\n`);
+    }
+    progress.advance(perPoint);
+  }
+  return runs;
+}
+
+/**
+ * The --fail-if conditions the runs broke, one line each.
+ * @param {any[]} runs
+ * @param {import('./flags.js').FailCondition[]} failIf
+ */
+export function brokenConditions(runs, failIf) {
+  return runs.flatMap((r) => failedConditions(failIf, r).map((c) => `${r.transport}/${r.clients}/${r.group}: ${c}`));
+}
+
+/**
  * Runs a lab sweep command.
  * @param {LabCommand} command
  * @param {string[]} argv
@@ -54,58 +156,23 @@ export async function runLabCommand(command, argv, io = {}) {
   const options = parsed.options;
   const problem = command.validate?.(options);
   if (problem) return usage(problem);
-
   if (options.nets) {
-    if (!command.netLinks) return usage('--net is not supported by this command');
-    try {
-      // up front: a profile the machine cannot apply stops the run before anything runs
-      options.netProfiles = await prepareNetwork({ list: options.nets.join(','), file: options.netFile });
-    } catch (err) {
-      if (!isNetUsageError(err)) throw err;
-      stderr.write(`carlab ${command.name}: --net: ${/** @type {Error} */ (err).message}\n`);
-      return 2;
-    }
+    const code = await prepareNetProfiles(command, options, stderr, usage);
+    if (code !== null) return code;
   }
   await command.prepare?.(options, stderr);
   const points = expandSweep({ transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
-  const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: /** @type {any} */ (stderr) });
+  const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: stderr });
 
-  let interrupted = false;
-  const onSigint = () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    stderr.write(`\ncarlab ${command.name}: stopping this point and writing what was measured (Ctrl-C again to abort)\n`);
-  };
-  process.on('SIGINT', onSigint);
-
+  const sigint = stopOnSigint(stderr, `\ncarlab ${command.name}: stopping this point and writing what was measured (Ctrl-C again to abort)\n`);
   /** @type {any[]} */
-  const runs = [];
+  let runs;
   try {
-    for (const point of points) {
-      if (interrupted) break;
-      const label = `${point.net ? `${point.net} · ` : ''}${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
-      progress.point(label);
-      try {
-        const onProgress = (/** @type {any} */ p) => progress.update(p);
-        const go = (/** @type {import('./net/network.js').PointNetwork | null} */ net) => command.runPoint({
-          point, options, onProgress, shouldStop: () => interrupted, net,
-        });
-        const profile = point.net ? options.netProfiles.get(point.net) : null;
-        runs.push(profile
-          ? await withNetwork(profile, /** @type {NonNullable<LabCommand['netLinks']>} */ (command.netLinks)(point, options), go, {
-            onPhase: (phase) => onProgress({ phase, elapsedS: 0, rtMean: null }),
-          })
-          : await go(null));
-      } catch (err) {
-        runs.push({ ...point, error: String(/** @type {Error} */ (err)?.message ?? err) });
-        stderr.write(`\ncarlab ${command.name}: ${label}: ${/** @type {Error} */ (err)?.message ?? err}\n`);
-      }
-      progress.advance(perPoint);
-    }
+    runs = await runSweep(command, points, options, { progress, perPoint, stderr, interrupted: sigint.interrupted });
   } finally {
     progress.stop();
-    process.off('SIGINT', onSigint);
+    sigint.off();
   }
 
   const netEnv = options.netProfiles ? { net: { file: options.netFile, profiles: [...options.netProfiles.values()] } } : {};
@@ -116,10 +183,10 @@ export async function runLabCommand(command, argv, io = {}) {
     stdout.write(`wrote ${Object.values(files).join(', ')}\n`);
   }
   if (runs.some((r) => r.error)) return 1;
-  const broken = runs.flatMap((r) => failedConditions(options.failIf, r).map((c) => `${r.transport}/${r.clients}/${r.group}: ${c}`));
+  const broken = brokenConditions(runs, options.failIf);
   if (broken.length) {
     stderr.write(`carlab ${command.name}: --fail-if broken:\n  ${broken.join('\n  ')}\n`);
     return 1;
   }
-  return interrupted ? 130 : 0;
+  return sigint.interrupted() ? 130 : 0;
 }

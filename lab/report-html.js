@@ -918,26 +918,13 @@ function labSummary(runs) {
 }
 
 /**
- * The whole report: one self-contained HTML document.
+ * One card per chart: a canvas the client script draws on.
  *
- * @param {Results} results
- * @param {{ title?: string, renderedAt?: Date }} [options]
+ * @param {ChartSpec[]} charts
  * @returns {string}
  */
-export function renderReportHtml(results, { title = 'carlab results', renderedAt = new Date() } = {}) {
-  const allResults = results;
-  // `carlab browsers`: its experiments get their own sections (lab/browsers/report-section.js);
-  // the CAR sections below show only the bench runs among them.
-  const lab = runsOf(results).some(isLabRun) ? experimentReport(runsOf(results)) : null;
-  if (lab) results = { ...results, runs: runsOf(results).filter((run) => !isLabRun(run)) };
-  const runs = runsOf(results);
-  const env = results && typeof results.env === 'object' ? results.env : null;
-  const charts = buildCharts(results);
-  const net = netReportSection(runs);
-  const tables = runTables(results);
-  const ordered = tables.flatMap((table) => table.runs);
-
-  const chartCards = charts
+function chartCardsHtml(charts) {
+  return charts
     .map(
       (chart) => `<figure class="card">
   <h3>${escapeHtml(chart.title)}</h3>
@@ -946,8 +933,16 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
 </figure>`,
     )
     .join('\n');
+}
 
-  const tableCards = tables
+/**
+ * One card per results table, flagged cells coloured.
+ *
+ * @param {ReturnType<typeof runTables>} tables
+ * @returns {string}
+ */
+function tableCardsHtml(tables) {
+  return tables
     .map((table) => {
       const rows = table.runs.map((run) => {
         const flagged = flags(run);
@@ -959,38 +954,81 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
 </div>`;
     })
     .join('\n');
+}
 
+/**
+ * The sections of sweep (CAR) runs, in page order: charts, the network
+ * section when runs ran under --net, tables, supported clients, all runs.
+ *
+ * @param {Results} results the sweep runs only
+ * @param {{ html: string } | null} net
+ * @param {ChartSpec[]} charts
+ * @returns {string[]}
+ */
+function carSectionsHtml(results, net, charts) {
+  const runs = runsOf(results);
+  const tables = runTables(results);
+  const ordered = tables.flatMap((table) => table.runs);
   const supported = supportedClients(runs).map((entry) => ({ cells: supportedRow(entry), classes: ['', '', '', '', entry.supported === null ? 'bad' : ''] }));
-  const envTable = env ? envRows(env) : [];
-
-  const sections = [];
-  if (lab) sections.push(lab.html);
-  const carSections = !lab || runs.length > 0;
-  if (carSections) sections.push(`<section id="charts">
+  return [
+    `<section id="charts">
 <h2>Charts</h2>
-${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the tables below do not.</p></noscript>\n<div class="grid">\n${chartCards}\n</div>` : '<p class="empty">No data to chart.</p>'}
-</section>`);
-  if (net) sections.push(net.html);
-  if (carSections) sections.push(`<section id="tables">
+${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the tables below do not.</p></noscript>\n<div class="grid">\n${chartCardsHtml(charts)}\n</div>` : '<p class="empty">No data to chart.</p>'}
+</section>`,
+    ...(net ? [net.html] : []),
+    `<section id="tables">
 <h2>Response time, CPU and loss</h2>
 <p class="legend">${escapeHtml(TABLE_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
-${tables.length ? `<div class="tables">\n${tableCards}\n</div>` : '<p class="empty">No runs.</p>'}
-</section>`);
-  if (carSections) sections.push(`<section id="supported">
+${tables.length ? `<div class="tables">\n${tableCardsHtml(tables)}\n</div>` : '<p class="empty">No runs.</p>'}
+</section>`,
+    `<section id="supported">
 <h2>Supported clients</h2>
 <p class="legend">${escapeHtml(SUPPORTED_LEGEND)}</p>
 ${supported.length ? `<div class="card scroll fit">${htmlTable(SUPPORTED_COLUMNS, supported, { numeric: [false, true, true, true, true] })}</div>` : '<p class="empty">No runs.</p>'}
-</section>`);
-  if (carSections) sections.push(`<section id="runs">
+</section>`,
+    `<section id="runs">
 <h2>All runs</h2>
 <p class="legend">Every measurement of every run, times in ms. The data is also in this file as JSON (script #carlab-results).</p>
 ${ordered.length ? `<div class="card scroll">${runsTable(ordered)}</div>` : '<p class="empty">No runs.</p>'}
-</section>`);
-  sections.push(`<section id="env">
+</section>`,
+  ];
+}
+
+/**
+ * The environment section: results.json's env as a key/value table.
+ *
+ * @param {Results} results
+ * @returns {string}
+ */
+function envSectionHtml(results) {
+  const env = results && typeof results.env === 'object' ? results.env : null;
+  const envTable = env ? envRows(env) : [];
+  return `<section id="env">
 <h2>Environment</h2>
 ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envTable.map((cells) => ({ cells })), { className: 'kv' })}</div>` : '<p class="empty">No environment recorded.</p>'}
-</section>`);
+</section>`;
+}
 
+/**
+ * The page's navigation: the lab sections' links, then the sweep sections', then Environment.
+ *
+ * @param {{ href: string, label: string }[]} labLinks
+ * @param {boolean} carSections
+ * @param {boolean} hasNet
+ * @returns {string}
+ */
+function navHtml(labLinks, carSections, hasNet) {
+  return `${labLinks.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('')}${carSections ? '<a href="#charts">Charts</a>' + (hasNet ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a>`;
+}
+
+/**
+ * The HTML document around the sections: styles, header, the results and
+ * chart specs as JSON, Chart.js and the client script inlined.
+ *
+ * @param {{ title: string, summary: string, renderedAt: Date, nav: string, sections: string[], results: Results, charts: unknown[] }} page
+ * @returns {string}
+ */
+function documentHtml({ title, summary, renderedAt, nav, sections, results, charts }) {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -1004,18 +1042,51 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
 <body>
 <header>
 <h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(lab ? labSummary(runsOf(allResults)) : headerSummary(runs))} · rendered ${escapeHtml(renderedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
+<p>${escapeHtml(summary)} · rendered ${escapeHtml(renderedAt.toISOString().replace(/\.\d+Z$/, 'Z'))}</p>
 </header>
-<nav>${lab ? lab.nav.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('') : ''}${carSections ? '<a href="#charts">Charts</a>' + (net ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a></nav>
+<nav>${nav}</nav>
 <main>
 ${sections.join('\n')}
 </main>
 <footer>carlab · charts by Chart.js (MIT), inlined: this file needs no network.</footer>
-<script type="application/json" id="carlab-results">${jsonForScript(allResults)}</script>
-<script type="application/json" id="carlab-charts">${jsonForScript([...charts, ...(lab?.charts ?? []), ...(net?.charts ?? [])])}</script>
+<script type="application/json" id="carlab-results">${jsonForScript(results)}</script>
+<script type="application/json" id="carlab-charts">${jsonForScript(charts)}</script>
 <script>${chartJsSource()}</script>
 <script>${CLIENT_SCRIPT}</script>
 </body>
 </html>
 `;
+}
+
+/**
+ * The whole report: one self-contained HTML document.
+ *
+ * @param {Results} results
+ * @param {{ title?: string, renderedAt?: Date }} [options]
+ * @returns {string}
+ */
+export function renderReportHtml(results, { title = 'carlab results', renderedAt = new Date() } = {}) {
+  const allResults = results;
+  // `carlab browsers`: its experiments get their own sections (lab/browsers/report-section.js);
+  // the CAR sections below show only the bench runs among them.
+  const lab = runsOf(results).some(isLabRun) ? experimentReport(runsOf(results)) : null;
+  if (lab) results = { ...results, runs: runsOf(results).filter((run) => !isLabRun(run)) };
+  const runs = runsOf(results);
+  const charts = buildCharts(results);
+  const net = netReportSection(runs);
+  const carSections = !lab || runs.length > 0;
+  const sections = [
+    ...(lab ? [lab.html] : []),
+    ...(carSections ? carSectionsHtml(results, net, charts) : net ? [net.html] : []),
+    envSectionHtml(results),
+  ];
+  return documentHtml({
+    title,
+    summary: lab ? labSummary(runsOf(allResults)) : headerSummary(runs),
+    renderedAt,
+    nav: navHtml(lab ? lab.nav : [], carSections, Boolean(net)),
+    sections,
+    results: allResults,
+    charts: [...charts, ...(lab?.charts ?? []), ...(net?.charts ?? [])],
+  });
 }

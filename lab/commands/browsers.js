@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError, parseNameList, parseNumberList } from '../flags.js';
 import { describeEnvironment } from '../env.js';
+import { stopOnSigint } from '../command.js';
 import { createProgress } from '../progress.js';
 import { renderTables, writeResults } from '../output.js';
 import { BENCH_TRANSPORTS } from '../bench.js';
@@ -217,22 +218,6 @@ export function planOf(o) {
 
 
 /**
- * Ctrl-C: the first one stops the cell in progress and lets the command
- * write what was measured; the second exits at once.
- * @param {NodeJS.WritableStream} stderr
- */
-function interruptOnSigint(stderr) {
-  const state = { interrupted: false };
-  const onSigint = () => {
-    if (state.interrupted) process.exit(130);
-    state.interrupted = true;
-    stderr.write('\ncarlab browsers: stopping this cell and writing what was measured (Ctrl-C again to abort)\n');
-  };
-  process.on('SIGINT', onSigint);
-  return { state, off: () => { process.off('SIGINT', onSigint); } };
-}
-
-/**
  * Runs one cell, its progress on the bar; a cell that throws is recorded as
  * a run with its error.
  * @param {import('../browsers/context.js').LabContext} ctx
@@ -354,8 +339,8 @@ export async function run(argv, io = {}) {
 
   await ensureLabPages({ log: (line) => stderr.write(`carlab browsers: ${line}\n`) });
 
-  const sigint = interruptOnSigint(stderr);
-  const interrupted = () => sigint.state.interrupted;
+  const sigint = stopOnSigint(stderr, '\ncarlab browsers: stopping this cell and writing what was measured (Ctrl-C again to abort)\n');
+  const { interrupted } = sigint;
   /** Experiment records (not sweep runs: renderTables tells them apart). @type {any[]} */
   const runs = [];
   const started = performance.now();
