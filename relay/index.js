@@ -4,13 +4,15 @@
 
 import { DEFAULT_ACK_TIMEOUT_MS, RELAY_LIMITS } from '../core/defaults.js';
 import { WebSocketServer } from 'ws';
-import { CloseCode, HelloFlag, MsgType, ProtocolError, decode } from '../core/protocol.js';
+import { CloseCode } from '../core/protocol.js';
 import { ClusterLink } from './cluster.js';
+import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
+import { onFrame } from './intake.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
 import { UdpEndpoint } from './udp.js';
-import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
+import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 
 /**
  * @typedef {object} RelayOptions
@@ -38,7 +40,7 @@ import { isOriginAllowed, rejectUpgrade } from './upgrade.js';
  */
 
 // The WebSocket plumbing other servers on the same port share (signaling/).
-export { isOriginAllowed, rejectUpgrade } from './upgrade.js';
+export { isOriginAllowed, listenForUpgrades, pathnameOf, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 export { TokenBucket } from './session.js';
 // The cluster's plumbing, for the server that composes a node and for signaling.
 export { ERR_BROKER_UNREACHABLE, connectNatsBroker } from './broker.js';
@@ -96,7 +98,7 @@ export const RELAY_DEFAULTS = Object.freeze({
  * @returns {Relay}
  */
 export function createRelay(options = {}) {
-  const opts = { ...RELAY_DEFAULTS, ...stripUndefined(options) };
+  const opts = relayOptions(options);
   const stats = new RelayStats();
   const wss = new WebSocketServer({
     noServer: true,
@@ -104,197 +106,46 @@ export function createRelay(options = {}) {
     perMessageDeflate: false,
     clientTracking: true,
   });
-
-  /** Outboxes with something to write at the end of this turn. @type {Set<Outbox>} */
-  const flushQueue = new Set();
-  let flushPending = false;
-  const flushAll = () => {
-    flushPending = false;
-    const outboxes = [...flushQueue];
-    flushQueue.clear();
-    for (const o of outboxes) o.flush();
-  };
-
-  /** Outboxes held back as slow consumers. @type {Set<Outbox>} */
-  const blocked = new Set();
-  const retryBlocked = setInterval(() => {
-    for (const o of blocked) {
-      if (!o.active || o.session.closed) { blocked.delete(o); continue; }
-      if (o.socket.bufferedAmount <= opts.queueSoftBytes) {
-        blocked.delete(o);
-        o.flush();
-      }
-    }
-  }, 20);
-  retryBlocked.unref();
-
-  /** @type {RelayContext} */
-  const ctx = {
-    options: opts,
-    stats,
-    scheduleFlush(o) {
-      if (o.blocked) return; // retried by the blocked timer
-      flushQueue.add(o);
-      if (!flushPending) {
-        flushPending = true;
-        setImmediate(flushAll);
-      }
-    },
-    markBlocked(o) { blocked.add(o); },
-    closeSession(s, code, reason) {
-      if (s.closed) return;
-      stats.recordClose(code);
-      s.socket.close(code, closeReason(reason));
-      detach(s);
-    },
-    dropDestination(entry, dest) { groups.dropDestination(entry, dest); },
-  };
+  const flusher = new FlushScheduler(opts.queueSoftBytes);
+  const ctx = relayContext(opts, stats, flusher, {
+    detach: (s) => detach(s),
+    dropDestination: (entry, dest) => groups.dropDestination(entry, dest),
+  });
   const groups = new GroupRegistry(ctx);
   const cluster = options.broker ? new ClusterLink(options.broker, groups, options.nodes) : null;
   groups.cluster = cluster;
   cluster?.start();
+  /** @type {import('./intake.js').IntakeDeps} */
+  const intake = { ctx, groups, udp: /** @type {UdpEndpoint} */ (/** @type {unknown} */ (null)) };
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
-    onFrame: (s, data, isBinary) => onFrame(s, data, isBinary, 'dc'),
+    onFrame: (s, data, isBinary) => onFrame(intake, s, data, isBinary, 'dc'),
     announce: (s) => groups.announce(s),
     retract: (s) => groups.retract(s),
   });
-
-  const sweeper = setInterval(() => groups.sweep(opts.ackTimeoutMs), Math.min(1000, opts.ackTimeoutMs));
-  sweeper.unref();
-  const lagCheck = opts.slowAckMs > 0
-    ? setInterval(() => groups.checkLagging(opts.slowAckMs), Math.max(50, Math.min(250, opts.slowAckMs / 4)))
-    : null;
-  lagCheck?.unref();
+  intake.udp = udp;
+  const timers = startGroupTimers(groups, opts);
 
   /** @param {Session} s */
   function detach(s) {
     if (s.closed) return;
     s.closed = true;
-    for (const o of [s.out, s.dataOut]) {
-      if (!o) continue;
-      blocked.delete(o);
-      flushQueue.delete(o);
-    }
+    for (const o of [s.out, s.dataOut]) if (o) flusher.forget(o);
     groups.leave(s);
     udp.drop(s);
   }
 
   wss.on('connection', (ws) => {
     const session = new Session(ws, ctx);
-    ws.on('message', (data, isBinary) => onFrame(session, /** @type {Buffer} */ (data), isBinary, 'ws'));
+    // Binary frames arrive as one Buffer: the server sets no binaryType.
+    ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
     ws.on('close', () => detach(session));
     ws.on('error', () => detach(session)); // e.g. 1009 too big: ws closes it itself
   });
 
-  /**
-   * One frame from a client: from its WebSocket, or (relay-udp) from its data
-   * channel. Both go through the same checks into the same group registry; a
-   * bad frame on either closes the session's WebSocket with the same code.
-   * @param {Session} s
-   * @param {Uint8Array | string} data
-   * @param {boolean} isBinary
-   * @param {'ws' | 'dc'} source
-   */
-  function onFrame(s, data, isBinary, source) {
-    if (s.closed) return;
-    const length = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
-    stats.framesIn++;
-    stats.bytesIn += length;
-    if (source === 'dc') {
-      stats.udp.framesIn++;
-      stats.udp.bytesIn += length;
-      // The WebSocket library enforces maxPayload itself; on a data channel we do.
-      if (length > opts.maxPayload) {
-        ctx.closeSession(s, CloseCode.TOO_BIG, `data channel message of ${length} bytes, over maxPayload`);
-        return;
-      }
-    }
-    if (!isBinary || typeof data === 'string') {
-      ctx.closeSession(s, CloseCode.BAD_FRAME, 'text frames are not part of the protocol');
-      return;
-    }
-    const msg = decode(data);
-    if (msg instanceof ProtocolError) {
-      ctx.closeSession(s, msg.closeCode, `${msg.code}: ${msg.message}${source === 'dc' ? ' (data channel)' : ''}`);
-      return;
-    }
-    const messages = msg.type === MsgType.BATCH ? msg.messages : [msg];
-    if (!s.rate.take(messages.length)) {
-      ctx.closeSession(s, CloseCode.RATE_LIMITED, `over ${opts.maxMessagesPerSecond} messages/s`);
-      return;
-    }
-    for (const m of messages) {
-      stats.messagesIn++;
-      const problem = onMessage(s, /** @type {any} */ (m), source);
-      if (problem) {
-        ctx.closeSession(s, problem[0], problem[1]);
-        return;
-      }
-    }
-  }
+  const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
+  const unlisten = options.server ? listenForUpgrades(options.server, opts.path, handleUpgrade) : null;
 
-  /**
-   * @param {Session} s
-   * @param {import('../core/protocol.js').Message & { body: Uint8Array }} m
-   * @param {'ws' | 'dc'} source
-   * @returns {[number, string] | null} a close code and reason if the client misbehaved
-   */
-  function onMessage(s, m, source) {
-    if (source === 'dc' && m.type !== MsgType.UPDATE && m.type !== MsgType.ACK) {
-      return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent on the data channel`];
-    }
-    if (m.type === MsgType.HELLO) {
-      if (s.group) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
-      s.name = m.name;
-      s.batched = (m.flags & HelloFlag.BATCHED) !== 0;
-      s.membershipOnly = (m.flags & HelloFlag.MEMBERSHIP_ONLY) !== 0;
-      s.udp = (m.flags & HelloFlag.UDP) !== 0;
-      if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
-      if (s.udp && !udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${udp.unavailableReason}`];
-      const err = groups.join(s, m.group, m.clientId, m.token);
-      return err;
-    }
-    if (!s.group) return [CloseCode.NOT_JOINED, `${typeNameOf(m.type)} before HELLO`];
-    switch (m.type) {
-      case MsgType.UPDATE:
-        if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
-        if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends UPDATE on its data channel'];
-        if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
-        if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
-        groups.update(s, m);
-        return null;
-      case MsgType.ACK:
-        if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
-        if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
-        groups.ack(s, m);
-        return null;
-      case MsgType.STATS:
-        return null; // end-of-run counters: accepted, collected by the bench from the client itself
-      case MsgType.SIGNAL:
-        if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
-        return udp.onSignal(s, m);
-      default:
-        return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
-    }
-  }
-
-  const handleUpgrade = (req, socket, head) => {
-    if (!isOriginAllowed(req, opts.allowedOrigins)) {
-      rejectUpgrade(socket, 403, 'Origin not allowed');
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  };
-
-  /** @type {((req: any, socket: any, head: any) => void) | null} */
-  let onServerUpgrade = null;
-  if (options.server) {
-    onServerUpgrade = (req, socket, head) => {
-      if (pathnameOf(req.url) === opts.path) handleUpgrade(req, socket, head);
-    };
-    options.server.on('upgrade', onServerUpgrade);
-  }
-
+  /** @type {Promise<void> | null} */
   let closing = null;
   return {
     path: opts.path,
@@ -303,35 +154,113 @@ export function createRelay(options = {}) {
     stats,
     udp,
     handleUpgrade,
-    metrics: () => ({
-      ...stats.snapshot({
-        clients: wss.clients.size, joined: groups.memberCount, groups: groups.localGroupCount, udpChannels: udp.openChannels,
-        ...groups.backlog(), blocked: blocked.size,
-      }),
-      cluster: cluster?.snapshot() ?? null,
-    }),
+    metrics: () => relayMetrics({ stats, wss, groups, udp, flusher, cluster }),
     cluster,
     readiness: () => cluster?.readiness() ?? { ready: true, reason: 'single process' },
     resetWindow: () => stats.resetWindow(),
     close() {
-      closing ??= new Promise((resolve) => {
-        if (onServerUpgrade) options.server.off('upgrade', onServerUpgrade);
-        clearInterval(retryBlocked);
-        clearInterval(sweeper);
-        if (lagCheck) clearInterval(lagCheck);
+      closing ??= (async () => {
+        unlisten?.();
+        flusher.stop();
+        timers.stop();
         stats.stop();
         udp.close();
-        for (const ws of wss.clients) ws.close(CloseCode.GOING_AWAY, 'relay shutting down');
-        const force = setTimeout(() => {
-          for (const ws of wss.clients) ws.terminate();
-        }, opts.closeTimeoutMs);
-        wss.close(() => {
-          clearTimeout(force);
-          resolve(cluster?.close());
-        });
-      });
+        await shutDownWebSockets(wss, CloseCode.GOING_AWAY, 'relay shutting down', opts.closeTimeoutMs);
+        await cluster?.close();
+      })();
       return closing;
     },
+  };
+}
+
+/** The options a relay runs with: RelayOptions over RELAY_DEFAULTS. @typedef {RelayContext['options']} ResolvedRelayOptions */
+
+/**
+ * Fills in RELAY_DEFAULTS for every option not given (an explicit undefined counts as not given).
+ * @param {RelayOptions} options
+ * @returns {ResolvedRelayOptions}
+ */
+export function relayOptions(options) {
+  const { server: _server, udp: _udp, broker: _broker, nodes: _nodes, ...rest } = options;
+  return { ...RELAY_DEFAULTS, ...stripUndefined(rest) };
+}
+
+/**
+ * What sessions and the group registry share: flushing goes through the
+ * scheduler, closing a session detaches it (hooks.detach) after counting the code.
+ * @param {ResolvedRelayOptions} options
+ * @param {RelayStats} stats
+ * @param {FlushScheduler} flusher
+ * @param {{ detach: (s: Session) => void, dropDestination: RelayContext['dropDestination'] }} hooks
+ * @returns {RelayContext}
+ */
+export function relayContext(options, stats, flusher, hooks) {
+  return {
+    options,
+    stats,
+    scheduleFlush: (o) => flusher.schedule(o),
+    markBlocked: (o) => flusher.markBlocked(o),
+    closeSession(s, code, reason) {
+      if (s.closed) return;
+      stats.recordClose(code);
+      s.socket.close(code, closeReason(reason));
+      hooks.detach(s);
+    },
+    dropDestination: hooks.dropDestination,
+  };
+}
+
+/**
+ * The registry's periodic work: giving up on old ACKs (sweep) and, unless
+ * slowAckMs is 0, finding members that stopped ACKing (checkLagging).
+ * @param {Pick<GroupRegistry, 'sweep' | 'checkLagging'>} groups
+ * @param {Pick<ResolvedRelayOptions, 'ackTimeoutMs' | 'slowAckMs'>} opts
+ * @returns {{ stop: () => void }}
+ */
+export function startGroupTimers(groups, opts) {
+  const sweeper = setInterval(() => groups.sweep(opts.ackTimeoutMs), Math.min(1000, opts.ackTimeoutMs));
+  sweeper.unref();
+  // A quarter of the limit, within 50..250 ms: late by at most a quarter, and never busy.
+  const lagCheck = opts.slowAckMs > 0
+    ? setInterval(() => groups.checkLagging(opts.slowAckMs), Math.max(50, Math.min(250, opts.slowAckMs / 4)))
+    : null;
+  lagCheck?.unref();
+  return {
+    stop() {
+      clearInterval(sweeper);
+      if (lagCheck) clearInterval(lagCheck);
+    },
+  };
+}
+
+/**
+ * Checks the Origin, then hands the upgrade to the WebSocket server.
+ * @param {WebSocketServer} wss
+ * @param {string[] | undefined} allowedOrigins
+ * @returns {import('./upgrade.js').UpgradeHandler}
+ */
+export function upgradeHandler(wss, allowedOrigins) {
+  return (req, socket, head) => {
+    if (!isOriginAllowed(req, allowedOrigins)) {
+      rejectUpgrade(socket, 403, 'Origin not allowed');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  };
+}
+
+/**
+ * The relay's JSON snapshot: counters, gauges and the cluster's view.
+ * @param {{ stats: RelayStats, wss: WebSocketServer, groups: GroupRegistry, udp: Pick<UdpEndpoint, 'openChannels'>,
+ *   flusher: FlushScheduler, cluster: ClusterLink | null }} parts
+ */
+export function relayMetrics({ stats, wss, groups, udp, flusher, cluster }) {
+  return {
+    ...stats.snapshot({
+      clients: wss.clients.size, joined: groups.memberCount, groups: groups.localGroupCount, udpChannels: udp.openChannels,
+      ...groups.backlog(), blocked: flusher.blocked.size,
+    }),
+    cluster: cluster?.snapshot() ?? null,
   };
 }
 
@@ -348,22 +277,13 @@ export function closeReason(reason) {
   return `${cut}...`;
 }
 
-/** @param {number} type */
-function typeNameOf(type) {
-  return Object.keys(MsgType).find((k) => MsgType[k] === type) ?? `type ${type}`;
-}
-
-/** @param {string | undefined} url */
-export function pathnameOf(url) {
-  const q = (url ?? '/').indexOf('?');
-  return q === -1 ? url ?? '/' : url.slice(0, q);
-}
-
 /**
- * @template T
+ * The object without its undefined properties, so that spreading it keeps defaults.
+ * @template {object} T
  * @param {T} o
  * @returns {Partial<T>}
  */
 function stripUndefined(o) {
-  return /** @type {any} */ (Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)));
+  // Object.fromEntries loses the key types; the entries are a subset of o's.
+  return /** @type {Partial<T>} */ (Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)));
 }

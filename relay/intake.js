@@ -1,0 +1,160 @@
+// Frame intake: what the relay does with one frame a client sent, on its
+// WebSocket or (relay-udp) on its data channel. Both go through the same
+// checks into the same group registry; a bad frame on either closes the
+// session's WebSocket with the same code. Kept apart from createRelay so each
+// check can be driven alone with fake sessions (relay/intake.test.js).
+
+import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode } from '../core/protocol.js';
+
+/** Where a frame arrived: the session's WebSocket or its relay-udp data channel. @typedef {'ws' | 'dc'} FrameSource */
+/** A close code and reason for a client that misbehaved. @typedef {[number, string]} Problem */
+/** A decoded message with its bytes (type + payload), as decode() returns it. @typedef {import('../core/protocol.js').Message & { body: Uint8Array }} BodyMessage */
+
+/**
+ * What frame intake needs from the relay around it; createRelay passes the
+ * real registry and endpoint, tests pass fakes.
+ * @typedef {object} IntakeDeps
+ * @property {import('./index.js').RelayContext} ctx options, stats and closeSession
+ * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack'>} groups
+ * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
+ */
+
+/**
+ * The name of a message type for close reasons ('UPDATE', or 'type 42').
+ * @param {number} type
+ */
+export function typeNameOf(type) {
+  return MsgTypeName[type] ?? `type ${type}`;
+}
+
+/**
+ * Counts a frame in and decodes it into the messages it carries (a BATCH's
+ * members, or the one message). Nothing here depends on the session's state.
+ * @param {Uint8Array | string} data
+ * @param {boolean} isBinary
+ * @param {FrameSource} source
+ * @param {IntakeDeps['ctx']} ctx
+ * @returns {{ messages: BodyMessage[] } | { problem: Problem }}
+ */
+export function readFrame(data, isBinary, source, ctx) {
+  const { stats, options } = ctx;
+  const length = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+  stats.framesIn++;
+  stats.bytesIn += length;
+  if (source === 'dc') {
+    stats.udp.framesIn++;
+    stats.udp.bytesIn += length;
+    // The WebSocket library enforces maxPayload itself; on a data channel we do.
+    if (length > options.maxPayload) {
+      return { problem: [CloseCode.TOO_BIG, `data channel message of ${length} bytes, over maxPayload`] };
+    }
+  }
+  if (!isBinary || typeof data === 'string') {
+    return { problem: [CloseCode.BAD_FRAME, 'text frames are not part of the protocol'] };
+  }
+  const msg = decode(data);
+  if (msg instanceof ProtocolError) {
+    return { problem: [msg.closeCode, `${msg.code}: ${msg.message}${source === 'dc' ? ' (data channel)' : ''}`] };
+  }
+  // decode() sets `body` on every message it returns, batched ones included.
+  const messages = /** @type {BodyMessage[]} */ (msg.type === MsgType.BATCH ? msg.messages : [msg]);
+  return { messages };
+}
+
+/**
+ * One frame from a client: counted, decoded, rate-limited, then handled
+ * message by message; the first problem closes the session.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {Uint8Array | string} data
+ * @param {boolean} isBinary
+ * @param {FrameSource} source
+ */
+export function onFrame(deps, s, data, isBinary, source) {
+  const { ctx } = deps;
+  if (s.closed) return;
+  const read = readFrame(data, isBinary, source, ctx);
+  if ('problem' in read) {
+    ctx.closeSession(s, read.problem[0], read.problem[1]);
+    return;
+  }
+  if (!s.rate.take(read.messages.length)) {
+    ctx.closeSession(s, CloseCode.RATE_LIMITED, `over ${ctx.options.maxMessagesPerSecond} messages/s`);
+    return;
+  }
+  for (const m of read.messages) {
+    ctx.stats.messagesIn++;
+    const problem = onMessage(deps, s, m, source);
+    if (problem) {
+      ctx.closeSession(s, problem[0], problem[1]);
+      return;
+    }
+  }
+}
+
+/**
+ * One message of a frame.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {BodyMessage} m
+ * @param {FrameSource} source
+ * @returns {Problem | null} a close code and reason if the client misbehaved
+ */
+export function onMessage(deps, s, m, source) {
+  if (source === 'dc' && m.type !== MsgType.UPDATE && m.type !== MsgType.ACK) {
+    return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent on the data channel`];
+  }
+  if (m.type === MsgType.HELLO) return onHello(deps, s, m);
+  if (!s.group) return [CloseCode.NOT_JOINED, `${typeNameOf(m.type)} before HELLO`];
+  switch (m.type) {
+    case MsgType.UPDATE:
+      return onUpdate(deps, s, m, source);
+    case MsgType.ACK:
+      if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
+      if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
+      deps.groups.ack(s, m);
+      return null;
+    case MsgType.STATS:
+      return null; // end-of-run counters: accepted, collected by the bench from the client itself
+    case MsgType.SIGNAL:
+      if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
+      return deps.udp.onSignal(s, m);
+    default:
+      return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
+  }
+}
+
+/**
+ * HELLO: takes the session's name and mode from its flags and joins its group.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {import('../core/protocol.js').HelloMsg} m
+ * @returns {Problem | null}
+ */
+export function onHello(deps, s, m) {
+  if (s.group) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
+  s.name = m.name;
+  s.batched = (m.flags & HelloFlag.BATCHED) !== 0;
+  s.membershipOnly = (m.flags & HelloFlag.MEMBERSHIP_ONLY) !== 0;
+  s.udp = (m.flags & HelloFlag.UDP) !== 0;
+  if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
+  if (s.udp && !deps.udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${deps.udp.unavailableReason}`];
+  return deps.groups.join(s, m.group, m.clientId, m.token);
+}
+
+/**
+ * UPDATE of a joined session: checked, then fanned out.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {import('../core/protocol.js').UpdateMsg & { body: Uint8Array }} m
+ * @param {FrameSource} source
+ * @returns {Problem | null}
+ */
+export function onUpdate(deps, s, m, source) {
+  if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
+  if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends UPDATE on its data channel'];
+  if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
+  if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
+  deps.groups.update(s, m);
+  return null;
+}
