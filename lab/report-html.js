@@ -158,7 +158,7 @@ function transportColors(transports) {
  * @returns {string}
  */
 function lighten(hex, t) {
-  const channel = (i) => Math.round(parseInt(hex.slice(i, i + 2), 16) * (1 - t) + 255 * t);
+  const channel = (/** @type {number} */ i) => Math.round(parseInt(hex.slice(i, i + 2), 16) * (1 - t) + 255 * t);
   return `#${[1, 3, 5].map((i) => channel(i).toString(16).padStart(2, '0')).join('')}`;
 }
 
@@ -287,7 +287,7 @@ export function buildCharts(results) {
   const many = cycles.length > 1;
   /** @type {ChartSpec[]} */
   const charts = [];
-  const add = (kind, spec) => spec && charts.push({ id: `chart-${charts.length + 1}-${kind}`, kind, ...spec });
+  const add = (/** @type {ChartSpec['kind']} */ kind, /** @type {Omit<ChartSpec, 'id' | 'kind'> | null} */ spec) => spec && charts.push({ id: `chart-${charts.length + 1}-${kind}`, kind, ...spec });
 
   for (const { cycleMs, runs: cycleRuns } of cycles) add('rt', rtChart(cycleRuns, cycleMs, colors, many));
   add('supported', supportedChart(runs, colors));
@@ -549,7 +549,7 @@ function setupChart(runs) {
     for (const [phase, stats] of setupPhases(run.setupMs)) rows.push({ label: setupRuns.length > 1 ? [phase, who] : phase, stats, run });
   }
   if (!rows.length) return null;
-  const value = (stats, key) => (num(stats[key]) === null ? null : round(stats[key]));
+  const value = (/** @type {Record<string, any>} */ stats, /** @type {string} */ key) => (num(stats[key]) === null ? null : round(stats[key]));
   const box = rows.map(({ stats }) => {
     const lo = value(stats, 'p50');
     const hi = value(stats, 'p95');
@@ -563,7 +563,7 @@ function setupChart(runs) {
       .join(' · ') + ' ms',
     `mean ${fmt(stats.mean, 1)} ± ${fmt(stats.dev, 1)} ms${num(stats.n) !== null ? ` · n ${fmt(stats.n)}` : ''}`,
   ]);
-  const marks = (label, key, pointStyle, color, radius) => ({
+  const marks = (/** @type {string} */ label, /** @type {string} */ key, /** @type {string} */ pointStyle, /** @type {string} */ color, /** @type {number} */ radius) => ({
     type: 'line',
     label,
     data: rows.map(({ stats }) => value(stats, key)),
@@ -665,7 +665,7 @@ function round(value, digits = 2) {
  * @returns {string}
  */
 function htmlTable(header, rows, { numeric = [], className = '' } = {}) {
-  const cls = (i, extra = '') => {
+  const cls = (/** @type {number} */ i, extra = '') => {
     const names = [numeric[i] ? 'num' : '', extra].filter(Boolean).join(' ');
     return names ? ` class="${escapeHtml(names)}"` : '';
   };
@@ -715,18 +715,21 @@ function describeChannel(run) {
  * @returns {string}
  */
 function runsTable(runs) {
-  const candidates = (run) => {
+  const candidates = (/** @type {Run} */ run) => {
     const types = run.setupMs?.candidateTypes;
     if (!types || typeof types !== 'object') return NONE;
     return Object.entries(types).map(([type, count]) => `${type} ${count}`).join(', ') || NONE;
   };
-  const optional = [
+  /** @typedef {Run & { peersPerPage?: number | null, durationS?: number | null }} RunWithExtras bench and sim runs add these */
+  /** @type {{ header: string, value: (run: RunWithExtras) => string, numeric?: boolean, className?: string, present: (run: RunWithExtras) => boolean }[]} */
+  const optionalColumns = [
     { header: 'Candidates', value: candidates, numeric: false, present: (run) => candidates(run) !== NONE },
     { header: 'Peers/page', value: (run) => fmt(run.peersPerPage), present: (run) => num(run.peersPerPage) !== null },
     { header: 'Duration (s)', value: (run) => fmt(run.durationS, 1), present: (run) => num(run.durationS) !== null },
     { header: 'Error', value: (run) => String(run.error ?? ''), numeric: false, className: 'err', present: (run) => Boolean(run.error) },
-  ].filter(({ present }) => runs.some(present));
-  const setup = (run, phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
+  ];
+  const optional = optionalColumns.filter(({ present }) => runs.some(present));
+  const setup = (/** @type {Run} */ run, /** @type {string} */ phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
   /** @type {{ header: string, value: (run: Run) => string, numeric?: boolean, flag?: 'rt' | 'loss', className?: string }[]} */
   const columns = [
     { header: 'Transport', value: (run) => String(run.transport ?? '?') },
@@ -779,7 +782,7 @@ function runsTable(runs) {
 export function envRows(env) {
   /** @type {[string, string][]} */
   const rows = [];
-  const visit = (value, key) => {
+  const visit = (/** @type {unknown} */ value, /** @type {string} */ key) => {
     if (value === null || value === undefined) {
       if (key) rows.push([key, NONE]);
     } else if (Array.isArray(value)) {
