@@ -1,0 +1,136 @@
+// The relay connection alone, over a hand-driven fake WebSocket: the join, a
+// close before WELCOME, rejoining with the same id, final closes, and close()
+// between two attempts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CloseCode, HelloFlag, MsgType } from '../../../core/protocol.js';
+import { RelayConnection } from './relay-connection.js';
+import { fakeWebSocketClass, settle } from './relay-fakes.js';
+
+/** @param {import('./relay-reconnect.js').ReconnectOptions | boolean} [reconnect] */
+function setup(reconnect) {
+  const fake = fakeWebSocketClass();
+  const connection = new RelayConnection({
+    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => 7, reconnect,
+  });
+  /** @type {string[]} */
+  const events = [];
+  /** @type {import('../../../core/client.js').TransportHandlers} */
+  const handlers = {
+    onUpdate: (m, at) => events.push(`update ${m.seq} @${at}`),
+    onAck: () => events.push('ack'),
+    onAckedAll: () => events.push('ackedAll'),
+    onMemberJoined: (m) => events.push(`joined ${m.id}`),
+    onMemberLeft: (id) => events.push(`left ${id}`),
+    onClose: (code, reason) => events.push(`close ${code} ${reason}`),
+    onWelcome: (m) => events.push(`welcome ${m.clientId}`),
+    onReconnecting: (i) => events.push(`reconnecting ${i.code}`),
+    onReconnected: (m) => events.push(`reconnected ${m.clientId}`),
+    onConnectionStatus: (s) => events.push(`status ${s.state}${s.attempt ? ` ${s.attempt}` : ''}`),
+  };
+  return { fake, connection, events, handlers };
+}
+
+/** @param {number} clientId */
+const welcome = (clientId) => ({ type: MsgType.WELCOME, clientId, serverTime: 0, members: [] });
+
+/** @param {import('./relay-fakes.js').FakeWebSocket} ws */
+function hello(ws) {
+  const [m] = ws.messages();
+  assert.ok(!(m instanceof Error) && m.type === MsgType.HELLO);
+  const { body: _body, ...fields } = /** @type {typeof m & { body?: Uint8Array }} */ (m); // decode adds the bytes
+  return fields;
+}
+
+test('joins with a HELLO on open and resolves on WELCOME', async () => {
+  const { fake, connection, events, handlers } = setup();
+  const joined = connection.connect({ group: 'g', name: 'n', token: 't' }, handlers);
+  const [ws] = fake.instances;
+  assert.equal(ws.url, 'ws://relay');
+  ws.open();
+  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED, clientId: 0, group: 'g', name: 'n', token: 't' });
+  /** @type {any} */
+  const update = { type: MsgType.UPDATE, sender: 2, seq: 1, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null };
+  ws.receive({ type: MsgType.BATCH, messages: [welcome(5), update] });
+  assert.equal((await joined).clientId, 5);
+  assert.equal(connection.myId, 5);
+  assert.deepEqual(events, ['welcome 5', 'status connected', 'update 1 @7']);
+});
+
+test('a close before WELCOME rejects connect() with the code, and is final', async () => {
+  const { fake, connection, events, handlers } = setup({ random: () => 0 });
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  fake.instances[0].drop(1006, 'gone');
+  await assert.rejects(joined, (/** @type {any} */ err) => err.code === 1006 && /before WELCOME: 1006 gone/.test(err.message));
+  assert.deepEqual(events, ['close 1006 gone']);
+  await settle();
+  assert.equal(fake.instances.length, 1, 'no retry for the first join');
+});
+
+test('a garbage frame closes the socket with the codec close code', () => {
+  const { fake, connection, handlers } = setup();
+  connection.connect({ group: 'g', name: 'n' }, handlers).catch(() => {});
+  const [ws] = fake.instances;
+  ws.open();
+  ws.receiveRaw(new Uint8Array([99, 1]).buffer);
+  assert.equal(ws.closedWith?.code, CloseCode.BAD_VERSION);
+});
+
+test('after the relay went away it rejoins with the same id, then reports the rejoin', async () => {
+  const { fake, connection, events, handlers } = setup({ random: () => 0 });
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  fake.instances[0].open();
+  fake.instances[0].receive(welcome(5));
+  await joined;
+  fake.instances[0].drop(1001, 'restart');
+  assert.equal(connection.retryTimer !== null, true, 'waiting before the attempt');
+  await settle();
+  assert.equal(fake.instances.length, 2);
+  const ws = fake.instances[1];
+  ws.open();
+  assert.equal(hello(ws).clientId, 5, 'asks for its old id');
+  ws.receive(welcome(5));
+  assert.deepEqual(events.slice(2), ['reconnecting 1001', 'status reconnecting 1', 'reconnected 5', 'status connected']);
+  assert.deepEqual(connection.counters, { reconnects: 1, attempts: 1, lastCloseCode: 1001 });
+});
+
+test('policy closes, and closes without the option, are reported at once', async () => {
+  for (const [reconnect, code] of /** @type {const} */ ([[{ random: () => 0 }, CloseCode.RATE_LIMITED], [false, 1001]])) {
+    const { fake, connection, events, handlers } = setup(reconnect);
+    const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+    fake.instances[0].open();
+    fake.instances[0].receive(welcome(5));
+    await joined;
+    fake.instances[0].drop(code, 'x');
+    await settle();
+    assert.deepEqual(events.slice(2), [`close ${code} x`]);
+    assert.equal(fake.instances.length, 1);
+  }
+});
+
+test('close() sends what is queued and says bye; between attempts it reports the close itself', async () => {
+  const { fake, connection, events, handlers } = setup({ baseMs: 60000, random: () => 0.5 });
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  const ws = fake.instances[0];
+  ws.open();
+  ws.receive(welcome(5));
+  await joined;
+  connection.outbox.send({ type: MsgType.ACK, sender: 1, seq: 1, acker: 5 });
+  connection.close();
+  assert.equal(ws.sent.length, 2, 'HELLO, then the queued ACK');
+  assert.deepEqual(ws.closedWith, { code: 1000, reason: 'bye' });
+  await settle();
+  assert.equal(events.at(-1), 'close 1000 bye', 'our own close is final');
+
+  const other = setup({ baseMs: 60000, random: () => 0.5 });
+  const joined2 = other.connection.connect({ group: 'g', name: 'n' }, other.handlers);
+  other.fake.instances[0].open();
+  other.fake.instances[0].receive(welcome(6));
+  await joined2;
+  other.fake.instances[0].drop(1006);
+  assert.notEqual(other.connection.retryTimer, null);
+  other.connection.close();
+  assert.equal(other.connection.retryTimer, null);
+  assert.equal(other.events.at(-1), 'close 1000 closed while reconnecting');
+  assert.equal(other.fake.instances.length, 1);
+});
