@@ -58,7 +58,7 @@ export class RemoteMember {
     this.group = null;
     /** Its updates are pending on its own node, never here. @type {Map<number, import('./session.js').PendingUpdate>} */
     this.pending = new Map();
-    /** @type {null} */
+    /** Never a data channel here: its node has it. @type {import('./session.js').Outbox | null} */
     this.dataOut = null;
   }
 

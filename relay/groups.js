@@ -323,7 +323,7 @@ export class GroupRegistry {
     }
     const entry = sender?.pending.get(msg.seq);
     const forwardedAt = entry?.dest.get(acker);
-    if (!entry || forwardedAt === undefined || Number.isNaN(forwardedAt)) {
+    if (!sender || !entry || forwardedAt === undefined || Number.isNaN(forwardedAt)) {
       stats.unexpectedAcks++;
       return;
     }

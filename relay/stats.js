@@ -52,11 +52,63 @@ export class CpuSampler {
   }
 }
 
+/** The relay-udp counters of one measurement window, all zero. */
+function newUdpCounters() {
+  return {
+    offers: 0,
+    channelsOpened: 0,
+    channelsClosed: 0,
+    /** Peer connections given up before their channel opened (timeout, failure, replaced). */
+    setupFailures: 0,
+    framesIn: 0,
+    framesOut: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    /** Native sends that threw (the channel closed under us). */
+    sendErrors: 0,
+    /** ACKs and ACKED_ALLs for a session whose channel was not open: lost like packets. */
+    noChannelDrops: 0,
+    /** SIGNALs for an attempt that is no longer current. */
+    staleSignals: 0,
+    /** Remote candidates libdatachannel refused. */
+    badCandidates: 0,
+    /** Exceptions caught inside native callbacks (each would have aborted the process). */
+    callbackErrors: 0,
+    /** @type {Record<string, number>} peer connections taken down, by "setup|open: why" */
+    lost: {},
+  };
+}
+
 /**
  * The relay's counters. A measurement window starts at construction or at
  * `resetWindow()`; gauges (connected clients, groups) are not reset.
  */
 export class RelayStats {
+  // The window's counters, declared as fields so their types are known;
+  // resetWindow() (the constructor calls it) sets them back to these values.
+  /** @type {number} */ windowStartedAt = 0;
+  /** @type {number} */ framesIn = 0;
+  /** @type {number} */ framesOut = 0;
+  /** @type {number} */ messagesIn = 0;
+  /** @type {number} */ messagesOut = 0;
+  /** @type {number} */ bytesIn = 0;
+  /** @type {number} */ bytesOut = 0;
+  /** @type {number} */ updatesIn = 0;
+  /** @type {number} */ updatesForwarded = 0;
+  /** @type {number} */ acksIn = 0;
+  /** @type {number} */ acksForwarded = 0;
+  /** @type {number} */ ackedAllSent = 0;
+  /** @type {number} */ droppedUpdates = 0;
+  /** @type {number} */ unexpectedAcks = 0;
+  /** @type {number} */ ackTimeouts = 0;
+  /** @type {number} */ slowConsumers = 0;
+  /** @type {number} */ slowConsumersRecovered = 0;
+  /** @type {number} */ rtsCount = 0;
+  /** @type {number} */ rtsSum = 0;
+  /** @type {number} */ rtsMax = 0;
+  /** @type {Record<string, number>} */ closedByCode = {};
+  udp = newUdpCounters();
+
   constructor() {
     this.cpu = new CpuSampler();
     this.startedAt = Date.now();
@@ -91,29 +143,7 @@ export class RelayStats {
     /** @type {Record<string, number>} sockets closed by the relay, by close code */
     this.closedByCode = {};
     /** relay-udp: data channels, and the frames that went over them (also counted above). */
-    this.udp = {
-      offers: 0,
-      channelsOpened: 0,
-      channelsClosed: 0,
-      /** Peer connections given up before their channel opened (timeout, failure, replaced). */
-      setupFailures: 0,
-      framesIn: 0,
-      framesOut: 0,
-      bytesIn: 0,
-      bytesOut: 0,
-      /** Native sends that threw (the channel closed under us). */
-      sendErrors: 0,
-      /** ACKs and ACKED_ALLs for a session whose channel was not open: lost like packets. */
-      noChannelDrops: 0,
-      /** SIGNALs for an attempt that is no longer current. */
-      staleSignals: 0,
-      /** Remote candidates libdatachannel refused. */
-      badCandidates: 0,
-      /** Exceptions caught inside native callbacks (each would have aborted the process). */
-      callbackErrors: 0,
-      /** @type {Record<string, number>} peer connections taken down, by "setup|open: why" */
-      lost: {},
-    };
+    this.udp = newUdpCounters();
     this.cpu.reset();
   }
 

@@ -12,6 +12,15 @@
 import { CloseCode, MsgType, encode } from '../core/protocol.js';
 import { Outbox } from './session.js';
 
+/**
+ * What a caught value says: its message, or the value itself.
+ * @param {unknown} err
+ */
+function errorText(err) {
+  // Anything may be thrown; only a `message` property is looked at.
+  return String(/** @type {{ message?: unknown } | null | undefined} */ (err)?.message ?? err);
+}
+
 /** @type {typeof import('node-datachannel') | null} */
 let ndc = null;
 /** Why relay-udp is unavailable (the native module did not load), or ''. */
@@ -19,7 +28,7 @@ let unavailable = '';
 try {
   ndc = await import('node-datachannel');
 } catch (err) {
-  unavailable = `node-datachannel did not load: ${err?.message ?? err}`;
+  unavailable = `node-datachannel did not load: ${errorText(err)}`;
 }
 
 /** The data channel both ends create: negotiated out of band, so no DCEP round trip. */
@@ -285,7 +294,7 @@ export class UdpEndpoint {
       }));
     } catch (err) {
       this.lost(session, link, 'offer refused');
-      return [CloseCode.PROTOCOL_VIOLATION, `SIGNAL offer refused: ${err?.message ?? err}`];
+      return [CloseCode.PROTOCOL_VIOLATION, `SIGNAL offer refused: ${errorText(err)}`];
     }
     link.setupTimer = setTimeout(() => {
       if (!link.open) this.lost(session, link, 'setup timeout');
