@@ -31,6 +31,7 @@ class FakeWs extends EventEmitter {
 
 /** @param {FakeWs} f */
 const asWs = (f) => /** @type {import('ws').WebSocket} */ (/** @type {unknown} */ (f));
+/** @type {import('./guard.js').SignalingLimits} */
 const limits = { ...SIGNALING_DEFAULTS };
 
 describe('signalingConfig', () => {

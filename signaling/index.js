@@ -37,6 +37,11 @@ export const SIGNALING_DEFAULTS = Object.freeze({
  */
 
 /**
+ * @typedef {import('./guard.js').SignalingCounters & { path: string,
+ *   cluster: ReturnType<PeerDirectory['snapshot']> | null }} SignalingMetrics
+ */
+
+/**
  * @typedef {object} Signaling
  * @property {string} path
  * @property {string} key
@@ -44,7 +49,7 @@ export const SIGNALING_DEFAULTS = Object.freeze({
  * @property {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => boolean} handleRequest
  *   serves the REST API; returns false (and does nothing) for paths outside `path`
  * @property {(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void} handleUpgrade
- * @property {() => object} metrics
+ * @property {() => SignalingMetrics} metrics counters and, in a cluster, the id directory's view
  * @property {() => Promise<void>} close
  */
 

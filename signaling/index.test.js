@@ -117,7 +117,7 @@ describe('messages on the PeerServer WebSocket', () => {
       assert.equal(offer.src, 'good-a', 'the PeerServer sets src itself: no spoofing');
       assert.equal(a.ws.readyState, WebSocket.OPEN);
       assert.equal(b.ws.readyState, WebSocket.OPEN);
-      const m = /** @type {any} */ (carlab.signaling.metrics());
+      const m = carlab.signaling.metrics();
       assert.deepEqual(m.closedByCode, { 4000: 2, 4005: 1, 4008: 2 }, '1009 is the WebSocket library\'s');
       a.ws.terminate();
       b.ws.terminate();
@@ -128,14 +128,15 @@ describe('messages on the PeerServer WebSocket', () => {
 
   test('a path that is not valid percent-encoding is a quiet 400, not a logged stack trace', async () => {
     const carlab = await createCarlabServer({ http: true, webRoot });
+    /** @type {string[]} */
     const errors = [];
     const original = console.error;
-    console.error = (...args) => { errors.push(args.join(' ')); };
+    console.error = (/** @type {unknown[]} */ ...args) => { errors.push(args.join(' ')); };
     try {
       const res = await fetch(new URL('/peerjs/%zz/id', carlab.url));
       assert.equal(res.status, 400);
       assert.equal(errors.length, 0, errors.join('\n'));
-      assert.equal(/** @type {any} */ (carlab.signaling.metrics()).badRequests, 1);
+      assert.equal(carlab.signaling.metrics().badRequests, 1);
     } finally {
       console.error = original;
       await carlab.close();
