@@ -1,0 +1,146 @@
+// The p2p transports' own data channel on a PeerJS connection: opening the
+// pre-negotiated channel, timing the connection's setup phases, reading the
+// channel's parameters back from the browser, and summing them up.
+//
+// PeerJS's own `reliable: false` only sets ordered:false (retransmits stay
+// unlimited), so both sides open a channel of their own with the parameters
+// we want (docs/architecture.md, "Transports"), and report what the browser
+// says it got.
+
+/** Negotiated channel id both sides use for carlab traffic (PeerJS's own channel is in-band). */
+export const CARLAB_CHANNEL_ID = 10;
+
+/** Channel parameters per transport. */
+export const CHANNEL_PARAMS = Object.freeze({
+  p2p: Object.freeze({ ordered: false, maxRetransmits: 0 }),
+  'p2p-reliable': Object.freeze({ ordered: true }),
+});
+
+/** @typedef {keyof typeof CHANNEL_PARAMS} P2PMode */
+
+/**
+ * The parameters of a live channel, as the browser reports them.
+ * @typedef {object} ChannelParams
+ * @property {boolean} ordered
+ * @property {number | null} maxRetransmits
+ * @property {number | null} maxPacketLifeTime
+ * @property {string} protocol
+ * @property {boolean} negotiated
+ * @property {number | null} channelId
+ * @property {string} label
+ */
+
+/**
+ * The parameters of a live channel, as the browser reports them.
+ * @param {RTCDataChannel} channel
+ * @returns {ChannelParams}
+ */
+export function readChannel(channel) {
+  return {
+    ordered: channel.ordered,
+    maxRetransmits: channel.maxRetransmits,
+    maxPacketLifeTime: channel.maxPacketLifeTime,
+    protocol: channel.protocol,
+    negotiated: channel.negotiated,
+    channelId: channel.id,
+    label: channel.label,
+  };
+}
+
+/**
+ * Selected candidate-pair type and setup bytes/packets from getStats.
+ * Chromium names the selected pair on the transport; Firefox marks it
+ * `selected`; bytes are summed over all candidate pairs (Firefox has no
+ * transport totals).
+ * @param {RTCPeerConnection} pc
+ */
+export async function setupStats(pc) {
+  const report = await pc.getStats();
+  // Stats entries differ by `type`; the lib's RTCStats lists only the common fields.
+  /** @type {Map<string, any>} */
+  const byId = new Map();
+  report.forEach((s) => byId.set(s.id, s));
+  let selected = null;
+  let bytesSent = 0; let bytesReceived = 0; let packetsSent = 0; let packetsReceived = 0;
+  for (const s of byId.values()) {
+    if (s.type === 'transport' && s.selectedCandidatePairId) selected = byId.get(s.selectedCandidatePairId);
+    if (s.type === 'candidate-pair') {
+      if (!selected && (s.selected || (s.nominated && s.state === 'succeeded'))) selected = s;
+      bytesSent += s.bytesSent ?? 0;
+      bytesReceived += s.bytesReceived ?? 0;
+      packetsSent += s.packetsSent ?? 0;
+      packetsReceived += s.packetsReceived ?? 0;
+    }
+  }
+  const local = selected && byId.get(selected.localCandidateId);
+  const remote = selected && byId.get(selected.remoteCandidateId);
+  return {
+    candidateType: local ? `${local.candidateType}/${remote?.candidateType ?? '?'}` : null,
+    setupBytesSent: bytesSent,
+    setupBytesReceived: bytesReceived,
+    setupPacketsSent: packetsSent,
+    setupPacketsReceived: packetsReceived,
+  };
+}
+
+/**
+ * Opens carlab's pre-negotiated channel on a peer connection. Both sides
+ * call this with the same mode: a negotiated channel needs no announcement.
+ * @param {RTCPeerConnection} pc
+ * @param {P2PMode} mode
+ */
+export function openCarlabChannel(pc, mode) {
+  const channel = pc.createDataChannel(`carlab-${mode}`, { negotiated: true, id: CARLAB_CHANNEL_ID, ...CHANNEL_PARAMS[mode] });
+  channel.binaryType = 'arraybuffer';
+  return channel;
+}
+
+/**
+ * Setup phase timings of one connection, ms from `connect` (or from the
+ * incoming connection), written once each as the phases complete.
+ * @typedef {object} SetupPhases
+ * @property {number} [offerAnswerMs]
+ * @property {number} [iceConnectedMs]
+ * @property {number} [dtlsConnectedMs]
+ */
+
+/**
+ * Times offer/answer, ICE and DTLS on a peer connection, and reports a
+ * failed ICE or DTLS state (the channel's own close may never come then).
+ * @param {RTCPeerConnection} pc
+ * @param {SetupPhases} setup written in place
+ * @param {number} t0 when the connection started, on `now`'s clock
+ * @param {() => number} now
+ * @param {(why: string) => void} onFailed
+ */
+export function timeSetupPhases(pc, setup, t0, now, onFailed) {
+  pc.addEventListener('signalingstatechange', () => {
+    if (pc.signalingState === 'stable' && setup.offerAnswerMs === undefined) setup.offerAnswerMs = now() - t0;
+  });
+  pc.addEventListener('iceconnectionstatechange', () => {
+    const s = pc.iceConnectionState;
+    if ((s === 'connected' || s === 'completed') && setup.iceConnectedMs === undefined) setup.iceConnectedMs = now() - t0;
+    if (s === 'failed') onFailed('ICE failed');
+  });
+  pc.addEventListener('connectionstatechange', () => {
+    if (pc.connectionState === 'connected' && setup.dtlsConnectedMs === undefined) setup.dtlsConnectedMs = now() - t0;
+    if (pc.connectionState === 'failed') onFailed('connection failed');
+  });
+}
+
+/**
+ * What `channelInfo()` reports: the parameters of the open channels, read
+ * back from them, and whether they all agree; the requested parameters
+ * while none is open.
+ * @param {RTCDataChannel[]} openChannels
+ * @param {P2PMode} mode
+ */
+export function summarizeChannels(openChannels, mode) {
+  const params = CHANNEL_PARAMS[mode];
+  const open = openChannels.map(readChannel);
+  if (open.length === 0) return { kind: 'rtcdatachannel', ...params, maxPacketLifeTime: null, protocol: '', channels: 0, uniform: true };
+  const first = open[0];
+  const uniform = open.every((c) => c.ordered === first.ordered && c.maxRetransmits === first.maxRetransmits
+    && c.maxPacketLifeTime === first.maxPacketLifeTime);
+  return { kind: 'rtcdatachannel', ...first, channels: open.length, uniform };
+}

@@ -1,0 +1,123 @@
+// One neighbour of the p2p mesh: its PeerJS connection, carlab's channel on
+// it, the setup timings, and the retry state the mesh keeps for it.
+
+import { openCarlabChannel, readChannel, setupStats, timeSetupPhases } from './p2p-channel.js';
+
+/** Longest time a connection may take to open before it is retried. */
+export const SETUP_TIMEOUT_MS = 15000;
+
+/**
+ * The part of a PeerJS DataConnection the transport uses
+ * (import('peerjs').DataConnection has it; tests pass fakes).
+ * @typedef {object} DataConnectionLike
+ * @property {string} peer the remote PeerJS id
+ * @property {any} metadata what the dialler passed to `connect`; PeerJS types it `any`
+ *   and it comes from the remote side, so it is checked where it is read
+ * @property {RTCPeerConnection} peerConnection
+ * @property {((event: 'error', listener: (err: { type?: string }) => void) => unknown)
+ *   & ((event: 'close', listener: () => void) => unknown)} on
+ * @property {() => void} close
+ */
+
+/**
+ * Setup of one connection: who dialled, which attempt, the phase timings (ms
+ * from connect), the channel's parameters read back, getStats' setup
+ * figures, and the last error. Empty until the first connection.
+ * @typedef {import('./p2p-channel.js').SetupPhases
+ *   & Partial<import('./p2p-channel.js').ChannelParams>
+ *   & Partial<Awaited<ReturnType<typeof setupStats>>>
+ *   & { id?: number, initiator?: boolean, attempt?: number, channelOpenMs?: number, lastError?: string }} LinkSetup
+ */
+
+/**
+ * What a link tells its owner; `mode` and `now` are the transport's.
+ * @typedef {object} LinkEvents
+ * @property {import('./p2p-channel.js').P2PMode} mode
+ * @property {() => number} now
+ * @property {(why: string) => void} onFailed the connection failed or closed
+ * @property {() => void} onOpen the channel opened (parameters already read back)
+ * @property {(setup: LinkSetup) => void} onSetup the setup record is complete (after getStats)
+ * @property {(data: any) => void} onMessage a frame on the channel; MessageEvent.data is `any`
+ */
+
+/** @typedef {ReturnType<typeof setTimeout>} Timer */
+
+/**
+ * One neighbour. The fields are public: the mesh drives them, and the
+ * transport exposes its links for inspection.
+ */
+export class P2PLink {
+  /**
+   * @param {number} id the neighbour's client id
+   * @param {string} name
+   * @param {boolean} initiator we dial (the newer member, with the larger id, dials)
+   */
+  constructor(id, name, initiator) {
+    this.id = id;
+    this.name = name;
+    /** @type {DataConnectionLike | null} */
+    this.conn = null;
+    /** @type {RTCDataChannel | null} */
+    this.channel = null;
+    this.initiator = initiator;
+    /** Told the client core it joined. */
+    this.reported = false;
+    /** Connection attempts since the channel was last open. */
+    this.attempts = 0;
+    /** @type {Timer | null} */
+    this.retryTimer = null;
+    /** @type {Timer | null} */
+    this.setupTimer = null;
+    /** @type {LinkSetup} */
+    this.setup = {};
+  }
+
+  /**
+   * Wires our negotiated channel and the timing probes onto a PeerJS
+   * connection (one we dialled or one that came in).
+   * @param {DataConnectionLike} conn
+   * @param {LinkEvents} events
+   */
+  attach(conn, events) {
+    const { now, onFailed } = events;
+    const t0 = now();
+    /** @type {LinkSetup} */
+    const setup = { id: this.id, initiator: this.initiator, attempt: this.attempts };
+    this.setup = setup;
+    this.conn = conn;
+    const pc = conn.peerConnection;
+    timeSetupPhases(pc, setup, t0, now, onFailed);
+    const channel = openCarlabChannel(pc, events.mode);
+    this.channel = channel;
+    this.setupTimer = setTimeout(() => onFailed(`channel not open after ${SETUP_TIMEOUT_MS} ms`), SETUP_TIMEOUT_MS);
+    channel.onopen = async () => {
+      clearTimeout(this.setupTimer ?? undefined);
+      setup.channelOpenMs = now() - t0;
+      this.attempts = 0;
+      Object.assign(setup, readChannel(channel));
+      events.onOpen();
+      try {
+        Object.assign(setup, await setupStats(pc));
+      } catch { /* stats are best effort */ }
+      events.onSetup(setup);
+    };
+    channel.onclose = () => onFailed('channel closed');
+    channel.onmessage = (event) => events.onMessage(event.data);
+    conn.on('error', (err) => onFailed(`peerjs: ${err?.type ?? err}`));
+    conn.on('close', () => onFailed('peerjs connection closed'));
+  }
+
+  /**
+   * Closes the channel and the connection and stops the timers. The timer
+   * fields keep their values: the mesh reads `retryTimer === null` as "no
+   * retry has been scheduled since the last one ran".
+   */
+  teardown() {
+    clearTimeout(this.setupTimer ?? undefined);
+    clearTimeout(this.retryTimer ?? undefined);
+    try { this.channel?.close(); } catch { /* already closed */ }
+    try { this.conn?.close(); } catch { /* already closed */ }
+    this.channel = null;
+    this.conn = null;
+  }
+}

@@ -1,0 +1,59 @@
+// The p2p transports' membership: a membership-only join on the relay (no
+// updates flow there). Its events drive the mesh; its outages only reach the
+// display, since open channels carry on without the relay.
+
+import { createRelayTransport } from './relay.js';
+
+/**
+ * @typedef {object} MembershipOptions
+ * @property {string} relayUrl ws(s) URL of the relay
+ * @property {any} [WebSocket] the browser's WebSocket or Node's `ws`, as createRelayTransport takes it
+ * @property {() => number} now
+ * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] rejoin after the relay
+ *   went away (default true)
+ */
+
+/**
+ * The relay connection that tells us who is in the group.
+ * @param {MembershipOptions} options
+ */
+export function createMembership(options) {
+  return createRelayTransport({
+    url: options.relayUrl, batched: false, membershipOnly: true, WebSocket: options.WebSocket, now: options.now,
+    reconnect: options.reconnect ?? true,
+  });
+}
+
+/**
+ * @typedef {object} MembershipHooks
+ * @property {() => { code: number, reason: string } | null} fatal why the transport closed
+ *   itself, reported instead of the membership socket's own close
+ * @property {() => void} onIdChanged a rejoin was welcomed under another client id
+ */
+
+/**
+ * Handlers for the membership connection: members drive the mesh, a final
+ * close empties it and is passed on, a rejoin re-learns the members.
+ * @param {import('./p2p-mesh.js').P2PMesh} mesh
+ * @param {import('../../../core/client.js').TransportHandlers} h the client core's
+ * @param {MembershipHooks} hooks
+ * @returns {import('../../../core/client.js').TransportHandlers}
+ */
+export function membershipHandlers(mesh, h, hooks) {
+  return {
+    onUpdate: () => {},
+    onAck: () => {},
+    onAckedAll: () => {},
+    onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name),
+    onMemberLeft: (id) => mesh.memberGone(id),
+    onClose: (code, reason) => {
+      mesh.leaveAll();
+      const fatal = hooks.fatal();
+      h.onClose(fatal?.code ?? code, fatal?.reason ?? reason);
+    },
+    // The relay is away: the channels carry on, so the cycle is not paused
+    // (no onReconnecting to the client core); the display hears of it.
+    onReconnected: (w) => { if (!mesh.rejoined(w)) hooks.onIdChanged(); },
+    onConnectionStatus: (st) => h.onConnectionStatus?.({ ...st, part: 'membership' }),
+  };
+}

@@ -1,0 +1,256 @@
+// The p2p mesh's bookkeeping: which members the relay reports, one link per
+// neighbour, who dials whom, retries after a failure, and the grace period
+// for members missing after a relay restart.
+//
+// Membership comes from the relay (a membership-only HELLO): one source of
+// truth for groups, the same group code as the relayed transports, and a
+// departure is known the moment the member's socket closes. The client core
+// hears of a member only once its channel is open (`report`).
+
+import { P2PLink } from './p2p-link.js';
+
+/** Retry backoff: first delay and cap. */
+export const RETRY_BASE_MS = 500;
+export const RETRY_MAX_MS = 15000;
+/**
+ * After a relay restart the members come back one by one: one that is missing
+ * from our rejoin's WELCOME but whose channel is still open gets this long to
+ * rejoin before we drop it (a member that really left closes its channel).
+ */
+export const MEMBERSHIP_GRACE_MS = 20000;
+
+/**
+ * PeerJS id of a client: group-scoped so ids of different groups never meet.
+ * @param {string} group
+ * @param {number} clientId
+ */
+export function peerIdOf(group, clientId) {
+  let h = 0x811c9dc5; // FNV-1a
+  for (let i = 0; i < group.length; i++) {
+    h ^= group.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return `carlab-${h.toString(36)}-${clientId}`;
+}
+
+/**
+ * What the mesh needs of the PeerJS Peer: dialling (import('peerjs').Peer has it).
+ * @typedef {object} Dialer
+ * @property {boolean} destroyed
+ * @property {(id: string, options: { reliable: boolean, metadata: { clientId: number } }) => import('./p2p-link.js').DataConnectionLike} connect
+ */
+
+/**
+ * The mesh's share of the transport's counters.
+ * @typedef {object} MeshCounters
+ * @property {number} connectAttempts connections dialled
+ * @property {number} failures connections that failed or closed while the member stayed
+ * @property {number} retries redials scheduled
+ * @property {number} membershipRejoins the relay's WELCOMEs after a membership reconnect
+ */
+
+/**
+ * @typedef {object} MeshOptions
+ * @property {import('./p2p-channel.js').P2PMode} mode
+ * @property {() => number} now
+ * @property {MeshCounters} counters
+ * @property {() => Dialer | null} peer the PeerJS Peer, once created
+ * @property {(link: P2PLink, data: any) => void} onMessage a frame on a link's channel
+ * @property {() => number} [random] [0, 1) for the retry jitter, default Math.random
+ */
+
+/** The links of a group's neighbours and the members the relay reports. */
+export class P2PMesh {
+  /** @param {MeshOptions} options */
+  constructor(options) {
+    this.options = options;
+    this.counters = options.counters;
+    /** @type {Map<number, P2PLink>} */
+    this.links = new Map();
+    /** Members the relay reports, id -> name. @type {Map<number, string>} */
+    this.members = new Map();
+    /** Members missing from a rejoin's WELCOME whose channels are still open: id -> timer. @type {Map<number, import('./p2p-link.js').Timer>} */
+    this.graceTimers = new Map();
+    this.myId = 0;
+    this.group = '';
+    /** @type {Pick<import('../../../core/client.js').TransportHandlers, 'onMemberJoined' | 'onMemberLeft'> | null} */
+    this.handlers = null;
+    this.closed = false;
+    /** Setup records of every channel that opened, in order. @type {import('./p2p-link.js').LinkSetup[]} */
+    this.setupPeers = [];
+  }
+
+  /** Tells the client core the neighbour joined (once its channel is open). @param {P2PLink} link */
+  report(link) {
+    if (!link.reported) {
+      link.reported = true;
+      this.handlers?.onMemberJoined({ id: link.id, name: link.name });
+    }
+  }
+
+  /** @param {P2PLink} link */
+  unreport(link) {
+    if (link.reported) {
+      link.reported = false;
+      this.handlers?.onMemberLeft(link.id);
+    }
+  }
+
+  /**
+   * A connection failed or closed while the member is still in the group:
+   * the dialling side retries after a jittered exponential backoff.
+   * @param {P2PLink} link
+   * @param {string} why
+   */
+  failed(link, why) {
+    if (this.closed || this.links.get(link.id) !== link) return;
+    this.counters.failures++;
+    link.setup.lastError = why;
+    this.unreport(link);
+    link.teardown();
+    if (!this.members.has(link.id) || !link.initiator) return; // the other side retries
+    const random = this.options.random ?? Math.random;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** link.attempts) * (0.5 + random() / 2);
+    this.counters.retries++;
+    link.retryTimer = setTimeout(() => {
+      link.retryTimer = null;
+      if (this.links.get(link.id) === link) this.initiate(link);
+    }, delay);
+  }
+
+  /** Wires a connection onto a link, reporting back to this mesh. @param {P2PLink} link @param {import('./p2p-link.js').DataConnectionLike} conn */
+  attach(link, conn) {
+    link.attach(conn, {
+      mode: this.options.mode,
+      now: this.options.now,
+      onFailed: (why) => this.failed(link, why),
+      onOpen: () => this.report(link),
+      onSetup: (setup) => { this.setupPeers.push(setup); },
+      onMessage: (data) => this.options.onMessage(link, data),
+    });
+  }
+
+  /** Dials the neighbour. @param {P2PLink} link */
+  initiate(link) {
+    const peer = this.options.peer();
+    if (this.closed || !peer || peer.destroyed) return;
+    link.attempts++;
+    this.counters.connectAttempts++;
+    const conn = peer.connect(peerIdOf(this.group, link.id), { reliable: true, metadata: { clientId: this.myId } });
+    this.attach(link, conn);
+  }
+
+  /** The relay reports a member (WELCOME or MEMBER_JOINED). @param {number} id @param {string} name */
+  memberAppeared(id, name) {
+    if (id === this.myId) return;
+    this.members.set(id, name);
+    clearTimeout(this.graceTimers.get(id));
+    this.graceTimers.delete(id);
+    const existing = this.links.get(id);
+    if (existing) {
+      // A link that failed while the member was unknown (no retry then): dial again.
+      if (existing.initiator && !existing.conn && existing.retryTimer === null) this.initiate(existing);
+      return;
+    }
+    const link = new P2PLink(id, name, this.myId > id);
+    this.links.set(id, link);
+    // The newer member (larger id) dials; the other side answers.
+    if (link.initiator) this.initiate(link);
+  }
+
+  /** The member left the group: drop its link at once. @param {number} id */
+  memberGone(id) {
+    this.members.delete(id);
+    clearTimeout(this.graceTimers.get(id));
+    this.graceTimers.delete(id);
+    const link = this.links.get(id);
+    if (!link) return;
+    this.links.delete(id);
+    this.unreport(link);
+    link.teardown();
+  }
+
+  /** The membership connection closed for good: every neighbour is gone. */
+  leaveAll() {
+    for (const id of [...this.links.keys()]) this.memberGone(id);
+  }
+
+  /**
+   * The membership WebSocket rejoined after the relay went away: learn the
+   * members again. Links stay as they are (their channels never needed the
+   * relay); members not (yet) back keep an open channel for MEMBERSHIP_GRACE_MS.
+   * @param {import('../../../core/protocol.js').WelcomeMsg} w
+   * @returns {boolean} false: we were welcomed under another id, which our
+   *   PeerJS id does not name (others could no longer dial us); nothing was changed
+   */
+  rejoined(w) {
+    this.counters.membershipRejoins++;
+    if (w.clientId !== this.myId) return false;
+    const present = new Map(w.members.filter((m) => m.id !== this.myId).map((m) => [m.id, m.name]));
+    for (const id of [...this.members.keys()]) {
+      if (present.has(id)) continue;
+      const link = this.links.get(id);
+      if (link?.channel?.readyState !== 'open') {
+        this.memberGone(id);
+        continue;
+      }
+      this.members.delete(id); // unknown until it rejoins: its link is not retried meanwhile
+      clearTimeout(this.graceTimers.get(id));
+      this.graceTimers.set(id, setTimeout(() => { if (!this.members.has(id)) this.memberGone(id); }, MEMBERSHIP_GRACE_MS));
+    }
+    for (const [id, name] of present) this.memberAppeared(id, name);
+    return true;
+  }
+
+  /**
+   * A neighbour dialled us. Only an older member's id (smaller than ours,
+   * whose PeerJS id matches the client id it claims) is answered.
+   * @param {import('./p2p-link.js').DataConnectionLike} conn
+   */
+  incoming(conn) {
+    const id = Number(conn.metadata?.clientId);
+    if (!Number.isInteger(id) || id <= 0 || conn.peer !== peerIdOf(this.group, id) || id <= this.myId) {
+      conn.close();
+      return;
+    }
+    let link = this.links.get(id);
+    if (!link) {
+      // Its MEMBER_JOINED may still be on its way.
+      link = new P2PLink(id, this.members.get(id) ?? '', false);
+      this.links.set(id, link);
+    } else {
+      this.unreport(link);
+      link.teardown();
+    }
+    this.attach(link, conn);
+  }
+
+  /**
+   * PeerJS reported an error naming a peer id ('peer-unavailable'): fail
+   * that link so it retries.
+   * @param {string} namedPeerId
+   * @param {string | undefined} type PeerJS's error type
+   */
+  failNamed(namedPeerId, type) {
+    for (const link of this.links.values()) {
+      if (namedPeerId.startsWith(peerIdOf(this.group, link.id))) this.failed(link, `peerjs: ${type}`);
+    }
+  }
+
+  /** Stops every timer and closes every link; nothing is reported to the client core. */
+  close() {
+    this.closed = true;
+    for (const timer of this.graceTimers.values()) clearTimeout(timer);
+    this.graceTimers.clear();
+    for (const link of this.links.values()) link.teardown();
+    this.links.clear();
+  }
+
+  /** The channels that are open now. */
+  openChannels() {
+    /** @type {RTCDataChannel[]} */
+    const open = [];
+    for (const link of this.links.values()) if (link.channel?.readyState === 'open') open.push(link.channel);
+    return open;
+  }
+}
