@@ -76,6 +76,8 @@ export const RELAY_DEFAULTS = Object.freeze({
 
 /** @typedef {import('./session.js').Outbox} Outbox */
 
+/** What Relay.metrics() returns. @typedef {ReturnType<typeof relayMetrics>} RelayMetrics */
+
 /**
  * @typedef {object} Relay
  * @property {string} path
@@ -84,7 +86,7 @@ export const RELAY_DEFAULTS = Object.freeze({
  * @property {RelayStats} stats
  * @property {UdpEndpoint} udp the relay-udp endpoint (peer connections)
  * @property {(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void} handleUpgrade
- * @property {() => object} metrics JSON snapshot of counters and gauges
+ * @property {() => RelayMetrics} metrics JSON snapshot of counters and gauges
  * @property {() => void} resetWindow starts a new measurement window
  * @property {ClusterLink | null} cluster this node's link to the others, when it is one of a cluster
  * @property {() => { ready: boolean, reason: string }} readiness whether it can take clients (cluster: NATS reachable)

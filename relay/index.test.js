@@ -4,6 +4,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
+import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { CloseCode, MsgType, VERSION, encode, decode } from '../core/protocol.js';
@@ -23,6 +24,29 @@ async function startRelay(relayOptions = {}) {
   };
 }
 
+/** A relay on a loopback server. @typedef {Awaited<ReturnType<typeof startRelay>>} RelayEnv */
+/** @typedef {Awaited<ReturnType<typeof rawClient>>} RawClient */
+
+/**
+ * The receiver's stream from one sender (throws if it has none).
+ * @param {CarClient} receiver @param {number} senderId
+ */
+function streamOf(receiver, senderId) {
+  const stream = receiver.streams.get(senderId);
+  if (!stream) throw new Error(`no stream from ${senderId}`);
+  return stream;
+}
+
+/**
+ * A member of one of the relay's groups that is a Session of this node (throws otherwise).
+ * @param {import('./index.js').Relay} relay @param {string} key @param {number} id
+ */
+function localSession(relay, key, id) {
+  const member = relay.groups.groups.get(key)?.members.get(id);
+  if (!(member instanceof Session)) throw new Error(`no local session ${id} in ${key}`);
+  return member;
+}
+
 /** @param {() => boolean} cond @param {number} [timeoutMs] */
 async function until(cond, timeoutMs = 10000) {
   const end = Date.now() + timeoutMs;
@@ -32,7 +56,10 @@ async function until(cond, timeoutMs = 10000) {
   }
 }
 
-/** A raw protocol client: an independent implementation would look like this. */
+/**
+ * A raw protocol client: an independent implementation would look like this.
+ * @param {string} url @param {string} group @param {string} name @param {number} [flags] @param {boolean} [autoAck]
+ */
 async function rawClient(url, group, name, flags = 1, autoAck = false) {
   const ws = new WebSocket(url);
   /** @type {any[]} */
@@ -63,6 +90,7 @@ async function rawClient(url, group, name, flags = 1, autoAck = false) {
 for (const batched of [true, false]) {
   const mode = batched ? 'relay' : 'relay-faithful';
   describe(`mode ${mode}: 3 groups x 5 clients x 20 updates`, () => {
+    /** @type {RelayEnv} */
     let env;
     /** @type {CarClient[]} */
     let clients = [];
@@ -99,9 +127,9 @@ for (const batched of [true, false]) {
             continue;
           }
           assert.equal(sender.cycle.sentTo[receiver.id], 20);
-          assert.equal(stream.received, 20);
-          assert.equal(stream.duplicates, 0);
-          assert.equal(stream.reorders, 0);
+          assert.equal(streamOf(receiver, sender.id).received, 20);
+          assert.equal(streamOf(receiver, sender.id).duplicates, 0);
+          assert.equal(streamOf(receiver, sender.id).reorders, 0);
         }
       }
     });
@@ -138,10 +166,12 @@ for (const batched of [true, false]) {
 }
 
 describe('bad input closes only its sender', () => {
+  /** @type {RelayEnv} */
   let env;
   before(async () => { env = await startRelay({ maxPayload: 1024 }); });
   after(async () => { await env.stop(); });
 
+  /** @type {[string, (c: RawClient) => void, number][]} */
   const cases = [
     ['truncated frame', (c) => c.ws.send(encode({ type: MsgType.ACK, sender: 1, seq: 1, acker: c.id }).subarray(0, 9)), CloseCode.BAD_FRAME],
     ['unknown type', (c) => c.ws.send(new Uint8Array([VERSION, 99])), CloseCode.BAD_FRAME],
@@ -161,6 +191,7 @@ describe('bad input closes only its sender', () => {
   for (const [what, misbehave, code] of cases) {
     test(`${what} -> close ${code}, the group's stream goes on without a gap`, async () => {
       const group = `bad-${what}`;
+      /** @type {CarClient[]} */
       const good = [];
       for (let i = 0; i < 3; i++) {
         const c = new CarClient({
@@ -182,7 +213,7 @@ describe('bad input closes only its sender', () => {
       for (const s of good) {
         for (const r of good) {
           if (r === s) continue;
-          const stream = r.streams.get(s.id);
+          const stream = streamOf(r, s.id);
           assert.equal(stream.received, 30);
           assert.equal(stream.duplicates + stream.reorders, 0);
         }
@@ -276,7 +307,7 @@ describe('slow consumers', () => {
       await new Promise((r) => setTimeout(r, 5));
     }
     assert.ok(env.relay.stats.droppedUpdates > 0, 'stale poses were replaced');
-    const session = [...env.relay.groups.groups.values()][0].members.get(slow.id);
+    const session = localSession(env.relay, [...env.relay.groups.groups.keys()][0], slow.id);
     assert.ok(session.queue.length <= 2, `queue holds one pose per sender, not ${session.queue.length}`);
     // The slow client now floods updates: its neighbours' ACKs pile up for it
     // (ACKs are never replaced) until the hard limit closes it.
@@ -318,8 +349,8 @@ describe('security', () => {
 
   test('the first member sets the group token; a wrong or missing token gets 4006', async () => {
     const env = await startRelay();
-    const hello = (token) => encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group: 'locked', name: 'x', token });
-    const join = async (token) => {
+    const hello = (/** @type {string} */ token) => encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group: 'locked', name: 'x', token });
+    const join = async (/** @type {string} */ token) => {
       const ws = new WebSocket(env.url);
       await once(ws, 'open');
       ws.send(hello(token));
@@ -342,6 +373,7 @@ describe('security', () => {
   });
 
   test('browser Origins: same-origin by default, an allow-list, 403 otherwise; no Origin (Node) is fine', async () => {
+    /** @param {string} url @param {string} [origin] */
     const open = (url, origin) => new Promise((resolve) => {
       const ws = new WebSocket(url, origin ? { origin } : {});
       ws.on('open', () => { ws.close(); resolve('open'); });

@@ -10,6 +10,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
+import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
@@ -26,10 +27,23 @@ async function until(cond, timeoutMs = 15000) {
   }
 }
 
+/**
+ * A member of this relay's group that is a Session of this node (throws otherwise).
+ * @param {import('./index.js').Relay} relay @param {string} key @param {number} id
+ */
+function localSession(relay, key, id) {
+  const member = relay.groups.groups.get(key)?.members.get(id);
+  if (!(member instanceof Session)) throw new Error(`no local session ${id} in ${key}`);
+  return member;
+}
+
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** A raw member; `read` false: it never reads its socket (the kernel buffers fill up). */
+/**
+ * A raw member; `read` false: it never reads its socket (the kernel buffers fill up).
+ * @param {string} url @param {string} group @param {string} name
+ */
 async function rawMember(url, group, name) {
   const ws = new WebSocket(url);
   let id = 0;
@@ -65,6 +79,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
   await once(server, 'listening');
   const url = `ws://127.0.0.1:${/** @type {any} */ (server.address()).port}/relay`;
   try {
+    /** @type {CarClient[]} */
     const good = [];
     for (let i = 0; i < 4; i++) {
       const c = new CarClient({
@@ -96,7 +111,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     assert.ok(others.n >= good.length * 5, `the group went on: ${others.n} updates in 3 s`);
     assert.ok(/** @type {number} */ (others.p95) < 250, `the group kept its RT under 250 ms: p95 ${others.p95}`);
     assert.ok(good.every((c) => c.cycle.ackTimeouts === 0), 'nobody ran into its ACK timeout');
-    const m1 = /** @type {any} */ (relay.metrics());
+    const m1 = relay.metrics();
     assert.equal(m1.slowConsumers, 1);
     assert.equal(m1.lagging, 1);
 
@@ -107,7 +122,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     const slow2 = await rawMember(url, 'flood', 'slow2');
     const flooder = await rawMember(url, 'flood', 'flood');
     slow2.pause();
-    const session = [...relay.groups.groups.values()].find((g) => g.key === 'r:flood').members.get(slow2.id());
+    const session = localSession(relay, 'r:flood', slow2.id());
     let maxHeld = 0;
     let seq = 0;
     const deadline = Date.now() + 40000;
@@ -120,7 +135,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     }
     assert.ok(relay.stats.droppedUpdates >= 1000, `stale poses replaced and counted: ${relay.stats.droppedUpdates}`);
     assert.ok(session.out.blocked, 'held back as a slow consumer');
-    assert.ok(session.queue.filter((/** @type {any} */ q) => q.body[0] === MsgType.UPDATE).length <= 1, 'one pose per sender waits');
+    assert.ok(session.queue.filter((q) => q.body[0] === MsgType.UPDATE).length <= 1, 'one pose per sender waits');
     assert.ok(maxHeld <= queueHardBytes, `relay held at most ${maxHeld} bytes for it (hard bound ${queueHardBytes})`);
     assert.equal(slow2.ws.readyState, WebSocket.OPEN, 'poses alone never reach the hard bound');
     console.log(`slow consumer: ${relay.stats.droppedUpdates} stale poses replaced; at most ${maxHeld} bytes held for it (hard bound ${queueHardBytes})`);
@@ -131,7 +146,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     slow2.resume();
     await until(() => (slow2.newest.get(flooder.id()) ?? 0) === lastSeq, 40000);
     await until(() => !session.lagging, 40000);
-    assert.ok(/** @type {any} */ (relay.metrics()).slowConsumersRecovered >= 1);
+    assert.ok(relay.metrics().slowConsumersRecovered >= 1);
 
     // 4. Past the hard limit it is closed (4004): it stops reading again and
     // sends updates; the flooder ACKs them, and the ACKED_ALLs to it (never

@@ -160,8 +160,9 @@ export class RelayStats {
   }
 
   /**
-   * @param {Record<string, number>} gauges clients, groups, ...
-   * @returns {object} JSON-able snapshot
+   * The window's counters and the gauges, JSON-able.
+   * @template {Record<string, number>} G
+   * @param {G} gauges clients, groups, ...
    */
   snapshot(gauges) {
     return {
