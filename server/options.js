@@ -53,6 +53,10 @@ export class UsageError extends Error {
  * @property {string[]} [allowedOrigins] undefined means the servers' default
  * @property {boolean} build build web/dist when stale
  * @property {boolean} qr print a QR code of the first LAN URL
+ * @property {boolean} banner print the URLs (a cluster's workers leave that to the primary)
+ * @property {number | null} cluster serve the port from this many processes joined through NATS
+ *   (0: one per core); null: one process, no NATS
+ * @property {string | null} nats NATS server URL to join (a node of a multi-process or multi-machine system)
  */
 
 /**
@@ -103,8 +107,11 @@ const FLAGS = {
   'ack-timeout-ms': { type: 'string', placeholder: '<ms>', help: 'relay wait for an ACK before counting it lost (default: the relay\'s)' },
   'max-messages-per-second': { type: 'string', placeholder: '<n>', help: `per-socket relay message rate, bursts of twice that; above it a client is closed with 4005 (default: the relay\'s, ${RELAY_LIMITS.maxMessagesPerSecond})` },
   'allowed-origins': { type: 'string', placeholder: '<list>', help: 'comma-separated origins allowed to open WebSockets, * for any (default: the page\'s own)' },
+  cluster: { type: 'string', placeholder: '<n>', help: 'serve the port from n processes joined through NATS, 0 for one per core (default: one process, no NATS)' },
+  nats: { type: 'string', placeholder: '<url>', help: 'join the system on this NATS server (nats://host:4222); with --cluster, use it instead of starting one' },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },
   'no-qr': { type: 'boolean', help: 'do not print a QR code' },
+  'no-banner': { type: 'boolean', help: 'do not print the URLs (a cluster\'s workers)' },
   help: { type: 'boolean', short: 'h', help: 'show this help', noEnv: true },
 };
 
@@ -275,7 +282,40 @@ export function readStartOptions({ stringOf, booleanOf }, readFile) {
     allowedOrigins: origins.raw === undefined ? undefined : parseOrigins(origins.label, origins.raw),
     build: !booleanOf('no-build'),
     qr: !booleanOf('no-qr'),
+    banner: !booleanOf('no-banner'),
+    cluster: parseClusterSize(stringOf('cluster')),
+    nats: parseNatsUrl(stringOf('nats')),
   };
+}
+
+/**
+ * `--cluster`: a process count, 0 for one per core.
+ *
+ * @param {RawSetting} setting
+ * @returns {number | null}
+ */
+export function parseClusterSize({ raw, label }) {
+  if (raw === undefined) return null;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) > 256) throw new UsageError(`${label}: expected a process count 0..256 (0: one per core), got '${raw}'`);
+  return Number(raw);
+}
+
+/**
+ * `--nats`: a nats:// (or tls://) URL; several, comma-separated, for a NATS cluster.
+ *
+ * @param {RawSetting} setting
+ * @returns {string | null}
+ */
+export function parseNatsUrl({ raw, label }) {
+  if (raw === undefined) return null;
+  for (const part of raw.split(',')) {
+    let url;
+    try { url = new URL(part.trim()); } catch { url = null; }
+    if (!url || !['nats:', 'tls:'].includes(url.protocol) || !url.hostname) {
+      throw new UsageError(`${label}: expected nats://host:port (comma-separated for several), got '${part.trim()}'`);
+    }
+  }
+  return raw.split(',').map((part) => part.trim()).join(',');
 }
 
 /**
@@ -304,7 +344,7 @@ export function checkStartOptions(options, { stringOf }) {
 }
 
 /** Paths the HTTP server answers itself; the relay and PeerJS must not take them. */
-const RESERVED_PATHS = ['/healthz', '/metrics', '/config.json', '/assets'];
+const RESERVED_PATHS = ['/healthz', '/readyz', '/metrics', '/config.json', '/assets'];
 
 /**
  * Whether one path equals the other or lies under it.

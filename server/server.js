@@ -6,14 +6,14 @@
  * @module server/server
  */
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { RELAY_LIMITS } from '../core/defaults.js';
-import { createRelay, pathnameOf } from '../relay/index.js';
+import { NodeDirectory, createRelay, pathnameOf } from '../relay/index.js';
 import { createSignaling } from '../signaling/index.js';
 import { formatUrl, isWildcardHost, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
@@ -57,6 +57,8 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
  * @property {number} [maxMessagesPerSecond] relay per-socket message rate; the burst is twice that
  * @property {string[]} [allowedOrigins] WebSocket origins allowed by relay and signaling
  * @property {number} [closeTimeoutMs] bound on a graceful close(); default 5000
+ * @property {import('../relay/broker.js').Broker} [broker] join a cluster through this broker (NATS):
+ *   relay groups and PeerJS ids span every node on it. The caller owns and closes it.
  * @property {string[]} [extraUpgradePaths] upgrade paths (prefixes) other services attached to
  *   this server will take, so the 404 listener leaves them alone (the lab's baselines)
  */
@@ -93,7 +95,10 @@ export async function createCarlabServer(options = {}) {
   const sockets = trackSockets(server);
   const { relay, signaling } = await createServices(server, options);
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
-  const jsonRoutes = createJsonRoutes({ relay, signaling, iceServers, startedAt: performance.now(), cpuMeter: createCpuMeter() });
+  const jsonRoutes = createJsonRoutes({
+    relay, signaling, iceServers, startedAt: performance.now(), cpuMeter: createCpuMeter(),
+    hasWebBuild: () => existsSync(path.join(webRoot, 'index.html')),
+  });
   server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic })));
   // Registered after the relay's and signaling's own listeners: every other
   // upgrade gets an answer instead of a socket left hanging.
@@ -170,8 +175,12 @@ export function trackSockets(server) {
  * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
  */
 async function createServices(server, options) {
+  // One node directory per process: the relay and signaling share its heartbeats.
+  const nodes = options.broker ? new NodeDirectory(options.broker) : undefined;
   const relay = await createRelay(withoutUndefined({
     server,
+    broker: options.broker,
+    nodes,
     path: options.relayPath,
     maxPayload: options.maxPayload,
     queueSoftBytes: options.queueSoftBytes,
@@ -183,6 +192,8 @@ async function createServices(server, options) {
   }));
   const signaling = await createSignaling(withoutUndefined({
     server,
+    broker: options.broker,
+    nodes,
     path: options.peerjsPath,
     key: options.peerjsKey,
     allowedOrigins: options.allowedOrigins,
@@ -208,31 +219,45 @@ export function createStaticChain(roots) {
 }
 
 /**
- * The JSON endpoints, by exact path; each returns the body to send.
+ * A JSON body with a status other than 200 (a route may return one).
+ */
+export class JsonAnswer {
+  /** @param {number} status @param {unknown} body */
+  constructor(status, body) {
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/**
+ * The JSON endpoints, by exact path; each returns the body to send (200),
+ * or a JsonAnswer.
  *
  * @typedef {Record<string, () => unknown>} JsonRoutes
  */
 
 /**
  * @param {object} parts
- * @param {{ path: string, metrics(): object }} parts.relay
+ * @param {{ path: string, metrics(): object, readiness?(): { ready: boolean, reason: string } }} parts.relay
  * @param {{ path: string, key: string, metrics(): object }} parts.signaling
  * @param {IceServer[]} parts.iceServers handed to browsers by /config.json
  * @param {number} parts.startedAt performance.now() at start, for /healthz's uptime
  * @param {() => number} parts.cpuMeter this process's CPU % since the last call
+ * @param {() => boolean} [parts.hasWebBuild] whether the pages are there to serve
  * @returns {JsonRoutes}
  */
-export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter }) {
+export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true }) {
   return {
     '/healthz': () => ({
       status: 'ok',
       version: VERSION,
       uptimeS: roundTo((performance.now() - startedAt) / 1000, 3),
     }),
+    '/readyz': () => readiness(relay, hasWebBuild),
     '/metrics': () => ({
       relay: relay.metrics(),
       signaling: signaling.metrics(),
-      process: { rssBytes: process.memoryUsage.rss(), cpuPct: cpuMeter() },
+      process: { pid: process.pid, rssBytes: process.memoryUsage.rss(), cpuPct: cpuMeter() },
     }),
     '/config.json': () => ({
       iceServers,
@@ -280,7 +305,28 @@ function answerJsonRoute(req, res, route) {
     sendJson(res, 405, { error: 'method not allowed' }, { Allow: 'GET, HEAD' });
     return;
   }
-  sendJson(res, 200, route());
+  const answer = route();
+  if (answer instanceof JsonAnswer) sendJson(res, answer.status, answer.body);
+  else sendJson(res, 200, answer);
+}
+
+/**
+ * /readyz: ready to take clients (listening, since it answers; the web build
+ * there; in a cluster, NATS reachable). 503 says which check failed.
+ *
+ * @param {{ readiness?(): { ready: boolean, reason: string } }} relay
+ * @param {() => boolean} hasWebBuild
+ * @returns {JsonAnswer}
+ */
+export function readiness(relay, hasWebBuild) {
+  const cluster = relay.readiness?.() ?? { ready: true, reason: 'single process' };
+  const checks = {
+    listening: { ok: true },
+    webBuild: { ok: hasWebBuild(), ...(hasWebBuild() ? {} : { reason: 'no index.html in the web root (build the app)' }) },
+    cluster: { ok: cluster.ready, reason: cluster.reason },
+  };
+  const ready = Object.values(checks).every((check) => check.ok);
+  return new JsonAnswer(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
 }
 
 /**

@@ -15,7 +15,10 @@ import { fileURLToPath } from 'node:url';
 
 import qrcode from 'qrcode-terminal';
 
+import { connectNatsBroker } from '../relay/index.js';
+import { runClusterPrimary, workerCount } from './cluster.js';
 import { parseStartOptions, startHelp } from './options.js';
+import { loadTlsCertificate } from './tls.js';
 import { createCarlabServer } from './server.js';
 
 /** The web app's source folder (Vite root). */
@@ -36,6 +39,7 @@ const NOT_SOURCES = new Set(['dist', 'node_modules']);
  *
  * @typedef {object} StartExtras
  * @property {string[]} [extraWebRoots] more folders served at `/` after web/dist
+ * @property {string} [workerCommand] what a cluster's workers run (default `start`; the lab's `lab-server`)
  */
 
 /**
@@ -72,10 +76,40 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
   if (!existsSync(path.join(outDir, 'index.html'))) {
     stderr.write('carlab: warning: web/dist has no index.html; pages will answer 404 (drop --no-build)\n');
   }
+  if (options.cluster !== null) {
+    // The certificate is made once here, so the workers all reuse one.
+    if (!options.http) await loadTlsCertificate({ certPath: options.cert, keyPath: options.key });
+    return runClusterPrimary({
+      argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, stdout, stderr,
+    });
+  }
+  return serveNode(options, outDir, extras, { stdout, stderr });
+}
 
+/**
+ * Runs one node: the server, joined to NATS when `--nats` says so, until a signal.
+ *
+ * @param {import('./options.js').StartOptions} options
+ * @param {string} outDir the web build
+ * @param {StartExtras} extras
+ * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
+ * @returns {Promise<number>} exit code
+ */
+async function serveNode(options, outDir, extras, { stdout, stderr }) {
+  /** @type {import('../relay/broker.js').Broker | undefined} */
+  let broker;
+  if (options.nats) {
+    try {
+      broker = await connectNatsBroker({ url: options.nats });
+    } catch (err) {
+      stderr.write(`carlab start: ${/** @type {Error} */ (err).message} (is nats-server running? --nats names it)\n`);
+      return 1;
+    }
+  }
   let carlab;
   try {
     carlab = await createCarlabServer({
+      broker,
       http: options.http,
       port: options.port,
       host: options.host,
@@ -95,12 +129,15 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
       allowedOrigins: options.allowedOrigins,
     });
   } catch (err) {
+    await broker?.close();
     stderr.write(`carlab start: ${describeStartError(err, options.host, options.port)}\n`);
     return 1;
   }
 
-  printBanner(carlab, options, stdout);
-  return waitForShutdown(carlab, { stdout, stderr });
+  if (options.banner) printBanner(carlab, options, stdout);
+  const code = await waitForShutdown(carlab, { stdout, stderr });
+  await broker?.close();
+  return code;
 }
 
 /**

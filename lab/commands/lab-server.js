@@ -22,5 +22,5 @@ export async function run(argv, io = {}) {
   if (!wantsHelp && !argv.includes('--no-build')) {
     await ensureLabPages({ log: (line) => stderr.write(`carlab lab-server: ${line}\n`) });
   }
-  return runStart(argv, io, { extraWebRoots: [LAB_PAGES_DIST] });
+  return runStart(argv, io, { extraWebRoots: [LAB_PAGES_DIST], workerCommand: 'lab-server' });
 }
