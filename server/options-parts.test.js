@@ -65,7 +65,7 @@ describe('readStartOptions', () => {
       port: 8443, host: '0.0.0.0', http: false, cert: undefined, key: undefined, iceServers: [],
       peerjsPath: '/peerjs', peerjsKey: 'peerjs', relayPath: '/relay',
       maxPayload: undefined, queueSoftBytes: undefined, queueHardBytes: undefined, ackTimeoutMs: undefined,
-      maxMessagesPerSecond: undefined, allowedOrigins: undefined, build: true, qr: true,
+      maxMessagesPerSecond: undefined, allowedOrigins: undefined, build: true, qr: true, banner: true, cluster: null, nats: null,
     });
     assert.equal(read(['--http']).port, 8080);
   });

@@ -51,6 +51,9 @@ describe('parseStartOptions: good input', () => {
       allowedOrigins: undefined,
       build: true,
       qr: true,
+      banner: true,
+      cluster: null,
+      nats: null,
     });
   });
 
@@ -68,7 +71,7 @@ describe('parseStartOptions: good input', () => {
       '--peerjs-path', '/signal/', '--peerjs-key', 'lab-key', '--relay-path', '/ws/relay',
       '--max-payload', '4096', '--queue-soft-bytes', '1000', '--queue-hard-bytes', '2000',
       '--ack-timeout-ms', '500', '--max-messages-per-second', '300', '--allowed-origins', 'https://a.test, http://b.test:8080',
-      '--no-build', '--no-qr',
+      '--no-build', '--no-qr', '--no-banner', '--cluster=3', '--nats', 'nats://10.0.0.5:4222',
     ]);
     assert.equal(result.kind, 'options');
     assert.deepEqual(result.options, {
@@ -89,6 +92,9 @@ describe('parseStartOptions: good input', () => {
       allowedOrigins: ['https://a.test', 'http://b.test:8080'],
       build: false,
       qr: false,
+      banner: false,
+      cluster: 3,
+      nats: 'nats://10.0.0.5:4222',
     });
   });
 

@@ -166,7 +166,7 @@ describe('createJsonRoutes', () => {
 
   test('exactly these three paths', () => {
     const routes = createJsonRoutes({ relay, signaling, iceServers, startedAt: 0, cpuMeter: () => 0 });
-    assert.deepEqual(Object.keys(routes).sort(), ['/config.json', '/healthz', '/metrics']);
+    assert.deepEqual(Object.keys(routes).sort(), ['/config.json', '/healthz', '/metrics', '/readyz']);
   });
 });
 
