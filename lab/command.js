@@ -161,7 +161,10 @@ export async function runLabCommand(command, argv, io = {}) {
     if (code !== null) return code;
   }
   await command.prepare?.(options, stderr);
-  const points = expandSweep({ transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets });
+  const points = expandSweep({
+    transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets,
+    cycleModes: options.cycleModes, relays: options.relays, placements: options.placements,
+  });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
   const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: stderr });
 

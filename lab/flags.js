@@ -19,9 +19,10 @@ export class UsageError extends Error {
  * Parses "100,200", "100..1000:100" (start..end:step) or a mix.
  * @param {string} text
  * @param {string} flag for error messages
+ * @param {boolean} [allowZero] 0 is a value (e.g. --relays 0)
  * @returns {number[]}
  */
-export function parseNumberList(text, flag) {
+export function parseNumberList(text, flag, allowZero = false) {
   /** @type {number[]} */
   const out = [];
   for (const part of String(text).split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -35,7 +36,9 @@ export function parseNumberList(text, flag) {
       continue;
     }
     const v = Number(part);
-    if (!Number.isFinite(v) || v <= 0) throw new UsageError(`${flag}: "${part}" is not a positive number`);
+    if (!Number.isFinite(v) || v < 0 || (v === 0 && !allowZero)) {
+      throw new UsageError(`${flag}: "${part}" is not a ${allowZero ? 'number >= 0' : 'positive number'}`);
+    }
     out.push(v);
   }
   if (out.length === 0) throw new UsageError(`${flag}: empty list`);
@@ -101,14 +104,27 @@ export function failedConditions(conditions, run) {
  * @property {number} clients
  * @property {number} group
  * @property {number} cycleMs
+ * @property {CycleMode} cycleMode the action cycle's mode (docs/architecture.md "The action cycle")
+ * @property {number} relays relay processes joined through NATS; 0: one relay process, no NATS
+ * @property {Placement} placement how clients are put on the relays (only with relays > 0)
  * @property {string} [net] network profile (--net); absent without --net
  */
+
+/** @typedef {'pipelined' | 'gated'} CycleMode */
+/** @typedef {'spread' | 'group'} Placement spread: a group's members round-robin over the relays (groups span them); group: each group on one relay */
+
+/** The action cycle's modes, the product's default first. */
+export const CYCLE_MODES = Object.freeze(/** @type {CycleMode[]} */ (['pipelined', 'gated']));
+
+/** Client placements on a cluster of relays. */
+export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', 'group']));
 
 /**
  * The cross product of the sweep lists: network profiles outermost (when
  * given), then transports, group, cycle and clients ascending (so a point
  * that fails is followed by bigger ones).
- * @param {{ transports: string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null }} lists
+ * @param {{ transports: readonly string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null,
+ *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[] }} lists
  * @returns {SweepPoint[]}
  */
 export function expandSweep(lists) {
@@ -118,10 +134,16 @@ export function expandSweep(lists) {
   /** @type {SweepPoint[]} */
   const points = [];
   for (const transport of lists.transports) {
-    for (const group of lists.groups) {
-      for (const cycleMs of lists.cycles) {
-        for (const clients of [...lists.clients].sort((a, b) => a - b)) {
-          points.push({ transport, clients, group, cycleMs });
+    for (const relays of lists.relays ?? [0]) {
+      for (const placement of relays > 0 ? (lists.placements ?? ['spread']) : /** @type {Placement[]} */ (['spread'])) {
+        for (const cycleMode of lists.cycleModes ?? [CYCLE_MODES[0]]) {
+          for (const group of lists.groups) {
+            for (const cycleMs of lists.cycles) {
+              for (const clients of [...lists.clients].sort((a, b) => a - b)) {
+                points.push({ transport, clients, group, cycleMs, cycleMode, relays, placement });
+              }
+            }
+          }
         }
       }
     }
@@ -161,6 +183,11 @@ export function parseLabFlags(argv, spec) {
         url: { type: 'string' },
         net: { type: 'string' },
         'net-file': { type: 'string' },
+        'cycle-mode': { type: 'string' },
+        relays: { type: 'string' },
+        placement: { type: 'string' },
+        nats: { type: 'string' },
+        'kill-relay-at': { type: 'string' },
         'no-progress': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         ...(spec.extra ?? {}),
@@ -177,7 +204,10 @@ export function parseLabFlags(argv, spec) {
       throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
     }
     const preset = v.preset ? spec.presets[v.preset] : {};
-    const fallback = { cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS), ...spec.defaults, ...preset };
+    const fallback = {
+      cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS),
+      'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', ...spec.defaults, ...preset,
+    };
     for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
     const num = (name, min = 0) => {
       const n = Number(v[name]);
@@ -201,8 +231,17 @@ export function parseLabFlags(argv, spec) {
       // profile names; checked against the profiles file by the command (lab/net)
       nets: v.net === undefined ? null : String(v.net).split(',').map((x) => x.trim()).filter(Boolean),
       netFile: v['net-file'] ?? null,
+      cycleModes: /** @type {CycleMode[]} */ (parseNameList(String(v['cycle-mode']), '--cycle-mode', CYCLE_MODES)),
+      relays: parseRelayCounts(String(v.relays)),
+      placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
+      nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
+      killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
       values: v,
     };
+    if (options.killRelayAtS !== null && options.relays.every((n) => n < 2)) {
+      throw new UsageError('--kill-relay-at needs --relays 2 or more (a relay to kill and one to move to)');
+    }
+    if (options.nats && options.relays.every((n) => n === 0)) throw new UsageError('--nats needs --relays N (the relays that join it)');
     if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
     if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
     if (options.url) {
@@ -215,12 +254,45 @@ export function parseLabFlags(argv, spec) {
   }
 }
 
+/**
+ * `--relays`: relay process counts, 0 for one relay without NATS.
+ * @param {string} text
+ * @returns {number[]}
+ */
+export function parseRelayCounts(text) {
+  const counts = parseNumberList(text, '--relays', true).map(Math.round);
+  for (const n of counts) if (n < 0 || n > 64) throw new UsageError(`--relays: ${n} is not a relay count 0..64`);
+  return counts;
+}
+
+/**
+ * `--nats`: the URL of an existing NATS server.
+ * @param {string} text
+ * @returns {string}
+ */
+export function parseNatsFlag(text) {
+  let url = null;
+  try { url = new URL(text); } catch { /* reported below */ }
+  if (!url || !['nats:', 'tls:'].includes(url.protocol)) throw new UsageError(`--nats: expected nats://host:port, got "${text}"`);
+  return text;
+}
+
 /** Help text for the shared flags. */
 export const LAB_FLAGS_HELP = `Sweep (each may be a list "a,b,c" or a range "start..end:step"; the run sweeps the cross product):
   --transport LIST     transports to measure
   --clients LIST       population sizes
   --group LIST         working-group sizes (the last group of a population may be smaller)
   --cycle LIST         action cycle in ms: ${DEFAULT_CYCLE_MS} fast phone, ${SLOW_CYCLE_MS} slow phone (default ${DEFAULT_CYCLE_MS})
+  --cycle-mode LIST    pipelined (send every cycle; the product's) or gated (wait for every ACK; the paper's)
+                       (default pipelined)
+Scale-out (docs/scale-out.md):
+  --relays LIST        relay processes joined through NATS (a nats-server of the run's own);
+                       0: one relay process without NATS (default 0)
+  --placement LIST     spread: each group's members round-robin over the relays (groups span them);
+                       group: each group on one relay (default spread)
+  --nats URL           use this NATS server instead of starting one
+  --kill-relay-at S    SIGKILL one relay process S seconds into the measured window (needs --relays 2+);
+                       its clients reconnect to the others
 Each point:
   --duration S         measured seconds per point (default 30)
   --updates N          or: stop each client after N updates (0 = use --duration)

@@ -25,10 +25,41 @@ test('sweep expansion: the cross product, transports outermost, clients ascendin
   const points = expandSweep({ transports: ['relay', 'p2p'], clients: [200, 100], groups: [5, 10], cycles: [167] });
   assert.equal(points.length, 8);
   assert.deepEqual(points.slice(0, 2), [
-    { transport: 'relay', clients: 100, group: 5, cycleMs: 167 },
-    { transport: 'relay', clients: 200, group: 5, cycleMs: 167 },
+    { transport: 'relay', clients: 100, group: 5, cycleMs: 167, cycleMode: 'pipelined', relays: 0, placement: 'spread' },
+    { transport: 'relay', clients: 200, group: 5, cycleMs: 167, cycleMode: 'pipelined', relays: 0, placement: 'spread' },
   ]);
   assert.equal(points[4].transport, 'p2p');
+});
+
+test('sweep expansion over cycle modes, relay counts and placements (placement only where there are relays)', () => {
+  const points = expandSweep({
+    transports: ['relay'], clients: [10], groups: [5], cycles: [167],
+    cycleModes: ['pipelined', 'gated'], relays: [0, 2], placements: ['spread', 'group'],
+  });
+  assert.deepEqual(points.map((p) => `${p.relays}/${p.placement}/${p.cycleMode}`),
+    ['0/spread/pipelined', '0/spread/gated', '2/spread/pipelined', '2/spread/gated', '2/group/pipelined', '2/group/gated']);
+});
+
+test('scale-out flags: --relays, --placement, --nats, --kill-relay-at, with clear errors', () => {
+  const ok = parseLabFlags(['--transport', 'relay', '--clients', '10', '--relays', '1,2', '--placement', 'group', '--nats', 'nats://127.0.0.1:4222', '--kill-relay-at', '6', '--cycle-mode', 'gated'], spec);
+  assert.equal(ok.kind, 'options');
+  if (ok.kind === 'options') {
+    assert.deepEqual(ok.options.relays, [1, 2]);
+    assert.deepEqual(ok.options.placements, ['group']);
+    assert.equal(ok.options.nats, 'nats://127.0.0.1:4222');
+    assert.equal(ok.options.killRelayAtS, 6);
+    assert.deepEqual(ok.options.cycleModes, ['gated']);
+  }
+  const plain = parseLabFlags(['--transport', 'relay', '--clients', '10'], spec);
+  assert.ok(plain.kind === 'options' && plain.options.relays[0] === 0 && plain.options.killRelayAtS === null, 'default: one relay, no NATS');
+  /** @param {string[]} argv */
+  const error = (argv) => { const r = parseLabFlags(['--transport', 'relay', '--clients', '10', ...argv], spec); return r.kind === 'error' ? r.error.message : ''; };
+  assert.match(error(['--kill-relay-at', '5']), /--kill-relay-at needs --relays 2 or more/);
+  assert.match(error(['--nats', 'nats://x:1']), /--nats needs --relays N/);
+  assert.match(error(['--relays', '2', '--nats', 'http://x']), /--nats: expected nats:\/\/host:port/);
+  assert.match(error(['--relays', '-1']), /--relays/);
+  assert.match(error(['--cycle-mode', 'lazy']), /--cycle-mode/);
+  assert.match(error(['--relays', '2', '--placement', 'random']), /--placement/);
 });
 
 test('--fail-if: parsing, evaluation on nested paths, nulls break nothing', () => {

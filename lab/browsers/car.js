@@ -32,7 +32,9 @@ export const carExperiment = {
   metric: { label: 'RT', unit: ' ms' },
   cells(o) {
     return fleetsOf(o.pairs).flatMap((fleet) => o.car.transports.map((transport) => {
-      const point = { transport, clients: o.car.clients, group: o.car.group, cycleMs: o.car.cycleMs };
+      // The car experiment repeats the paper's measurement: gated, one relay.
+      /** @type {import('../flags.js').SweepPoint} */
+      const point = { transport, clients: o.car.clients, group: o.car.group, cycleMs: o.car.cycleMs, cycleMode: 'gated', relays: 0, placement: 'spread' };
       const pages = o.car.clients;
       return {
         label: `car ${fleet.label} ${transport}: ${o.car.clients} clients, group ${o.car.group}`,
