@@ -148,7 +148,7 @@ async function openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErr
     page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
     const q = new URLSearchParams({
       group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
-      offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs),
+      offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs), mode: point.cycleMode,
       ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
       autostart: '0', name: `${host.name[0]}`,
     });

@@ -359,7 +359,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
   return Promise.all(shares.map(({ from, to }, w) => {
     const worker = startGenerator({
       url: run.server.url, config, transport: point.transport, from, to, clients: point.clients,
-      groupSize: point.group, runId, cycleMs: point.cycleMs, ackTimeoutMs: o.ackTimeoutMs,
+      groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
     }, asProcesses, net ? net.clientNs[w] : null);
     run.workers.push(worker);
