@@ -14,7 +14,7 @@ import { scriptedPose } from '../core/path.js';
 import { createLabTransport } from './transports.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
-/** @type {{ url: string, config: any, transport: string, from: number, to: number, clients: number,
+/** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
@@ -53,6 +53,19 @@ function exit() {
   }, 100);
 }
 const groupOf = (/** @type {number} */ i) => Math.floor(i / job.groupSize);
+
+/**
+ * The servers client i uses, its home first: with several relays (--relays),
+ * `spread` puts a group's members round-robin over them (groups span relays),
+ * `group` puts a whole group on one; a rejoin fails over to the next.
+ * @param {number} i
+ * @returns {string[]}
+ */
+function serversOf(i) {
+  const urls = job.urls ?? [job.url];
+  const home = (job.placement === 'group' ? groupOf(i) : i % job.groupSize) % urls.length;
+  return [...urls.slice(home), ...urls.slice(0, home)];
+}
 const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
 
 async function connectAll() {
@@ -62,7 +75,9 @@ async function connectAll() {
     while (next < job.to) {
       const i = next++;
       const client = new CarClient({
-        transport: createLabTransport(job.transport, { baseUrl: job.url, config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io }),
+        transport: createLabTransport(job.transport, {
+          baseUrl: serversOf(i)[0], failoverBaseUrls: serversOf(i).slice(1), config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io,
+        }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
         cycleMs: job.cycleMs,

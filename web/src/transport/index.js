@@ -19,6 +19,8 @@ export { TRANSPORTS };
 /**
  * @typedef {object} TransportEnv
  * @property {string} baseUrl http(s) URL of the carlab server, e.g. location.origin
+ * @property {string[]} [failoverBaseUrls] more servers of the same system (relay and relay-faithful move
+ *   to the next one when a rejoin is needed; a load-generating client without a load balancer)
  * @property {ServerConfig} config
  * @property {any} [WebSocket] WebSocket constructor (Node: the `ws` package)
  * @property {any} [Peer] PeerJS Peer class (browsers only)
@@ -51,7 +53,10 @@ export function createTransport(name, env) {
   switch (name) {
     case 'relay':
     case 'relay-faithful':
-      return createRelayTransport({ url: relayUrl, batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true });
+      return createRelayTransport({
+        url: env.failoverBaseUrls?.length ? [relayUrl, ...env.failoverBaseUrls.map((u) => `${webSocketBase(new URL(u))}${env.config.relayPath ?? '/relay'}`)] : relayUrl,
+        batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true,
+      });
     case 'relay-udp': {
       const RTCPeerConnection = env.RTCPeerConnection ?? globalThis.RTCPeerConnection;
       if (!RTCPeerConnection) throw new Error(`transport ${name} needs WebRTC (RTCPeerConnection)`);

@@ -31,7 +31,7 @@ import { dispatchRelayMessage, helloMessage, listenForFrames } from './relay-soc
 
 /**
  * @typedef {object} RelayConnectionOptions
- * @property {string} url
+ * @property {string | string[]} url the relay; several: a rejoin tries the next one (the first is home)
  * @property {boolean} batched
  * @property {boolean} [membershipOnly]
  * @property {number} [extraFlags]
@@ -64,6 +64,20 @@ export class RelayConnection {
     this.joinParams = null;
     /** Rejoins that succeeded, attempts made, the last close code seen. */
     this.counters = { reconnects: 0, attempts: 0, lastCloseCode: /** @type {number | null} */ (null) };
+    /** Which of several relay URLs the current socket went to. */
+    this.urlIndex = 0;
+  }
+
+  /**
+   * The URL a socket goes to: the first for the first join; with several,
+   * every rejoin moves on to the next one, away from the relay that dropped us.
+   * @param {boolean} rejoin
+   * @returns {string}
+   */
+  nextUrl(rejoin) {
+    const urls = Array.isArray(this.options.url) ? this.options.url : [this.options.url];
+    if (rejoin) this.urlIndex = (this.urlIndex + 1) % urls.length;
+    return urls[this.urlIndex];
   }
 
   /**
@@ -86,7 +100,7 @@ export class RelayConnection {
    */
   open(first) {
     const join = /** @type {JoinParams} */ (this.joinParams); // set by connect(), which comes first
-    const socket = new this.options.WebSocket(this.options.url);
+    const socket = new this.options.WebSocket(this.nextUrl(first === null));
     this.ws = socket;
     /** @type {SocketAttempt} */
     const attempt = { socket, first, welcomed: false };

@@ -134,3 +134,24 @@ test('close() sends what is queued and says bye; between attempts it reports the
   assert.equal(other.events.at(-1), 'close 1000 closed while reconnecting');
   assert.equal(other.fake.instances.length, 1);
 });
+
+test('with several relay URLs, a rejoin moves on to the next one (failover), round and round', async () => {
+  const fake = fakeWebSocketClass();
+  const connection = new RelayConnection({
+    url: ['ws://home/relay', 'ws://other/relay'], batched: true, WebSocket: fake.WebSocket, now: () => 0, reconnect: { random: () => 0 },
+  });
+  const { handlers } = setup();
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  assert.equal(fake.instances[0].url, 'ws://home/relay', 'the first join goes home');
+  fake.instances[0].open();
+  fake.instances[0].receive(welcome(5));
+  await joined;
+  fake.instances[0].drop(1006, 'killed');
+  await settle();
+  assert.equal(fake.instances[1].url, 'ws://other/relay', 'the rejoin goes to the next relay');
+  fake.instances[1].drop(1006, 'refused');
+  await settle();
+  await settle();
+  assert.equal(fake.instances[2].url, 'ws://home/relay', 'and back round');
+  connection.close();
+});

@@ -14,7 +14,7 @@ export { RECONNECT_DEFAULTS, backoffDelay, isReconnectable } from './relay-recon
 
 /**
  * @typedef {object} RelayTransportOptions
- * @property {string} url ws:// or wss:// URL of the relay
+ * @property {string | string[]} url ws:// or wss:// URL of the relay; several: fail over to the next on a rejoin
  * @property {boolean} [batched] true = mode `relay` (the server coalesces
  *   frames and aggregates ACKs; we batch our ACKs per turn too);
  *   false = `relay-faithful` (one frame per message, every ACK forwarded)
