@@ -18,6 +18,7 @@ process.on('uncaughtException', (err) => {
 
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
+import { connectNatsBroker } from '../relay/index.js';
 import { createCarlabServer } from '../server/server.js';
 import { createSocketIoBaseline, createWsFloor } from './baselines.js';
 import { LAB_PAGES_DIST } from './pages/build.js';
@@ -36,9 +37,11 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
-const { baselines: withBaselines, ...options } = JSON.parse(process.argv[2] ?? '{}');
+const { baselines: withBaselines, natsUrl, ...options } = JSON.parse(process.argv[2] ?? '{}');
+// --relays: this relay is one node of a cluster on that NATS.
+const broker = natsUrl ? await connectNatsBroker({ url: natsUrl, name: 'carlab-lab' }) : undefined;
 const server = await createCarlabServer({
-  http: true, host: '127.0.0.1', port: 0, extraWebRoots: [LAB_PAGES_DIST], ...options, extraUpgradePaths: withBaselines ? ['/floor', '/socket.io/'] : [],
+  http: true, host: '127.0.0.1', port: 0, extraWebRoots: [LAB_PAGES_DIST], ...options, broker, extraUpgradePaths: withBaselines ? ['/floor', '/socket.io/'] : [],
 });
 // The lab's baselines share the port, so they are measured in the same process the same way.
 const baselines = withBaselines
@@ -77,6 +80,7 @@ process.on('message', async (/** @type {any} */ m) => {
       await baselines['ws-floor']?.close();
       await server.close();
       await baselines.socketio?.close().catch(() => {});
+      await broker?.close();
       reply({ ok: true });
       process.exit(0);
       break;

@@ -101,11 +101,23 @@ export class ClusterLink {
     this.groupSubs = new Map();
     /** @type {import('./broker.js').BrokerSubscription[]} */
     this.subs = [];
-    /** @type {ClusterStats} */
-    this.stats = {
+    /** Counters of the measurement window (resetWindow). @type {ClusterStats} */
+    this.stats = ClusterLink.zeroStats();
+  }
+
+  /** @returns {ClusterStats} */
+  static zeroStats() {
+    return {
       updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
       unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0,
     };
+  }
+
+  /** Starts a new measurement window (the relay's resetWindow). */
+  resetWindow() {
+    this.stats = ClusterLink.zeroStats();
+    this.batcher.messages = 0;
+    this.batcher.envelopes = 0;
   }
 
   /** Other live nodes, by id -> when last heard. */

@@ -159,7 +159,7 @@ export function createRelay(options = {}) {
     metrics: () => relayMetrics({ stats, wss, groups, udp, flusher, cluster }),
     cluster,
     readiness: () => cluster?.readiness() ?? { ready: true, reason: 'single process' },
-    resetWindow: () => stats.resetWindow(),
+    resetWindow: () => { stats.resetWindow(); cluster?.resetWindow(); },
     close() {
       closing ??= (async () => {
         unlisten?.();
