@@ -27,18 +27,44 @@ const T = /** @type {const} */ ({
 const HELLO_BATCHED = 1; // §5.1
 const UPDATE_OBJECT = 1; // §5.5
 
+/**
+ * The bodies the relay sends, as this client decodes them (§5).
+ * @typedef {{ id: number, name: string }} Member
+ * @typedef {{ pose: number[], version: number }} SharedObject
+ * @typedef {{ type: typeof T.WELCOME, clientId: number, serverTime: number, members: Member[] }} WelcomeBody
+ * @typedef {{ type: typeof T.MEMBER_JOINED, id: number, name: string }} MemberJoinedBody
+ * @typedef {{ type: typeof T.MEMBER_LEFT, id: number }} MemberLeftBody
+ * @typedef {{ type: typeof T.UPDATE, sender: number, seq: number, sendTime: number, pose: number[], flags: number, object?: SharedObject }} UpdateBody
+ * @typedef {{ type: typeof T.ACK, sender: number, seq: number, acker: number }} AckBody
+ * @typedef {{ type: typeof T.ACKED_ALL, sender: number, seq: number, acked: number, dropped: number }} AckedAllBody
+ * @typedef {{ type: typeof T.ERROR, code: number, reason: string }} ErrorBody
+ * @typedef {WelcomeBody | MemberJoinedBody | MemberLeftBody | UpdateBody | AckBody | AckedAllBody | ErrorBody} Body
+ * @typedef {Body & { bytes: Uint8Array }} Message a decoded body with its raw bytes
+ * @typedef {Message & { inBatch: boolean }} Received a message as a client recorded it
+ */
+
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Little growable big-endian writer. */
 class Writer {
-  constructor() { /** @type {number[]} */ this.bytes = []; }
+  constructor() {
+    /** @type {number[]} */
+    this.bytes = [];
+  }
+  /** @param {number} v */
   u8(v) { this.bytes.push(v & 0xff); return this; }
+  /** @param {number} v */
   u16(v) { const dv = new DataView(new ArrayBuffer(2)); dv.setUint16(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  /** @param {number} v */
   u32(v) { const dv = new DataView(new ArrayBuffer(4)); dv.setUint32(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  /** @param {number} v */
   f32(v) { const dv = new DataView(new ArrayBuffer(4)); dv.setFloat32(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  /** @param {number} v */
   f64(v) { const dv = new DataView(new ArrayBuffer(8)); dv.setFloat64(0, v); return this.raw(new Uint8Array(dv.buffer)); }
+  /** @param {string} s */
   str8(s) { const b = utf8.encode(s); if (b.length > 255) throw new RangeError('str8 too long'); return this.u8(b.length).raw(b); }
+  /** @param {number[]} p */
   pose(p) { for (const v of p) this.f32(v); return this; }
   /** @param {Uint8Array} b */
   raw(b) { for (const x of b) this.bytes.push(x); return this; }
@@ -47,18 +73,25 @@ class Writer {
 
 /** Bodies (type byte + payload, no version byte), §3 / §5. */
 const body = {
+  /** @param {{ flags: number, clientId?: number, group: string, name: string, token?: string }} o */
   hello: ({ flags, clientId = 0, group, name, token = '' }) =>
     new Writer().u8(T.HELLO).u8(flags).u32(clientId).str8(group).str8(name).str8(token).done(),
+  /** @param {{ sender: number, seq: number, sendTime: number, pose: number[], object?: SharedObject }} o */
   update: ({ sender, seq, sendTime, pose, object }) => {
     const w = new Writer().u8(T.UPDATE).u32(sender).u32(seq).f64(sendTime).pose(pose).u8(object ? UPDATE_OBJECT : 0);
     if (object) w.pose(object.pose).u32(object.version);
     return w.done();
   },
+  /** @param {{ sender: number, seq: number, acker: number }} o */
   ack: ({ sender, seq, acker }) => new Writer().u8(T.ACK).u32(sender).u32(seq).u32(acker).done(),
+  /** @param {{ sender: number, seq: number, acked: number, dropped: number }} o */
   ackedAll: ({ sender, seq, acked, dropped }) =>
     new Writer().u8(T.ACKED_ALL).u32(sender).u32(seq).u16(acked).u16(dropped).done(),
+  /** @param {{ id: number }} o */
   memberLeft: ({ id }) => new Writer().u8(T.MEMBER_LEFT).u32(id).done(),
+  /** @param {Member} o */
   memberJoined: ({ id, name }) => new Writer().u8(T.MEMBER_JOINED).u32(id).str8(name).done(),
+  /** @param {{ clientId: number, serverTime: number, members: Member[] }} o */
   welcome: ({ clientId, serverTime, members }) => {
     const w = new Writer().u8(T.WELCOME).u32(clientId).f64(serverTime).u16(members.length);
     for (const m of members) w.u32(m.id).str8(m.name);
@@ -66,9 +99,9 @@ const body = {
   },
 };
 
-/** A plain frame: version byte + body. */
+/** A plain frame: version byte + body. @param {Uint8Array} b */
 const frame = (b) => Uint8Array.of(VERSION, ...b);
-/** A BATCH frame, §5.8. */
+/** A BATCH frame, §5.8. @param {Uint8Array[]} bodies */
 function batchFrame(bodies) {
   const w = new Writer().u8(VERSION).u8(T.BATCH).u16(bodies.length);
   for (const b of bodies) w.u16(b.length).raw(b);
@@ -76,6 +109,7 @@ function batchFrame(bodies) {
 }
 
 class DecodeError extends Error {
+  /** @param {string} code @param {string} msg */
   constructor(code, msg) { super(`${code}: ${msg}`); this.code = code; }
 }
 
@@ -83,12 +117,14 @@ class DecodeError extends Error {
 class Reader {
   /** @param {Uint8Array} bytes */
   constructor(bytes) { this.b = bytes; this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength); this.o = 0; }
+  /** @param {number} n */
   need(n) { if (this.o + n > this.b.length) throw new DecodeError('TRUNCATED', 'field runs past the end'); }
   u8() { this.need(1); return this.dv.getUint8(this.o++); }
   u16() { this.need(2); const v = this.dv.getUint16(this.o); this.o += 2; return v; }
   u32() { this.need(4); const v = this.dv.getUint32(this.o); this.o += 4; return v; }
   f32() { this.need(4); const v = this.dv.getFloat32(this.o); this.o += 4; return v; }
   f64() { this.need(8); const v = this.dv.getFloat64(this.o); this.o += 8; return v; }
+  /** @param {number} n */
   bytes(n) { this.need(n); const v = this.b.subarray(this.o, this.o + n); this.o += n; return v; }
   str8() {
     const n = this.u8();
@@ -101,10 +137,15 @@ class Reader {
   end() { if (this.o !== this.b.length) throw new DecodeError('TRAILING_BYTES', `${this.b.length - this.o} bytes left`); }
 }
 
-/** Decodes one body (no version byte). BATCH bodies are rejected here (no nesting). */
+/**
+ * Decodes one body (no version byte). BATCH bodies are rejected here (no nesting).
+ * @param {Uint8Array} bytes
+ * @returns {Message}
+ */
 function decodeBody(bytes) {
   const r = new Reader(bytes);
   const type = r.u8();
+  /** @type {Body} */
   let m;
   switch (type) {
     case T.WELCOME: {
@@ -117,9 +158,11 @@ function decodeBody(bytes) {
     case T.MEMBER_JOINED: m = { type, id: r.u32(), name: r.str8() }; break;
     case T.MEMBER_LEFT: m = { type, id: r.u32() }; break;
     case T.UPDATE: {
-      m = { type, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), flags: r.u8() };
-      if (m.flags & ~UPDATE_OBJECT) throw new DecodeError('BAD_VALUE', 'unknown UPDATE flags');
-      if (m.flags & UPDATE_OBJECT) m.object = { pose: r.pose(), version: r.u32() };
+      /** @type {UpdateBody} */
+      const u = { type, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), flags: r.u8() };
+      if (u.flags & ~UPDATE_OBJECT) throw new DecodeError('BAD_VALUE', 'unknown UPDATE flags');
+      if (u.flags & UPDATE_OBJECT) u.object = { pose: r.pose(), version: r.u32() };
+      m = u;
       break;
     }
     case T.ACK: m = { type, sender: r.u32(), seq: r.u32(), acker: r.u32() }; break;
@@ -131,11 +174,14 @@ function decodeBody(bytes) {
     default: throw new DecodeError('UNKNOWN_TYPE', `type ${type}`);
   }
   r.end();
-  m.bytes = bytes; // the raw body, to check byte-for-byte forwarding
-  return m;
+  return Object.assign(m, { bytes }); // the raw body, to check byte-for-byte forwarding
 }
 
-/** Decodes one frame into its list of messages. */
+/**
+ * Decodes one frame into its list of messages.
+ * @param {Uint8Array | ArrayBuffer} data
+ * @returns {{ batch: boolean, messages: Message[] }}
+ */
 function decodeFrame(data) {
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
   if (bytes.length === 0) throw new DecodeError('EMPTY', 'empty frame');
@@ -154,15 +200,19 @@ function decodeFrame(data) {
   return { batch: true, messages };
 }
 
+/** @param {ArrayLike<number>} b */
 const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(' ');
+/** @param {string} s */
 const unhex = (s) => Uint8Array.from(s.trim().split(/\s+/), (x) => parseInt(x, 16));
 
 // ---------------------------------------------------------------------------
 // Client (docs/protocol.md §6, §10, §12)
 // ---------------------------------------------------------------------------
 
+/** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** @param {() => unknown} cond @param {string} what */
 async function until(cond, what, timeoutMs = 2000) {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
@@ -171,26 +221,41 @@ async function until(cond, what, timeoutMs = 2000) {
   }
 }
 
+/** @typedef {{ code: number, reason: string }} Close */
+
 class DocClient {
   /** @param {{ url: string, group: string, name: string, batched: boolean }} o */
   constructor({ url, group, name, batched }) {
-    Object.assign(this, { url, group, name, batched });
+    this.url = url;
+    this.group = group;
+    this.name = name;
+    this.batched = batched;
     this.id = 0;
+    /** @type {WebSocket} the socket; set by connect(), used only after it */
+    this.ws;
+    /** @type {Promise<Close>} resolves when the socket closes; set by connect() */
+    this.closed;
+    /** @type {WelcomeBody & Message} the WELCOME; connect() resolves once it arrived */
+    this.welcome;
     /** @type {Map<number, string>} neighbours, id → name */
     this.neighbours = new Map();
-    /** every received message, in order, with whether it came inside a BATCH */
+    /** @type {Received[]} every received message, in order, with whether it came inside a BATCH */
     this.received = [];
     this.frames = { plain: 0, batch: 0 };
     /** @type {Map<number, number>} newest applied seq per sender */
     this.newest = new Map();
-    /** the raw UPDATE bodies this client sent, by seq, and when */
+    /** @type {Map<number, Uint8Array>} the raw UPDATE bodies this client sent, by seq */
     this.sentUpdates = new Map();
+    /** @type {Map<number, number>} and when */
     this.sentAt = new Map();
-    /** the raw ACK bodies this client sent, keyed `${sender}:${seq}` */
+    /** @type {Map<string, Uint8Array>} the raw ACK bodies this client sent, keyed `${sender}:${seq}` */
     this.sentAcks = new Map();
+    /** @type {{ seq: number, sentAt: number, waiting: Set<number>, lastAnswer: number | null } | null} */
     this.outstanding = null;
     this.seq = 0;
+    /** @type {{ seq: number, rt: number | null, at?: number, timedOut?: boolean }[]} */
     this.completions = [];
+    /** @type {DecodeError[]} */
     this.protocolErrors = [];
   }
 
@@ -207,17 +272,20 @@ class DocClient {
     return this;
   }
 
+  /** @param {WebSocket.RawData} data @param {boolean} isBinary */
   onFrame(data, isBinary) {
     let decoded;
     try {
       if (!isBinary) throw new DecodeError('BAD_VALUE', 'text frame');
       decoded = decodeFrame(/** @type {Buffer} */ (data));
     } catch (e) {
-      this.protocolErrors.push(e);
-      this.ws.close(e.code === 'BAD_VERSION' ? 4001 : 4000, e.message.slice(0, 100));
+      const err = /** @type {DecodeError} */ (e); // decodeFrame throws nothing else
+      this.protocolErrors.push(err);
+      this.ws.close(err.code === 'BAD_VERSION' ? 4001 : 4000, err.message.slice(0, 100));
       return;
     }
     this.frames[decoded.batch ? 'batch' : 'plain']++;
+    /** @type {Uint8Array[]} */
     const out = []; // bodies produced in this task (§7: coalesced in mode relay)
     for (const m of decoded.messages) {
       this.received.push({ ...m, inBatch: decoded.batch });
@@ -226,6 +294,7 @@ class DocClient {
     this.sendBodies(out);
   }
 
+  /** @param {Message} m @param {Uint8Array[]} out bodies to send at the end of this task */
   onMessage(m, out) {
     const now = performance.now();
     switch (m.type) {
@@ -268,14 +337,19 @@ class DocClient {
     }
   }
 
+  /** Completes the outstanding update (callers check there is one). @param {number | null} at */
   complete(at) {
     const o = this.outstanding;
+    if (!o) return;
     const end = at ?? o.lastAnswer;
     this.completions.push({ seq: o.seq, rt: end == null ? null : end - o.sentAt, at: performance.now() });
     this.outstanding = null;
   }
 
-  /** §7 / §12 step 11: mode relay may coalesce a task's messages; faithful sends one frame each. */
+  /**
+   * §7 / §12 step 11: mode relay may coalesce a task's messages; faithful sends one frame each.
+   * @param {Uint8Array[]} bodies
+   */
   sendBodies(bodies) {
     if (bodies.length === 0 || this.ws.readyState !== WebSocket.OPEN) return;
     if (this.batched && bodies.length > 1) this.ws.send(batchFrame(bodies));
@@ -285,6 +359,7 @@ class DocClient {
   /**
    * §10.1 action cycle: drift-free ticks from a random phase; at most one update
    * outstanding; the next one only after the previous one has completed.
+   * @param {{ cycleMs: number, count: number, ackTimeoutMs?: number }} o
    */
   async runCycle({ cycleMs, count, ackTimeoutMs = 2000 }) {
     const start = performance.now() + Math.random() * cycleMs;
@@ -315,13 +390,20 @@ class DocClient {
     await until(() => !this.outstanding, `${this.name}: last update acknowledged`);
   }
 
-  of(type) { return this.received.filter((m) => m.type === type); }
+  /**
+   * The received messages of one type.
+   * @template {Body['type']} K
+   * @param {K} type
+   * @returns {(Extract<Body, { type: K }> & Received)[]}
+   */
+  of(type) { return /** @type {(Extract<Body, { type: K }> & Received)[]} */ (this.received.filter((m) => m.type === type)); }
 }
 
 // ---------------------------------------------------------------------------
 // Relay
 // ---------------------------------------------------------------------------
 
+/** @param {Omit<Parameters<typeof createRelay>[0], 'server' | 'path'>} [options] */
 async function startRelay(options = {}) {
   const server = http.createServer();
   const relay = createRelay({ server, path: '/relay', ...options });
@@ -338,9 +420,15 @@ async function startRelay(options = {}) {
   };
 }
 
-/** Opens a raw socket, sends the given frames, and resolves with the close. */
+/**
+ * Opens a raw socket, sends the given frames, and resolves with the close.
+ * @param {string} url
+ * @param {(Uint8Array | string)[]} frames
+ * @param {{ text?: boolean }} [options]
+ */
 async function rawClose(url, frames, { text = false } = {}) {
   const ws = new WebSocket(url, { perMessageDeflate: false });
+  /** @type {Promise<Close>} */
   const closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
   await once(ws, 'open');
   for (const f of frames) ws.send(f, { binary: !text });
@@ -370,7 +458,7 @@ test('the worked examples in the document match its own tables', () => {
   const u2 = frame(body.update({ sender: 2, seq: 2, sendTime: 1401.5, pose, object: { pose: [0, 0.25, 0, 0, 0, 0, 1], version: 3 } }));
   assert.equal(u2.length, 79);
   assert.equal(hex(u2), '01 05 00 00 00 02 00 00 00 02 40 95 e6 00 00 00 00 00 3f 00 00 00 3f a0 00 00 c0 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 3f 80 00 00 01 00 00 00 00 3e 80 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 3f 80 00 00 00 00 00 03');
-  const d2 = decodeFrame(u2).messages[0];
+  const d2 = /** @type {UpdateBody} */ (decodeFrame(u2).messages[0]);
   assert.deepEqual(d2.object, { pose: [0, 0.25, 0, 0, 0, 0, 1], version: 3 });
 
   // §11.3 ACK
@@ -392,20 +480,17 @@ test('the worked examples in the document match its own tables', () => {
   assert.deepEqual(decodeFrame(Uint8Array.of(1, 8, 0, 0)).messages, []);
 });
 
-test('an independent client built from docs/protocol.md works against the real relay', async (t) => {
-  const env = await startRelay();
-  t.after(() => env.stop());
-  const group = 'doc-lab';
-  const UPDATES = 10;
+/** 1, 2, …, n: the seqs of n updates. @param {number} n */
+const seqs = (n) => Array.from({ length: n }, (_, i) => i + 1);
 
-  // --- Joining (§6, §5.2, §5.3) -------------------------------------------------
-  const wallBefore = Date.now();
-  const ana = await new DocClient({ url: env.url, group, name: 'Ana', batched: true }).connect();
-  const bo = await new DocClient({ url: env.url, group, name: 'Bö', batched: false }).connect(); // non-ASCII: str8 counts bytes
-  const cy = await new DocClient({ url: env.url, group, name: 'Cy', batched: false }).connect();
-  const wallAfter = Date.now();
-  const clients = [ana, bo, cy];
-
+/**
+ * Joining (§6, §5.2, §5.3): ids, WELCOME, MEMBER_JOINED and the neighbour sets.
+ * @param {DocClient[]} clients in join order
+ * @param {number} wallBefore Date.now() before the first joined
+ * @param {number} wallAfter Date.now() after the last joined
+ */
+async function checkJoining(clients, wallBefore, wallAfter) {
+  const [ana, bo, cy] = clients;
   const ids = clients.map((c) => c.id);
   for (const id of ids) assert.ok(Number.isInteger(id) && id > 0 && id <= 0xffffffff, 'client id is a non-zero u32');
   assert.equal(new Set(ids).size, 3, 'ids are unique in the group');
@@ -429,6 +514,115 @@ test('an independent client built from docs/protocol.md works against the real r
   assert.equal(cy.of(T.MEMBER_JOINED).length, 0);
   assert.equal(bo.of(T.MEMBER_JOINED)[0].bytes.length + 1, 7 + 2, 'MEMBER_JOINED size = 7 + name');
   for (const c of clients) assert.deepEqual([...c.neighbours.keys()].sort(), ids.filter((id) => id !== c.id).sort());
+}
+
+/**
+ * Every client's action cycle completed in order, and every update reached both
+ * neighbours in order, byte for byte (§5.5, §7, §10).
+ * @param {DocClient[]} clients
+ * @param {number} updates updates each client sent
+ */
+function checkCycles(clients, updates) {
+  for (const c of clients) {
+    assert.equal(c.protocolErrors.length, 0, `${c.name} decoded every frame: ${c.protocolErrors.join('; ')}`);
+    // The action cycle: every update completed, in order, each with a response time.
+    assert.deepEqual(c.completions.map((x) => x.seq), seqs(updates));
+    for (const x of c.completions) assert.ok(x.rt != null && x.rt >= 0, 'completed with an RT');
+    for (let k = 1; k < updates; k++) {
+      // NaN compares false, as the missing entries (undefined) it stands in for did
+      assert.ok((c.sentAt.get(k + 1) ?? NaN) >= (c.completions[k - 1].at ?? NaN), `${c.name}: update ${k + 1} only after ${k} was fully acknowledged`);
+    }
+
+    // Every update reaches both neighbours, in order, byte for byte.
+    for (const n of clients) {
+      if (n === c) continue;
+      const got = n.of(T.UPDATE).filter((u) => u.sender === c.id);
+      assert.deepEqual(got.map((u) => u.seq), seqs(updates), `${c.name} → ${n.name}`);
+      for (const u of got) {
+        assert.equal(u.bytes.length + 1, 47);
+        assert.equal(hex(u.bytes), hex(c.sentUpdates.get(u.seq) ?? []), 'UPDATE forwarded unchanged');
+      }
+    }
+    assert.equal(c.of(T.UPDATE).filter((u) => u.sender === c.id).length, 0, 'the relay never echoes your own update');
+  }
+}
+
+/**
+ * ACKs (§5.6–§5.8, §8): mode relay gets one ACKED_ALL per update; relay-faithful gets
+ * the individual ACKs, forwarded unchanged.
+ * @param {DocClient} batchedClient the relay-mode client
+ * @param {DocClient[]} faithful the relay-faithful clients
+ * @param {DocClient[]} clients everyone
+ * @param {number} updates updates each client sent
+ */
+function checkAcks(batchedClient, faithful, clients, updates) {
+  const ids = clients.map((c) => c.id);
+  // Mode relay: exactly one ACKED_ALL per update, acked=2, dropped=0; no individual ACKs.
+  const all = batchedClient.of(T.ACKED_ALL);
+  assert.equal(all.length, updates);
+  assert.deepEqual(all.map((m) => m.seq), seqs(updates));
+  for (const m of all) {
+    assert.equal(m.sender, batchedClient.id);
+    assert.equal(m.acked, 2);
+    assert.equal(m.dropped, 0);
+    assert.equal(m.bytes.length + 1, 14);
+  }
+  assert.equal(batchedClient.of(T.ACK).length, 0, 'a relay-mode sender does not get individual ACKs');
+
+  // Mode relay-faithful: the individual ACKs, forwarded unchanged; no ACKED_ALL; no BATCH frames.
+  for (const c of faithful) {
+    assert.equal(c.of(T.ACKED_ALL).length, 0);
+    assert.equal(c.frames.batch, 0, 'a faithful client gets one frame per message');
+    const acks = c.of(T.ACK);
+    assert.equal(acks.length, 2 * updates);
+    for (const seq of seqs(updates)) {
+      const forSeq = acks.filter((a) => a.seq === seq);
+      assert.deepEqual(forSeq.map((a) => a.acker).sort(), ids.filter((id) => id !== c.id).sort(), `ACKs for ${c.name} seq ${seq}`);
+      for (const a of forSeq) {
+        assert.equal(a.sender, c.id);
+        const acker = clients.find((x) => x.id === a.acker);
+        assert.equal(hex(a.bytes), hex(acker?.sentAcks.get(`${c.id}:${seq}`) ?? []), 'ACK forwarded unchanged');
+      }
+    }
+  }
+}
+
+/**
+ * Malformed first frames on fresh connections get the documented close codes (§3, §9).
+ * @param {string} url
+ * @param {string} group
+ */
+async function checkMalformedFirstFrames(url, group) {
+  const hello = frame(body.hello({ flags: 0, group, name: 'x' }));
+  /** @type {[label: string, frames: (Uint8Array | string)[], options: { text?: boolean }, code: number][]} */
+  const cases = [
+    ['bad version', [Uint8Array.of(2, ...hello.subarray(1))], {}, 4001],
+    ['empty frame', [new Uint8Array(0)], {}, 4000],
+    ['unknown type', [Uint8Array.of(1, 12)], {}, 4000],
+    ['trailing bytes', [Uint8Array.of(...hello, 0)], {}, 4000],
+    ['empty group', [frame(body.hello({ flags: 0, group: '', name: 'x' }))], {}, 4000],
+    ['text frame', ['hello'], { text: true }, 4000],
+    ['ACK before HELLO', [frame(body.ack({ sender: 1, seq: 1, acker: 1 }))], {}, 4002],
+    ['second HELLO', [hello, hello], {}, 4008],
+  ];
+  const results = await Promise.all(cases.map(([, frames, opts]) => rawClose(url, frames, opts)));
+  cases.forEach(([label, , , code], i) => assert.equal(results[i].code, code, `${label}: close ${code}, got ${results[i].code} ${results[i].reason}`));
+}
+
+test('an independent client built from docs/protocol.md works against the real relay', async (t) => {
+  const env = await startRelay();
+  t.after(() => env.stop());
+  const group = 'doc-lab';
+  const UPDATES = 10;
+
+  // --- Joining (§6, §5.2, §5.3) -------------------------------------------------
+  const wallBefore = Date.now();
+  const ana = await new DocClient({ url: env.url, group, name: 'Ana', batched: true }).connect();
+  const bo = await new DocClient({ url: env.url, group, name: 'Bö', batched: false }).connect(); // non-ASCII: str8 counts bytes
+  const cy = await new DocClient({ url: env.url, group, name: 'Cy', batched: false }).connect();
+  const wallAfter = Date.now();
+  const clients = [ana, bo, cy];
+  await checkJoining(clients, wallBefore, wallAfter);
 
   // --- Updates, ACKs, completion (§5.5–§5.8, §7, §8, §10) ---------------------------
   await Promise.all(clients.map((c) => c.runCycle({ cycleMs: 15, count: UPDATES })));
@@ -436,57 +630,8 @@ test('an independent client built from docs/protocol.md works against the real r
   // but their neighbours' ACKs to each other may be in flight).
   await until(() => clients.every((c) => c.completions.length === UPDATES), 'all completions');
   await sleep(30);
-
-  for (const c of clients) {
-    assert.equal(c.protocolErrors.length, 0, `${c.name} decoded every frame: ${c.protocolErrors.join('; ')}`);
-    // The action cycle: every update completed, in order, each with a response time.
-    assert.deepEqual(c.completions.map((x) => x.seq), Array.from({ length: UPDATES }, (_, i) => i + 1));
-    for (const x of c.completions) assert.ok(x.rt != null && x.rt >= 0, 'completed with an RT');
-    for (let k = 1; k < UPDATES; k++) {
-      assert.ok(c.sentAt.get(k + 1) >= c.completions[k - 1].at, `${c.name}: update ${k + 1} only after ${k} was fully acknowledged`);
-    }
-
-    // Every update reaches both neighbours, in order, byte for byte.
-    for (const n of clients) {
-      if (n === c) continue;
-      const got = n.of(T.UPDATE).filter((u) => u.sender === c.id);
-      assert.deepEqual(got.map((u) => u.seq), Array.from({ length: UPDATES }, (_, i) => i + 1), `${c.name} → ${n.name}`);
-      for (const u of got) {
-        assert.equal(u.bytes.length + 1, 47);
-        assert.equal(hex(u.bytes), hex(c.sentUpdates.get(u.seq)), 'UPDATE forwarded unchanged');
-      }
-    }
-    assert.equal(c.of(T.UPDATE).filter((u) => u.sender === c.id).length, 0, 'the relay never echoes your own update');
-  }
-
-  // Mode relay: exactly one ACKED_ALL per update, acked=2, dropped=0; no individual ACKs.
-  const all = ana.of(T.ACKED_ALL);
-  assert.equal(all.length, UPDATES);
-  assert.deepEqual(all.map((m) => m.seq), Array.from({ length: UPDATES }, (_, i) => i + 1));
-  for (const m of all) {
-    assert.equal(m.sender, ana.id);
-    assert.equal(m.acked, 2);
-    assert.equal(m.dropped, 0);
-    assert.equal(m.bytes.length + 1, 14);
-  }
-  assert.equal(ana.of(T.ACK).length, 0, 'a relay-mode sender does not get individual ACKs');
-
-  // Mode relay-faithful: the individual ACKs, forwarded unchanged; no ACKED_ALL; no BATCH frames.
-  for (const c of [bo, cy]) {
-    assert.equal(c.of(T.ACKED_ALL).length, 0);
-    assert.equal(c.frames.batch, 0, 'a faithful client gets one frame per message');
-    const acks = c.of(T.ACK);
-    assert.equal(acks.length, 2 * UPDATES);
-    for (const seq of Array.from({ length: UPDATES }, (_, i) => i + 1)) {
-      const forSeq = acks.filter((a) => a.seq === seq);
-      assert.deepEqual(forSeq.map((a) => a.acker).sort(), ids.filter((id) => id !== c.id).sort(), `ACKs for ${c.name} seq ${seq}`);
-      for (const a of forSeq) {
-        assert.equal(a.sender, c.id);
-        const acker = clients.find((x) => x.id === a.acker);
-        assert.equal(hex(a.bytes), hex(acker.sentAcks.get(`${c.id}:${seq}`)), 'ACK forwarded unchanged');
-      }
-    }
-  }
+  checkCycles(clients, UPDATES);
+  checkAcks(ana, [bo, cy], clients, UPDATES);
 
   // --- Leaving (§5.4, §8.4) -------------------------------------------------------
   cy.ws.close(1000, 'bye');
@@ -507,21 +652,7 @@ test('an independent client built from docs/protocol.md works against the real r
   assert.match(boClose.reason, /TRUNCATED/);
   await until(() => ana.of(T.MEMBER_LEFT).length === 2, 'MEMBER_LEFT for the closed member');
   assert.equal(ana.of(T.MEMBER_LEFT)[1].id, bo.id);
-
-  // More malformed first frames on fresh connections.
-  const hello = frame(body.hello({ flags: 0, group, name: 'x' }));
-  const cases = [
-    ['bad version', [Uint8Array.of(2, ...hello.subarray(1))], {}, 4001],
-    ['empty frame', [new Uint8Array(0)], {}, 4000],
-    ['unknown type', [Uint8Array.of(1, 12)], {}, 4000],
-    ['trailing bytes', [Uint8Array.of(...hello, 0)], {}, 4000],
-    ['empty group', [frame(body.hello({ flags: 0, group: '', name: 'x' }))], {}, 4000],
-    ['text frame', ['hello'], { text: true }, 4000],
-    ['ACK before HELLO', [frame(body.ack({ sender: 1, seq: 1, acker: 1 }))], {}, 4002],
-    ['second HELLO', [hello, hello], {}, 4008],
-  ];
-  const results = await Promise.all(cases.map(([, frames, opts]) => rawClose(env.url, frames, opts)));
-  cases.forEach(([label, , , code], i) => assert.equal(results[i].code, code, `${label}: close ${code}, got ${results[i].code} ${results[i].reason}`));
+  await checkMalformedFirstFrames(env.url, group);
 
   // Ana, who did nothing wrong, is still connected.
   assert.equal(ana.ws.readyState, WebSocket.OPEN);
@@ -535,10 +666,10 @@ test('relay behaviour the document was corrected for (§4, §8.1, §8.5, §12)',
   const pose = [0, 0, 0, 0, 0, 0, 1];
   const a = await new DocClient({ url: env.url, group: 'fix', name: 'a', batched: true }).connect();
   const b = await new DocClient({ url: env.url, group: 'fix', name: 'b', batched: false }).connect();
-  const send = (c, b) => c.ws.send(frame(b));
-  const upd = (c, seq) => body.update({ sender: c.id, seq, sendTime: seq, pose });
-  const ackBody = (c, sender, seq) => body.ack({ sender: sender.id, seq, acker: c.id });
-  const ackedAll = (seq) => a.of(T.ACKED_ALL).filter((m) => m.seq === seq);
+  const send = (/** @type {DocClient} */ c, /** @type {Uint8Array} */ b) => c.ws.send(frame(b));
+  const upd = (/** @type {DocClient} */ c, /** @type {number} */ seq) => body.update({ sender: c.id, seq, sendTime: seq, pose });
+  const ackBody = (/** @type {DocClient} */ c, /** @type {DocClient} */ sender, /** @type {number} */ seq) => body.ack({ sender: sender.id, seq, acker: c.id });
+  const ackedAll = (/** @type {number} */ seq) => a.of(T.ACKED_ALL).filter((m) => m.seq === seq);
 
   // §4: an empty BATCH is a no-op. §12: a relay-faithful client may send BATCHes too.
   b.ws.send(batchFrame([]));
