@@ -4,8 +4,8 @@
 // shared object, and collects the measurements. No DOM, no Node built-ins.
 
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from './defaults.js';
-import { ActionCycle } from './cycle.js';
-import { ReceiveStream, summarize } from './metrics.js';
+import { ActionCycle, CYCLE_MODES } from './cycle.js';
+import { FREEZE_MS, ReceiveStream, summarize, summarizeFreshness } from './metrics.js';
 
 /**
  * What every transport implements (web/src/transport/*).
@@ -62,6 +62,9 @@ import { ReceiveStream, summarize } from './metrics.js';
  * @property {number} [ackTimeoutMs] default DEFAULT_ACK_TIMEOUT_MS, as in the paper
  * @property {number} [warmupMs] default 0
  * @property {number} [maxUpdates] stop the cycle after this many updates (0 = run until stopped)
+ * @property {import('./cycle.js').CycleMode} [cycleMode] 'pipelined' (the product's: the app and the
+ *   bench pass it) or 'gated' (the paper's); absent: 'gated', so callers that predate the modes keep
+ *   the cycle they were written against
  * @property {() => import('./protocol.js').Pose} pose the newest local pose
  * @property {() => number} [now] monotonic ms clock, default performance.now
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
@@ -70,7 +73,20 @@ import { ReceiveStream, summarize } from './metrics.js';
  *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
  */
 
-export { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS };
+export { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, CYCLE_MODES, FREEZE_MS };
+
+/** The product's cycle mode: what the app and the bench use unless told otherwise. */
+export const DEFAULT_CYCLE_MODE = CYCLE_MODES[0];
+
+/**
+ * A cycle mode from a URL or flag value ('pipelined' | 'gated'), else null.
+ * @param {unknown} value
+ * @returns {import('./cycle.js').CycleMode | null}
+ */
+export function parseCycleMode(value) {
+  const v = String(value ?? '').trim().toLowerCase();
+  return /** @type {readonly string[]} */ (CYCLE_MODES).includes(v) ? /** @type {import('./cycle.js').CycleMode} */ (v) : null;
+}
 
 /**
  * One participant of a working group.
@@ -112,6 +128,7 @@ export class CarClient {
     /** @type {{ at: number, code: number } | null} the outage going on */
     this.outage = null;
     this.cycle = new ActionCycle({
+      mode: options.cycleMode ?? 'gated',
       cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
       ackTimeoutMs: options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS,
       warmupMs: options.warmupMs ?? 0,
@@ -280,6 +297,10 @@ export class CarClient {
     stream.acksSent++;
     this.transport.sendAck(m.sender, m.seq, this.id);
     if (!newest) return; // older than what we have: never applied
+    // Freshness counts from the end of our warm-up (from the first update when we never send).
+    if (!this.cycle.startedAt || arrivalTime >= this.cycle.startedAt + (this.options.warmupMs ?? 0)) {
+      stream.freshness.applied(arrivalTime);
+    }
     const member = this.members.get(m.sender);
     if (member) {
       member.pose = m.pose;
@@ -316,6 +337,7 @@ export class CarClient {
       name: this.options.name,
       group: this.options.group,
       transport: this.transport.name,
+      cycleMode: this.cycle.mode,
       rt: this.rt,
       rtWarmup: this.rtWarmup,
       sentTo: this.cycle.sentTo,
@@ -325,6 +347,10 @@ export class CarClient {
       completed: this.cycle.completed,
       ackTimeouts: this.cycle.ackTimeouts,
       skippedCycles: this.cycle.skippedCycles,
+      lateAcks: this.cycle.lateAcks,
+      evicted: this.cycle.evicted,
+      inFlight: this.cycle.inFlight(),
+      freshness: this.freshness(),
       reconnects: this.reconnects,
       reconnecting: this.outage !== null,
       outageMs: this.outageMs + (this.outage ? this.now() - this.outage.at : 0),
@@ -335,6 +361,31 @@ export class CarClient {
       setup: this.transport.setupInfo?.() ?? null,
       closedWith: this.closedWith,
     };
+  }
+
+  /**
+   * Freshness over every stream this client received (core/metrics.js summarizeFreshness).
+   * @returns {import('./metrics.js').FreshnessSummary}
+   */
+  freshness() {
+    return summarizeFreshness([...this.streams.values()].map((s) => s.freshness.toJSON()));
+  }
+
+  /**
+   * Per current member: how long ago its last fresh update arrived (ms, null
+   * before any) and whether its avatar is stale (nothing fresh for FREEZE_MS).
+   * @param {number} [now] this client's clock
+   * @returns {Map<number, { ageMs: number | null, stale: boolean }>}
+   */
+  freshnessAges(now = this.now()) {
+    /** @type {Map<number, { ageMs: number | null, stale: boolean }>} */
+    const ages = new Map();
+    for (const id of this.members.keys()) {
+      const m = this.members.get(id);
+      const ageMs = m && m.at > 0 ? now - m.at : null;
+      ages.set(id, { ageMs, stale: ageMs !== null && ageMs > FREEZE_MS });
+    }
+    return ages;
   }
 
   /** RT summary of the measured (non-warm-up) updates, for a HUD. */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CarClient } from './client.js';
+import { CarClient, parseCycleMode } from './client.js';
 
 /** @typedef {import('./client.js').TransportHandlers} TransportHandlers */
 /** @typedef {import('./protocol.js').WelcomeMsg} WelcomeMsg */
@@ -63,4 +63,34 @@ test('every received update is ACKed, stale ones too; only the newest is applied
   assert.equal(c.object.owner, 9, 'a tie on version goes to the larger client id');
   c.mergeObject({ pose: [2, 0, 0, 0, 0, 0, 1], version: 6 }, 1);
   assert.equal(c.object.owner, 1);
+});
+
+test('pipelined client: a late or reordered update is ACKed but not applied and not fresh; ages mark a stale neighbour', async () => {
+  let clock = 0;
+  const t = scriptedTransport(() => /** @type {WelcomeMsg} */ ({ type: 2, clientId: 9, serverTime: 0, members: [{ id: 1, name: 'a' }, { id: 2, name: 'b' }, { id: 9, name: 'me' }] }));
+  const c = new CarClient({ transport: t.transport, group: 'g', name: 'me', pose, cycleMode: 'pipelined', now: () => clock });
+  assert.equal(c.cycle.mode, 'pipelined');
+  await c.connect();
+  /** @param {number} sender @param {number} seq @returns {import('./protocol.js').UpdateMsg} */
+  const up = (sender, seq) => ({ type: 5, sender, seq, sendTime: 0, pose: [seq, 0, 0, 0, 0, 0, 1], object: null });
+  c.receiveUpdate(up(1, 1), 100);
+  c.receiveUpdate(up(1, 3), 267);
+  c.receiveUpdate(up(1, 2), 300); // overtaken on an unordered channel: stale
+  c.receiveUpdate(up(1, 4), 434);
+  assert.equal(t.sent.filter((s) => s.ack).length, 4, 'every update ACKed, the stale one too');
+  assert.equal(c.members.get(1)?.seq, 4);
+  const fresh = /** @type {import('./metrics.js').FreshRecord} */ (c.stats().recv[1].fresh);
+  assert.equal(fresh.n, 3);
+  assert.deepEqual(fresh.gaps, { 167: 2 });
+  clock = 1000;
+  let ages = c.freshnessAges();
+  assert.deepEqual(ages.get(1), { ageMs: 566, stale: false });
+  assert.deepEqual(ages.get(2), { ageMs: null, stale: false }, 'nothing yet is not a freeze');
+  clock = 1500;
+  ages = c.freshnessAges();
+  assert.deepEqual(ages.get(1), { ageMs: 1066, stale: true });
+  const stats = c.stats();
+  assert.equal(stats.cycleMode, 'pipelined');
+  assert.equal(stats.freshness.updatesPerStreamPerS, 1000 * 2 / 334);
+  assert.deepEqual([parseCycleMode('Gated'), parseCycleMode('pipelined'), parseCycleMode('167'), parseCycleMode(null)], ['gated', 'pipelined', null, null]);
 });

@@ -1,6 +1,25 @@
 // The action cycle (docs/architecture.md: "The action cycle"), the one place it lives.
-// Every cycleMs: take the newest pose; if every neighbour acknowledged the
-// previous update, or its ACK timeout expired, send the next one to the group.
+// Two modes:
+// - gated (the paper's): every cycleMs take the newest pose; if every
+//   neighbour acknowledged the previous update, or its ACK timeout expired,
+//   send the next one to the group, else skip the cycle.
+// - pipelined (the product's): every cycleMs send the newest pose, whatever
+//   happened to earlier ones. Each update has its own seq and ACK set; RT is
+//   per update; a late ACK still completes its own update but never blocks a
+//   send. An update without every ACK after ackTimeoutMs is timed out.
+
+/** @typedef {'gated' | 'pipelined'} CycleMode */
+
+/** The modes, the product's default first. */
+export const CYCLE_MODES = Object.freeze(/** @type {CycleMode[]} */ (['pipelined', 'gated']));
+
+/**
+ * Most updates a pipelined cycle keeps waiting for ACKs; past it the oldest
+ * is given up (counted as timed out). The ACK timeout bounds the set already
+ * (ackTimeoutMs / cycleMs, 120 at the defaults); this is the floor under a
+ * misconfiguration (a tiny cycle with a long timeout).
+ */
+export const MAX_PENDING = 512;
 
 /**
  * @typedef {object} CycleOptions
@@ -13,38 +32,65 @@
  * @property {(seq: number, sendTime: number) => void} send sends update `seq` to the group
  * @property {(rtMs: number, warmup: boolean) => void} onRt an update completed
  * @property {number} [maxUpdates] stop after sending this many (0 = no limit)
+ * @property {CycleMode} [mode] default 'gated' (the paper's)
  */
 
 /**
- * The sender side of the action cycle: sequence numbers, the outstanding
- * update's ACK set, timeouts and RT.
+ * An update waiting for ACKs.
+ * @typedef {{ seq: number, sentAt: number, waiting: Set<number>, acks: number, lastAckAt: number, warmup: boolean }} Pending
+ */
+
+/**
+ * The sender side of the action cycle: sequence numbers, the ACK sets of the
+ * updates in flight, timeouts and RT.
  */
 export class ActionCycle {
   /** @param {CycleOptions} options */
   constructor(options) {
     this.options = options;
+    /** @type {CycleMode} */
+    this.mode = options.mode ?? 'gated';
     this.seq = 0;
-    /** @type {{ seq: number, sentAt: number, waiting: Set<number>, acks: number, lastAckAt: number, warmup: boolean } | null} */
-    this.outstanding = null;
+    /**
+     * Updates waiting for ACKs, by seq, oldest first: at most one when gated,
+     * at most MAX_PENDING (in practice ackTimeoutMs / cycleMs) when pipelined.
+     * @type {Map<number, Pending>}
+     */
+    this.pending = new Map();
     this.startedAt = 0;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
     this.running = false;
     this.updatesSent = 0;
     this.completed = 0;
+    /** Updates whose ACK set did not complete within ackTimeoutMs (or, pipelined, pushed out past MAX_PENDING). */
     this.ackTimeouts = 0;
-    /** Cycles that found the previous update still unacknowledged. */
+    /** Pipelined: updates given up early because MAX_PENDING were in flight (also in ackTimeouts). */
+    this.evicted = 0;
+    /** Completed after a newer update of ours had been sent (pipelined; gated never sends one before). */
+    this.lateAcks = 0;
+    /** Cycles that found the previous update still unacknowledged (gated: nothing sent). */
     this.skippedCycles = 0;
     /** Paused: the connection is down, nothing is sent (see pause()). */
     this.paused = false;
     /** Cycles that passed while paused. */
     this.pausedCycles = 0;
-    /** Outstanding updates given up because the connection dropped. */
+    /** Updates in flight given up because the connection dropped. */
     this.abandoned = 0;
     /** @type {Record<string, number>} updates sent per receiver id */
     this.sentTo = {};
     /** @type {Record<string, number>} ACKs received per receiver id */
     this.acksFrom = {};
+  }
+
+  /**
+   * The oldest update still waiting for ACKs, or null: gated, the one
+   * outstanding update; pipelined, whether anything is in flight.
+   * @returns {Pending | null}
+   */
+  get outstanding() {
+    for (const p of this.pending.values()) return p;
+    return null;
   }
 
   /**
@@ -75,16 +121,14 @@ export class ActionCycle {
   }
 
   /**
-   * The connection dropped: send nothing until resume(). The outstanding
-   * update can never complete now; it is abandoned (its ACKs are lost, not
-   * waited on), and the sequence numbers go on where they were.
+   * The connection dropped: send nothing until resume(). The updates in
+   * flight can never complete now; they are abandoned (their ACKs are lost,
+   * not waited on), and the sequence numbers go on where they were.
    */
   pause() {
     this.paused = true;
-    if (this.outstanding) {
-      this.abandoned++;
-      this.outstanding = null;
-    }
+    this.abandoned += this.pending.size;
+    this.pending.clear();
   }
 
   resume() {
@@ -98,20 +142,28 @@ export class ActionCycle {
       return;
     }
     const now = this.options.now();
-    const out = this.outstanding;
-    if (out) {
-      if (now - out.sentAt < this.options.ackTimeoutMs) {
-        this.skippedCycles++;
-        return;
+    // Timed out: the missing ACKs count as lost, never waited on longer.
+    for (const [seq, p] of this.pending) {
+      if (now - p.sentAt < this.options.ackTimeoutMs) {
+        if (this.mode === 'gated') {
+          this.skippedCycles++;
+          return;
+        }
+        break; // oldest first: the rest are younger
       }
-      // Timed out: the missing ACKs count as lost, never waited on longer.
       this.ackTimeouts++;
-      this.outstanding = null;
+      this.pending.delete(seq);
     }
     const max = this.options.maxUpdates ?? 0;
     if (max > 0 && this.updatesSent >= max) {
       this.stop();
       return;
+    }
+    while (this.pending.size >= MAX_PENDING) {
+      const oldest = /** @type {number} */ (this.pending.keys().next().value);
+      this.pending.delete(oldest);
+      this.ackTimeouts++;
+      this.evicted++;
     }
     const seq = ++this.seq;
     const waiting = new Set(this.options.neighbours());
@@ -119,23 +171,24 @@ export class ActionCycle {
     this.updatesSent++;
     const warmup = now - this.startedAt < this.options.warmupMs;
     if (waiting.size > 0) {
-      this.outstanding = { seq, sentAt: now, waiting, acks: 0, lastAckAt: now, warmup };
+      this.pending.set(seq, { seq, sentAt: now, waiting, acks: 0, lastAckAt: now, warmup });
     }
     this.options.send(seq, now);
   }
 
   /**
-   * A neighbour acknowledged one of our updates.
+   * A neighbour acknowledged one of our updates: a late ACK (a newer update
+   * was sent since) still completes its own update, and counts its RT.
    * @param {number} acker
    * @param {number} seq
    */
   ack(acker, seq) {
     this.acksFrom[acker] = (this.acksFrom[acker] ?? 0) + 1;
-    const out = this.outstanding;
-    if (!out || out.seq !== seq || !out.waiting.delete(acker)) return;
-    out.acks++;
-    out.lastAckAt = this.options.now();
-    if (out.waiting.size === 0) this.complete(out.lastAckAt);
+    const p = this.pending.get(seq);
+    if (!p || !p.waiting.delete(acker)) return;
+    p.acks++;
+    p.lastAckAt = this.options.now();
+    if (p.waiting.size === 0) this.complete(p, p.lastAckAt);
   }
 
   /**
@@ -145,33 +198,40 @@ export class ActionCycle {
    * @param {number} [dropped]
    */
   ackedAll(seq, dropped = 0) {
-    const out = this.outstanding;
-    if (!out || out.seq !== seq) return;
+    const p = this.pending.get(seq);
+    if (!p) return;
     // Only when nobody was dropped do we know each neighbour's ACK arrived.
-    if (dropped === 0) for (const id of out.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
-    out.waiting.clear();
-    this.complete(this.options.now());
+    if (dropped === 0) for (const id of p.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
+    p.waiting.clear();
+    this.complete(p, this.options.now());
   }
 
   /**
-   * A member left: it leaves the ACK set at once.
+   * A member left: it leaves the ACK set of every update in flight at once.
    * @param {number} id
    */
   memberLeft(id) {
-    const out = this.outstanding;
-    if (!out || !out.waiting.delete(id)) return;
-    if (out.waiting.size === 0) {
+    for (const p of [...this.pending.values()]) {
+      if (!p.waiting.delete(id) || p.waiting.size > 0) continue;
       // RT is the time to the last ACK that did arrive; none arrived, none recorded.
-      if (out.acks > 0) this.complete(out.lastAckAt);
-      else this.outstanding = null;
+      if (p.acks > 0) this.complete(p, p.lastAckAt);
+      else this.pending.delete(p.seq);
     }
   }
 
-  /** @param {number} at time of the last ACK */
-  complete(at) {
-    const out = /** @type {NonNullable<ActionCycle['outstanding']>} */ (this.outstanding);
-    this.outstanding = null;
+  /**
+   * @param {Pending} p the update whose ACK set is complete
+   * @param {number} at time of the last ACK
+   */
+  complete(p, at) {
+    this.pending.delete(p.seq);
     this.completed++;
-    this.options.onRt(at - out.sentAt, out.warmup);
+    if (p.seq !== this.seq) this.lateAcks++;
+    this.options.onRt(at - p.sentAt, p.warmup);
+  }
+
+  /** Updates waiting for ACKs now. */
+  inFlight() {
+    return this.pending.size;
   }
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ActionCycle } from './cycle.js';
+import { ActionCycle, MAX_PENDING } from './cycle.js';
 
 /**
  * An ActionCycle on a hand-driven clock that records what it sends and the RTs.
@@ -113,4 +113,87 @@ test('paused (the connection dropped): the outstanding update is abandoned, noth
   h.advance(167); h.cycle.tick();
   assert.deepEqual(h.sent.map(([seq]) => seq), [1, 2], 'the next seq');
   assert.equal(h.cycle.ackTimeouts, 0);
+});
+
+// ---------------------------------------------------------------------------
+// Pipelined (the product's cycle): every cycle sends, each update is ACKed on its own.
+
+test('pipelined: every cycle sends whatever earlier updates are waiting on; each update has its own ACK set and RT', () => {
+  const h = harness({ mode: 'pipelined' });
+  h.cycle.tick(); // seq 1 at 0
+  h.advance(167); h.cycle.tick(); // seq 2 at 167, 1 unacknowledged
+  h.advance(167); h.cycle.tick(); // seq 3 at 334
+  assert.deepEqual(h.sent, [[1, 0], [2, 167], [3, 334]]);
+  assert.equal(h.cycle.skippedCycles, 0);
+  assert.equal(h.cycle.inFlight(), 3);
+  // update 2 completes first (its own ACKs), 1 is still waiting
+  h.advance(10); h.cycle.ack(2, 2); h.cycle.ack(3, 2);
+  assert.deepEqual(h.rts, [[177, false]]);
+  // an ACK of update 2 does nothing to 1 or 3
+  assert.deepEqual(h.cycle.outstanding?.waiting, new Set([2, 3]));
+  assert.deepEqual(h.cycle.sentTo, { 2: 3, 3: 3 });
+  assert.deepEqual(h.cycle.acksFrom, { 2: 1, 3: 1 });
+});
+
+test('pipelined: a late ACK for an old update still counts its RT, and never held a send back', () => {
+  const h = harness({ mode: 'pipelined' });
+  h.cycle.tick(); // 1 at 0
+  h.cycle.ack(2, 1);
+  for (let i = 0; i < 4; i++) { h.advance(167); h.cycle.tick(); } // 2..5 go out meanwhile
+  assert.equal(h.sent.length, 5);
+  h.advance(50); h.cycle.ack(3, 1); // 718 ms after update 1 was sent
+  assert.deepEqual(h.rts, [[718, false]]);
+  assert.equal(h.cycle.lateAcks, 1, 'completed after newer updates had gone out');
+  assert.equal(h.cycle.completed, 1);
+  h.cycle.ack(3, 1); // a duplicate ACK changes nothing
+  assert.equal(h.rts.length, 1);
+});
+
+test('pipelined: an update without every ACK after ackTimeoutMs is timed out; pending stays bounded', () => {
+  const h = harness({ mode: 'pipelined', ackTimeoutMs: 1000 });
+  for (let i = 0; i < 30; i++) { h.cycle.tick(); h.advance(167); } // no ACK ever
+  // at most ceil(1000 / 167) = 6 wait at once; the rest timed out
+  assert.ok(h.cycle.inFlight() <= 7, `${h.cycle.inFlight()} in flight`);
+  assert.equal(h.cycle.ackTimeouts + h.cycle.inFlight(), 30);
+  assert.equal(h.sent.length, 30);
+  h.cycle.ack(2, 1); h.cycle.ack(3, 1); // after its timeout: no RT
+  assert.equal(h.rts.length, 0);
+  // a tiny cycle with a huge timeout: MAX_PENDING caps the set
+  const big = harness({ mode: 'pipelined', ackTimeoutMs: 1e9 });
+  for (let i = 0; i < MAX_PENDING + 20; i++) { big.cycle.tick(); big.advance(1); }
+  assert.equal(big.cycle.inFlight(), MAX_PENDING);
+  assert.equal(big.cycle.evicted, 20);
+  assert.equal(big.cycle.ackTimeouts, 20);
+});
+
+test('pipelined: ACKED_ALL, a departed member and a dropped connection act on every update in flight', () => {
+  const h = harness({ mode: 'pipelined' });
+  h.cycle.tick(); h.advance(100); h.cycle.tick(); h.advance(100); h.cycle.tick();
+  h.cycle.ackedAll(2);
+  assert.deepEqual(h.rts, [[100, false]]);
+  h.cycle.ack(2, 1); // 1: 2 acked, 3 pending; 3: nobody acked yet
+  h.advance(5); h.cycle.memberLeft(3);
+  assert.deepEqual(h.rts.map((r) => r[0]), [100, 200], 'update 1 completes at its last ACK');
+  assert.deepEqual(h.cycle.outstanding?.waiting, new Set([2]), 'update 3 now waits for 2 alone');
+  h.advance(5); h.cycle.ack(2, 3);
+  assert.deepEqual(h.rts.map((r) => r[0]), [100, 200, 10]);
+  assert.equal(h.cycle.inFlight(), 0);
+  h.setNeighbours([2]);
+  h.cycle.tick(); h.cycle.tick();
+  h.cycle.pause();
+  assert.equal(h.cycle.abandoned, 2);
+  assert.equal(h.cycle.outstanding, null);
+  h.cycle.tick();
+  assert.equal(h.cycle.pausedCycles, 1);
+  h.cycle.resume(); h.cycle.tick();
+  assert.deepEqual(h.sent.map(([seq]) => seq), [1, 2, 3, 4, 5, 6]);
+});
+
+test('gated stays the paper\'s: the default mode, one update at a time', () => {
+  const h = harness();
+  assert.equal(h.cycle.mode, 'gated');
+  h.cycle.tick(); h.advance(167); h.cycle.tick(); h.advance(167); h.cycle.tick();
+  assert.equal(h.sent.length, 1);
+  assert.equal(h.cycle.skippedCycles, 2);
+  assert.equal(h.cycle.inFlight(), 1);
 });

@@ -1,5 +1,5 @@
 // Measurements as docs/architecture.md defines them: RT statistics, per-stream loss,
-// duplicates, reorders and RFC 3550 interarrival jitter. Shared by every
+// duplicates, reorders, RFC 3550 interarrival jitter and freshness at the receiver. Shared by every
 // transport, the browser HUD, the Node clients and the bench aggregation.
 
 /**
@@ -89,6 +89,8 @@ export class ReceiveStream {
     this.seen = new Uint32Array(DUP_WINDOW / 32);
     /** ACKs this receiver sent back to the sender. */
     this.acksSent = 0;
+    /** Fresh updates applied, on the receiver's clock (see Freshness). */
+    this.freshness = new Freshness();
   }
 
   /**
@@ -134,7 +136,10 @@ export class ReceiveStream {
     else this.seen[slot >>> 5] &= ~(1 << (slot & 31));
   }
 
-  /** JSON-able counters. */
+  /**
+   * JSON-able counters.
+   * @returns {StreamRecord & { fresh: FreshRecord }}
+   */
   toJSON() {
     return {
       received: this.received,
@@ -142,8 +147,168 @@ export class ReceiveStream {
       reorders: this.reorders,
       jitterMs: this.jitterMs,
       acksSent: this.acksSent,
+      fresh: this.freshness.toJSON(),
     };
   }
+}
+
+/**
+ * One receiver's counters of one sender's stream (ReceiveStream.toJSON).
+ * @typedef {object} StreamRecord
+ * @property {number} received
+ * @property {number} duplicates
+ * @property {number} reorders
+ * @property {number} jitterMs
+ * @property {number} acksSent
+ * @property {FreshRecord} [fresh] absent in records from before freshness was measured
+ */
+
+/** A gap between fresh updates longer than this is a visible freeze (ms): the HUD marks the avatar stale. */
+export const FREEZE_MS = 1000;
+
+/**
+ * The histogram bucket of a gap: whole ms below 1 s, 10 ms below 10 s, then
+ * 100 ms. Percentiles read from it are exact to that resolution; the
+ * histogram stays small (gaps cluster around the cycle).
+ * @param {number} ms
+ */
+export function gapBucket(ms) {
+  if (ms < 1000) return Math.round(ms);
+  if (ms < 10000) return Math.round(ms / 10) * 10;
+  return Math.round(ms / 100) * 100;
+}
+
+/**
+ * What one receiver saw of one sender's fresh updates (docs/architecture.md
+ * "Freshness"): every update applied (newer than any before it), by arrival
+ * time on the receiver's own clock. No clocks are compared: only gaps between
+ * arrivals on one clock. The gaps between consecutive fresh updates are the
+ * freezes a person sees; the stream's time runs from its first fresh update to
+ * its last (the open gap after the last one is not counted: a run's end is not
+ * a freeze; the HUD shows it live).
+ */
+export class Freshness {
+  constructor() {
+    /** Fresh updates applied. */
+    this.n = 0;
+    /** @type {number | null} arrival of the first fresh update */
+    this.first = null;
+    /** @type {number | null} arrival of the newest fresh update */
+    this.last = null;
+    /** Sum of the gaps longer than FREEZE_MS (ms). */
+    this.frozenMs = 0;
+    this.maxGapMs = 0;
+    /** @type {Map<number, number>} gap bucket (gapBucket) -> count */
+    this.gaps = new Map();
+  }
+
+  /**
+   * A fresh update was applied.
+   * @param {number} arrivalTime receiver's clock, ms
+   */
+  applied(arrivalTime) {
+    this.n++;
+    if (this.last === null) {
+      this.first = arrivalTime;
+    } else {
+      const gap = Math.max(0, arrivalTime - this.last);
+      const key = gapBucket(gap);
+      this.gaps.set(key, (this.gaps.get(key) ?? 0) + 1);
+      if (gap > this.maxGapMs) this.maxGapMs = gap;
+      if (gap > FREEZE_MS) this.frozenMs += gap;
+    }
+    this.last = arrivalTime;
+  }
+
+  /**
+   * Time since the newest fresh update (ms), null before the first.
+   * @param {number} now receiver's clock
+   */
+  ageMs(now) {
+    return this.last === null ? null : now - this.last;
+  }
+
+  /** @returns {FreshRecord} */
+  toJSON() {
+    return {
+      n: this.n,
+      spanMs: this.first === null || this.last === null ? 0 : this.last - this.first,
+      frozenMs: this.frozenMs,
+      maxGapMs: this.maxGapMs,
+      gaps: Object.fromEntries(this.gaps),
+    };
+  }
+}
+
+/**
+ * One stream's freshness as JSON (Freshness.toJSON).
+ * @typedef {object} FreshRecord
+ * @property {number} n fresh updates applied
+ * @property {number} spanMs first to last fresh update
+ * @property {number} frozenMs sum of gaps > FREEZE_MS
+ * @property {number} maxGapMs
+ * @property {Record<string, number>} gaps histogram: gap bucket (ms) -> count
+ */
+
+/**
+ * A run's (or one client's) freshness over streams, as results.json
+ * reports it: fresh updates per stream per second (every gap of every stream
+ * over their summed time: 1000 / the mean gap), freeze = the gaps between
+ * consecutive fresh updates (p50, p99 nearest-rank over all gaps, max), and
+ * frozenPct = the share of stream time spent in gaps longer than FREEZE_MS.
+ * Null figures when no stream had two fresh updates.
+ * @param {Iterable<FreshRecord | undefined>} records
+ */
+export function summarizeFreshness(records) {
+  let gaps = 0;
+  let spanMs = 0;
+  let frozenMs = 0;
+  let max = 0;
+  let streams = 0;
+  /** @type {Map<number, number>} */
+  const hist = new Map();
+  for (const r of records) {
+    if (!r || !(r.n >= 2)) continue;
+    streams++;
+    gaps += r.n - 1;
+    spanMs += r.spanMs;
+    frozenMs += r.frozenMs;
+    if (r.maxGapMs > max) max = r.maxGapMs;
+    for (const [k, c] of Object.entries(r.gaps ?? {})) hist.set(Number(k), (hist.get(Number(k)) ?? 0) + c);
+  }
+  if (gaps === 0) {
+    return { updatesPerStreamPerS: null, freezeMs: { p50: null, p99: null, max: null }, frozenPct: null, streams: 0, gaps: 0 };
+  }
+  const keys = [...hist.keys()].sort((a, b) => a - b);
+  const total = keys.reduce((sum, k) => sum + /** @type {number} */ (hist.get(k)), 0);
+  /** @param {number} p */
+  const pct = (p) => {
+    const rank = Math.max(1, Math.ceil((p / 100) * total));
+    let seen = 0;
+    for (const k of keys) {
+      seen += /** @type {number} */ (hist.get(k));
+      if (seen >= rank) return k;
+    }
+    return keys[keys.length - 1];
+  };
+  return {
+    updatesPerStreamPerS: spanMs > 0 ? (1000 * gaps) / spanMs : null,
+    freezeMs: { p50: pct(50), p99: pct(99), max },
+    frozenPct: spanMs > 0 ? (100 * frozenMs) / spanMs : 0,
+    streams,
+    gaps,
+  };
+}
+
+/** @typedef {ReturnType<typeof summarizeFreshness>} FreshnessSummary */
+
+/**
+ * Freshness of a run from its clients' records: every (receiver, sender)
+ * stream of every client.
+ * @param {{ recv?: Record<string, { fresh?: FreshRecord }> }[]} clients
+ */
+export function aggregateFreshness(clients) {
+  return summarizeFreshness(clients.flatMap((c) => Object.values(c.recv ?? {}).map((s) => s.fresh)));
 }
 
 /**
@@ -155,10 +320,11 @@ export class ReceiveStream {
  * @property {number[]} rtWarmup RTs of warm-up updates, reported apart
  * @property {Record<string, number>} sentTo updates sent per receiver id (loss "expected")
  * @property {Record<string, number>} acksFrom ACKs received per receiver id
- * @property {Record<string, ReturnType<ReceiveStream['toJSON']>>} recv per sender id
+ * @property {Record<string, StreamRecord>} recv per sender id
  * @property {number} updatesSent
  * @property {number} ackTimeouts updates whose ACK set never completed in time
  * @property {number} skippedCycles cycles that found the previous update unacknowledged
+ * @property {string} [cycleMode] 'gated' | 'pipelined'
  */
 
 /**

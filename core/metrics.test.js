@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { summarize, percentile, jitterStep, ReceiveStream, aggregateStreams, DUP_WINDOW } from './metrics.js';
+import {
+  summarize, percentile, jitterStep, ReceiveStream, aggregateStreams, DUP_WINDOW,
+  Freshness, FREEZE_MS, gapBucket, summarizeFreshness, aggregateFreshness,
+} from './metrics.js';
 
 test('summarize: mean, population Dev, nearest-rank percentiles, max, n', () => {
   const s = summarize([2, 4, 4, 4, 5, 5, 7, 9]);
@@ -142,4 +145,62 @@ test('ReceiveStream: memory stays bounded over a long stream (the 10-minute soak
   assert.equal(s.received, 20000);
   assert.equal(retainedBytes(s), start);
   assert.ok(start <= 1024, `${start} bytes per stream`);
+});
+
+// ---------------------------------------------------------------------------
+// Freshness at the receiver, on hand-made timelines.
+
+test('Freshness: gaps between fresh updates on the receiver\'s clock; freezes over 1 s add to frozen time', () => {
+  const f = new Freshness();
+  // arrivals: steady 167 ms, then a 2.5 s freeze, then 167 ms again
+  for (const t of [1000, 1167, 1334, 1501, 4001, 4168]) f.applied(t);
+  const r = f.toJSON();
+  assert.equal(r.n, 6);
+  assert.equal(r.spanMs, 3168);
+  assert.equal(r.frozenMs, 2500);
+  assert.equal(r.maxGapMs, 2500);
+  assert.deepEqual(r.gaps, { 167: 4, 2500: 1 });
+  assert.equal(f.ageMs(4500), 332);
+  const s = summarizeFreshness([r]);
+  assert.ok(Math.abs(/** @type {number} */ (s.updatesPerStreamPerS) - 5000 / 3168) < 1e-9);
+  assert.deepEqual(s.freezeMs, { p50: 167, p99: 2500, max: 2500 });
+  assert.ok(Math.abs(/** @type {number} */ (s.frozenPct) - (100 * 2500) / 3168) < 1e-9);
+  assert.equal(s.streams, 1);
+});
+
+test('Freshness: a 1 s gap is not a freeze; buckets are whole ms below 1 s, 10 ms below 10 s, then 100 ms', () => {
+  const f = new Freshness();
+  f.applied(0); f.applied(1000); f.applied(1000.4);
+  assert.equal(f.frozenMs, 0);
+  assert.deepEqual([gapBucket(166.6), gapBucket(1234), gapBucket(23456)], [167, 1230, 23500]);
+  assert.equal(FREEZE_MS, 1000);
+});
+
+test('summarizeFreshness over streams: rate = gaps / summed time, percentiles over every gap; empty gives nulls', () => {
+  const a = new Freshness();
+  for (let t = 0; t <= 10 * 100; t += 100) a.applied(t); // 10 gaps of 100 ms in 1 s
+  const b = new Freshness();
+  b.applied(0); b.applied(20000); // one 20 s freeze (a gated stream waiting out its ACK timeout)
+  const one = new Freshness();
+  one.applied(5); // a single update: no gap, not counted
+  const s = summarizeFreshness([a.toJSON(), b.toJSON(), one.toJSON(), undefined]);
+  assert.equal(s.streams, 2);
+  assert.equal(s.gaps, 11);
+  assert.ok(Math.abs(/** @type {number} */ (s.updatesPerStreamPerS) - (1000 * 11) / 21000) < 1e-9);
+  assert.deepEqual(s.freezeMs, { p50: 100, p99: 20000, max: 20000 });
+  assert.ok(Math.abs(/** @type {number} */ (s.frozenPct) - (100 * 20000) / 21000) < 1e-9);
+  assert.deepEqual(summarizeFreshness([]), { updatesPerStreamPerS: null, freezeMs: { p50: null, p99: null, max: null }, frozenPct: null, streams: 0, gaps: 0 });
+});
+
+test('Freshness through ReceiveStream records: stale and duplicate arrivals are not fresh (aggregateFreshness)', () => {
+  const s = new ReceiveStream();
+  /** @param {number} seq @param {number} at */
+  const arrive = (seq, at) => { if (s.arrive(seq, 0, at)) s.freshness.applied(at); };
+  arrive(1, 0); arrive(3, 200); arrive(2, 250); arrive(3, 260); arrive(4, 400);
+  const rec = s.toJSON();
+  assert.equal(rec.fresh.n, 3, 'seq 2 (stale) and the second 3 (duplicate) are dropped');
+  assert.deepEqual(rec.fresh.gaps, { 200: 2 });
+  const run = aggregateFreshness([{ recv: { 1: rec } }, { recv: { 2: { received: 1, duplicates: 0, reorders: 0, jitterMs: 0, acksSent: 1 } } }]);
+  assert.equal(run.updatesPerStreamPerS, 5);
+  assert.equal(run.freezeMs.p99, 200);
 });
