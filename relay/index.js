@@ -37,6 +37,21 @@ import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets }
  *   groups span every relay on it (relay/cluster.js). The caller owns and closes the broker.
  * @property {import('./cluster-nodes.js').NodeDirectory} [nodes] the process's node directory, when
  *   signaling shares it; default: the relay's own
+ * @property {RelayLogger} [logger] where the relay says why it closed a socket (one warn line per close)
+ * @property {RelayObserver} [observer] hooks for the process's metrics (server/metrics.js)
+ */
+
+/**
+ * The part of a logger (pino's) the relay writes to: structured fields, then a message.
+ * @typedef {{ warn(fields: Record<string, unknown>, msg: string): void }} RelayLogger
+ */
+
+/**
+ * Hooks for metrics the relay's windowed stats cannot give: a histogram needs
+ * every sample, and a monotonic counter must see the window before it is reset.
+ * @typedef {object} RelayObserver
+ * @property {(ms: number) => void} [rts] one server-measured RTS sample (forward -> that destination's ACK)
+ * @property {() => void} [beforeReset] resetWindow() is about to zero the window's counters
  */
 
 // The WebSocket plumbing other servers on the same port share (signaling/).
@@ -66,7 +81,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes' | 'logger' | 'observer'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
  * @property {(o: Outbox) => void} scheduleFlush
  * @property {(o: Outbox) => void} markBlocked
@@ -102,6 +117,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 export function createRelay(options = {}) {
   const opts = relayOptions(options);
   const stats = new RelayStats();
+  observeRts(stats, options.observer);
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: opts.maxPayload,
@@ -112,6 +128,7 @@ export function createRelay(options = {}) {
   const ctx = relayContext(opts, stats, flusher, {
     detach: (s) => detach(s),
     dropDestination: (entry, dest) => groups.dropDestination(entry, dest),
+    logger: options.logger,
   });
   const groups = new GroupRegistry(ctx);
   const cluster = options.broker ? new ClusterLink(options.broker, groups, options.nodes) : null;
@@ -141,7 +158,11 @@ export function createRelay(options = {}) {
     // Binary frames arrive as one Buffer: the server sets no binaryType.
     ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
     ws.on('close', () => detach(session));
-    ws.on('error', () => detach(session)); // e.g. 1009 too big: ws closes it itself
+    ws.on('error', (err) => {
+      // e.g. 1009 too big: ws closes it itself, so this is the one place to say so.
+      if (!session.closed) options.logger?.warn(closeFields(session, wsErrorCloseCode(err), err.message), 'relay closed a socket');
+      detach(session);
+    });
   });
 
   const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
@@ -159,7 +180,11 @@ export function createRelay(options = {}) {
     metrics: () => relayMetrics({ stats, wss, groups, udp, flusher, cluster }),
     cluster,
     readiness: () => cluster?.readiness() ?? { ready: true, reason: 'single process' },
-    resetWindow: () => { stats.resetWindow(); cluster?.resetWindow(); },
+    resetWindow: () => {
+      options.observer?.beforeReset?.();
+      stats.resetWindow();
+      cluster?.resetWindow();
+    },
     close() {
       closing ??= (async () => {
         unlisten?.();
@@ -183,7 +208,7 @@ export function createRelay(options = {}) {
  * @returns {ResolvedRelayOptions}
  */
 export function relayOptions(options) {
-  const { server: _server, udp: _udp, broker: _broker, nodes: _nodes, ...rest } = options;
+  const { server: _server, udp: _udp, broker: _broker, nodes: _nodes, logger: _logger, observer: _observer, ...rest } = options;
   return { ...RELAY_DEFAULTS, ...stripUndefined(rest) };
 }
 
@@ -193,7 +218,7 @@ export function relayOptions(options) {
  * @param {ResolvedRelayOptions} options
  * @param {RelayStats} stats
  * @param {FlushScheduler} flusher
- * @param {{ detach: (s: Session) => void, dropDestination: RelayContext['dropDestination'] }} hooks
+ * @param {{ detach: (s: Session) => void, dropDestination: RelayContext['dropDestination'], logger?: RelayLogger }} hooks
  * @returns {RelayContext}
  */
 export function relayContext(options, stats, flusher, hooks) {
@@ -205,6 +230,7 @@ export function relayContext(options, stats, flusher, hooks) {
     closeSession(s, code, reason) {
       if (s.closed) return;
       stats.recordClose(code);
+      hooks.logger?.warn(closeFields(s, code, reason), 'relay closed a socket');
       s.socket.close(code, closeReason(reason));
       hooks.detach(s);
     },
@@ -263,6 +289,85 @@ export function relayMetrics({ stats, wss, groups, udp, flusher, cluster }) {
       ...groups.backlog(), blocked: flusher.blocked.size,
     }),
     cluster: cluster?.snapshot() ?? null,
+  };
+}
+
+/**
+ * The transport a session uses, by its HELLO flags (docs/architecture.md's
+ * names; `p2p` covers both p2p transports, which differ only between phones);
+ * `none` before HELLO.
+ * @param {Pick<Session, 'group' | 'membershipOnly' | 'udp' | 'batched'>} s
+ * @returns {'none' | 'p2p' | 'relay-udp' | 'relay' | 'relay-faithful'}
+ */
+export function sessionTransport(s) {
+  if (!s.group) return 'none';
+  if (s.membershipOnly) return 'p2p';
+  if (s.udp) return 'relay-udp';
+  return s.batched ? 'relay' : 'relay-faithful';
+}
+
+/**
+ * The fields of the one log line a policy close gets: code, reason, transport
+ * and group name (never the group's token).
+ * @param {Pick<Session, 'group' | 'membershipOnly' | 'udp' | 'batched' | 'id'>} s
+ * @param {number} code
+ * @param {string} reason
+ */
+export function closeFields(s, code, reason) {
+  // Group keys carry a kind prefix (`r:` / `m:`, see GroupRegistry.join); the name is what users chose.
+  return { event: 'close', code, reason, transport: sessionTransport(s), group: s.group ? s.group.key.slice(2) : null, clientId: s.id || null };
+}
+
+/**
+ * The close code ws sends when it closes a socket itself on a bad frame.
+ * @param {Error & { code?: string }} err
+ */
+function wsErrorCloseCode(err) {
+  if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') return CloseCode.TOO_BIG;
+  if (err.code === 'WS_ERR_INVALID_UTF8') return 1007;
+  return 1002;
+}
+
+/**
+ * Live per-transport gauges of this node's sessions: connections, groups with
+ * such a member, bytes waiting in their outboxes. For /metrics.
+ * @param {Pick<GroupRegistry, 'groups'>} groups
+ * @param {number} clients open WebSockets (those not joined count under `none`)
+ * @returns {Record<string, { connections: number, groups: number, queuedBytes: number }>}
+ */
+export function transportGauges(groups, clients) {
+  /** @type {Record<string, { connections: number, groups: number, queuedBytes: number }>} */
+  const out = {};
+  let joined = 0;
+  for (const g of groups.groups.values()) {
+    /** @type {Set<string>} */
+    const seen = new Set();
+    for (const m of g.members.values()) {
+      if (!(m instanceof Session)) continue;
+      joined++;
+      const t = sessionTransport(m);
+      const row = (out[t] ??= { connections: 0, groups: 0, queuedBytes: 0 });
+      row.connections++;
+      row.queuedBytes += m.out.queuedBytes + (m.dataOut?.queuedBytes ?? 0);
+      if (!seen.has(t)) { seen.add(t); row.groups++; }
+    }
+  }
+  if (clients > joined) out.none = { connections: clients - joined, groups: 0, queuedBytes: 0 };
+  return out;
+}
+
+/**
+ * Passes every RTS sample to the observer as well as to the window's stats.
+ * @param {RelayStats} stats
+ * @param {RelayObserver | undefined} observer
+ */
+function observeRts(stats, observer) {
+  const rts = observer?.rts;
+  if (!rts) return;
+  const record = stats.recordRts.bind(stats);
+  stats.recordRts = (ms) => {
+    record(ms);
+    rts(ms);
   };
 }
 
