@@ -93,9 +93,10 @@ export function sendTo(ws, message) {
  * message for a peer on another node goes there instead.
  * @param {import('ws').WebSocket} ws
  * @param {string} id the peer id the socket opened with
- * @param {{ limits: SignalingLimits, counters: SignalingCounters, directory: GuardDirectory | null }} deps
+ * @param {{ limits: SignalingLimits, counters: SignalingCounters, directory: GuardDirectory | null,
+ *   onClose?: (code: number, reason: string, id: string) => void }} deps onClose: told of each close (the log line)
  */
-export function guardMessages(ws, id, { limits, counters, directory }) {
+export function guardMessages(ws, id, { limits, counters, directory, onClose }) {
   const theirs = ws.listeners('message');
   ws.removeAllListeners('message');
   const rate = new TokenBucket(limits.maxMessagesPerSecond, limits.maxMessagesBurst);
@@ -109,6 +110,7 @@ export function guardMessages(ws, id, { limits, counters, directory }) {
     if (problem) {
       closed = true;
       counters.closedByCode[problem[0]] = (counters.closedByCode[problem[0]] ?? 0) + 1;
+      onClose?.(problem[0], problem[1], id);
       ws.close(problem[0], problem[1]);
       return;
     }
@@ -126,6 +128,7 @@ export function guardMessages(ws, id, { limits, counters, directory }) {
  * @property {Map<string, import('ws').WebSocket>} sockets this node's open sockets by peer id
  * @property {SignalingCounters} counters
  * @property {SignalingLimits} limits
+ * @property {(code: number, reason: string, id: string) => void} [onClose] told of each close guardMessages makes
  */
 
 /**

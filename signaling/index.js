@@ -34,6 +34,7 @@ export const SIGNALING_DEFAULTS = Object.freeze({
  *   unique cluster-wide and messages reach peers on other nodes (signaling/cluster.js)
  * @property {import('../relay/cluster-nodes.js').NodeDirectory} [nodes] the process's node directory
  *   (shared with the relay); default: its own
+ * @property {import('../relay/index.js').RelayLogger} [logger] where signaling says why it closed a socket
  */
 
 /**
@@ -71,7 +72,9 @@ export function createSignaling(options = {}) {
     server: options.server, path, key, aliveTimeoutMs: options.aliveTimeoutMs ?? 60000,
     maxPayload: limits.maxPayload, counters, directory,
   });
-  const handleUpgrade = peerUpgradeHandler({ allowedOrigins: options.allowedOrigins, wss, directory, sockets, counters, limits });
+  const handleUpgrade = peerUpgradeHandler({
+    allowedOrigins: options.allowedOrigins, wss, directory, sockets, counters, limits, onClose: closeLogger(options.logger),
+  });
   const unlisten = options.server ? listenForUpgrades(options.server, wsPath, handleUpgrade) : null;
 
   return {
@@ -135,6 +138,17 @@ function peerDirectory(broker, nodes, sockets) {
     // The same peer (same token) opened a socket on another node: the newer one wins.
     evict: (id) => sockets.get(id)?.close(CloseCode.ID_TAKEN, 'id claimed again by a newer connection'),
   });
+}
+
+/**
+ * One log line per socket the guard closes, shaped as the relay's (code,
+ * reason, transport, group); the peer id is public, its token never logged.
+ * @param {import('../relay/index.js').RelayLogger | undefined} logger
+ * @returns {((code: number, reason: string, id: string) => void) | undefined}
+ */
+export function closeLogger(logger) {
+  if (!logger) return undefined;
+  return (code, reason, id) => logger.warn({ event: 'close', code, reason, transport: 'signaling', group: null, peerId: id || null }, 'signaling closed a socket');
 }
 
 /** @param {string} p */
