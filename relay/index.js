@@ -5,6 +5,7 @@
 import { DEFAULT_ACK_TIMEOUT_MS, RELAY_LIMITS } from '../core/defaults.js';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from '../core/protocol.js';
+import { BUDGET_DEFAULTS } from './budget.js';
 import { ClusterLink } from './cluster.js';
 import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
@@ -32,6 +33,11 @@ import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets }
  * @property {number} [maxMessagesPerSecond] per-socket message rate (token bucket refill);
  *   a client above it is closed with 4005 (messages inside a BATCH count one by one)
  * @property {number} [maxMessagesBurst] the bucket's size
+ * @property {number} [maxUpdatesPerSecond] per-connection UPDATE rate (relay/budget.js); above it close 4005
+ *   (relay-udp: dropped)
+ * @property {number} [maxUpdatesBurst] the UPDATE bucket's size
+ * @property {number} [maxGroupForwardsPerSecond] fan-out bound of one group, shared equally by its members;
+ *   an UPDATE over its sender's share is not forwarded (shed)
  * @property {import('./udp.js').UdpOptions} [udp] relay-udp: data channel and ICE settings
  * @property {import('./broker.js').Broker} [broker] join a cluster through this broker (NATS):
  *   groups span every relay on it (relay/cluster.js). The caller owns and closes the broker.
@@ -76,6 +82,7 @@ export const RELAY_DEFAULTS = Object.freeze({
   closeTimeoutMs: 3000,
   maxMessagesPerSecond: RELAY_LIMITS.maxMessagesPerSecond,
   maxMessagesBurst: RELAY_LIMITS.burstFactor * RELAY_LIMITS.maxMessagesPerSecond,
+  ...BUDGET_DEFAULTS,
 });
 
 /**
@@ -288,6 +295,7 @@ export function relayMetrics({ stats, wss, groups, udp, flusher, cluster }) {
       clients: wss.clients.size, joined: groups.memberCount, groups: groups.localGroupCount, udpChannels: udp.openChannels,
       ...groups.backlog(), blocked: flusher.blocked.size,
     }),
+    budget: { ...groups.budget },
     cluster: cluster?.snapshot() ?? null,
   };
 }
