@@ -2,7 +2,7 @@
 // window metrics, CPU) into one run record of results.json (docs/architecture.md: "Results
 // files"). Pure functions: unit tested without running anything.
 
-import { aggregateStreams, summarize } from '../core/metrics.js';
+import { aggregateFreshness, aggregateStreams, summarize } from '../core/metrics.js';
 
 /**
  * Summary of a list of numbers, or null when there are none.
@@ -95,6 +95,7 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
     clients: point.clients,
     group: point.group,
     cycleMs: point.cycleMs,
+    cycleMode: cycleModeOf(point, clients),
     ...extra,
     connected,
     rt,
@@ -107,11 +108,13 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
     dups: streams.duplicates,
     reorders: streams.reorders,
     jitterMs: streams.jitterMs,
+    freshness: freshnessOf(clients),
     updates: {
       sent: clients.reduce((s, c) => s + (c.updatesSent ?? 0), 0),
       completed: clients.reduce((s, c) => s + (c.completed ?? 0), 0),
       ackTimeouts: clients.reduce((s, c) => s + (c.ackTimeouts ?? 0), 0),
       skippedCycles: clients.reduce((s, c) => s + (c.skippedCycles ?? 0), 0),
+      lateAcks: clients.reduce((s, c) => s + (c.lateAcks ?? 0), 0),
       expected: streams.expected,
       received: streams.received,
       lost: streams.lost,
@@ -129,6 +132,31 @@ export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
     ...byBrowserOf(clients),
     ...outageOf(clients, streams),
   };
+}
+
+/**
+ * The run's cycle mode: the sweep point's, else what the clients report
+ * (they all run the point's), else null (records from before the modes).
+ * @param {{ cycleMode?: string }} point
+ * @param {any[]} clients
+ * @returns {string | null}
+ */
+export function cycleModeOf(point, clients) {
+  if (typeof point.cycleMode === 'string') return point.cycleMode;
+  const modes = [...new Set(clients.map((c) => c.cycleMode).filter((m) => typeof m === 'string'))];
+  return modes.length === 1 ? modes[0] : modes.length ? modes.join('+') : null;
+}
+
+/**
+ * The run's `freshness` (docs/architecture.md "Freshness"): over every
+ * (receiver, sender) stream of the run, fresh updates applied per stream per
+ * second, the gaps between them (freeze p50, p99, max, ms) and the share of
+ * stream time frozen (gaps > 1 s).
+ * @param {any[]} clients
+ */
+export function freshnessOf(clients) {
+  const f = aggregateFreshness(clients);
+  return { updatesPerStreamPerS: f.updatesPerStreamPerS, freezeMs: f.freezeMs, frozenPct: f.frozenPct, streams: f.streams, gaps: f.gaps };
 }
 
 /**

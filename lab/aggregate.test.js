@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups, byBrowserOf } from './aggregate.js';
+import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups, byBrowserOf, cycleModeOf } from './aggregate.js';
 
 const client = (id, extra = {}) => ({
   id, group: 'g', rt: [], rtWarmup: [], sentTo: {}, acksFrom: {}, recv: {},
@@ -81,4 +81,33 @@ test('a mixed fleet is split per browser: RT as sender, loss and jitter as recei
   assert.deepEqual(byBrowserOf(clients.map((c) => ({ ...c, browser: 'chromium' }))), {}, 'one browser: no split');
   const run = aggregateRun({ point: { transport: 'p2p', clients: 2, group: 2, cycleMs: 167 }, clients, relay: null, cpu: { server: null, clients: 50 } });
   assert.equal(/** @type {any} */ (run).byBrowser.firefox.clients, 1);
+});
+
+test('every run carries its cycle mode and the receivers\' freshness over all streams', () => {
+  const fresh = (/** @type {number[]} */ arrivals) => {
+    const gaps = /** @type {Record<string, number>} */ ({});
+    let frozenMs = 0; let maxGapMs = 0;
+    for (let i = 1; i < arrivals.length; i++) {
+      const g = arrivals[i] - arrivals[i - 1];
+      gaps[g] = (gaps[g] ?? 0) + 1;
+      if (g > 1000) frozenMs += g;
+      maxGapMs = Math.max(maxGapMs, g);
+    }
+    return { n: arrivals.length, spanMs: arrivals[arrivals.length - 1] - arrivals[0], frozenMs, maxGapMs, gaps };
+  };
+  const stream = (/** @type {number[]} */ arrivals) => ({ received: arrivals.length, duplicates: 0, reorders: 0, jitterMs: 0, acksSent: arrivals.length, fresh: fresh(arrivals) });
+  const clients = [
+    client(1, { cycleMode: 'gated', recv: { 2: stream([0, 200, 400, 600, 800, 1000]) } }),
+    client(2, { cycleMode: 'gated', recv: { 1: stream([0, 3000]) } }),
+  ];
+  const point = { transport: 'relay-udp', clients: 2, group: 2, cycleMs: 167, cycleMode: 'gated', relays: 0, placement: /** @type {const} */ ('spread') };
+  const run = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null } });
+  assert.equal(run.cycleMode, 'gated');
+  assert.equal(run.freshness.updatesPerStreamPerS, 6 / 4);
+  assert.deepEqual(run.freshness.freezeMs, { p50: 200, p99: 3000, max: 3000 });
+  assert.equal(run.freshness.frozenPct, 75);
+  assert.equal(cycleModeOf({}, clients), 'gated', 'from the clients when the point has none');
+  assert.equal(cycleModeOf({}, [client(1)]), null);
+  const none = aggregateRun({ point, clients: [client(1)], relay: null, cpu: { server: null, clients: null } });
+  assert.deepEqual(none.freshness.freezeMs, { p50: null, p99: null, max: null });
 });

@@ -65,6 +65,11 @@ export const NONE = '–';
  * @property {{ ordered?: boolean | null, maxRetransmits?: number | null, mixed?: any[] } | null} [channel]
  *   `{ mixed: [...] }` when the clients' channels disagreed
  * @property {string} [error] why the run failed (the runners keep the point and its error)
+ * @property {string | null} [cycleMode] 'pipelined' | 'gated' (docs/architecture.md "The action cycle")
+ * @property {{ updatesPerStreamPerS?: number | null, freezeMs?: Stats | null, frozenPct?: number | null } | null} [freshness]
+ *   at the receivers (docs/architecture.md "Freshness")
+ * @property {Record<string, any> | null} [cluster] runs on several relays joined through NATS (lab/sim.js)
+ * @property {Record<string, any> | null} [failover] a relay killed mid-run (lab/sim.js)
  */
 
 /**
@@ -88,6 +93,7 @@ export const NONE = '–';
  * @property {number | null} group
  * @property {number | null} cycleMs
  * @property {string | null} [net] network profile (--net)
+ * @property {string | null} [cycleMode] action cycle mode, when the runs say
  * @property {boolean} unreliable whether loss counts too
  * @property {number | null} supported largest client count whose runs all pass, null if none
  * @property {number | null} smallest smallest client count tested
@@ -238,11 +244,11 @@ export function tableRow(run) {
  * @returns {RunTable[]}
  */
 export function runTables(results) {
-  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, net, runs }) => ({
+  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, net, cycleMode, runs }) => ({
     transport,
     group,
     cycleMs,
-    title: tableTitle(transport, group, cycleMs, net),
+    title: tableTitle(transport, group, cycleMs, net, cycleMode),
     runs: [...runs].sort((a, b) => compareNumbers(a.clients, b.clients)),
   }));
 }
@@ -252,10 +258,11 @@ export function runTables(results) {
  * @param {number | null} group
  * @param {number | null} cycleMs
  * @param {string | null} [net] network profile (--net)
+ * @param {string | null} [cycleMode] action cycle mode, when the runs say
  * @returns {string}
  */
-export function tableTitle(transport, group, cycleMs, net = null) {
-  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${net ? ` · net ${net}` : ''}`;
+export function tableTitle(transport, group, cycleMs, net = null, cycleMode = null) {
+  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${cycleMode ? ` ${cycleMode}` : ''}${net ? ` · net ${net}` : ''}`;
 }
 
 /**
@@ -279,7 +286,7 @@ export function netName(run) {
  * @returns {Supported[]}
  */
 export function supportedClients(runs) {
-  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, runs: members }) => {
+  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, cycleMode, runs: members }) => {
     /** @type {Map<number, boolean>} */
     const passBySize = new Map();
     for (const run of members) {
@@ -300,6 +307,7 @@ export function supportedClients(runs) {
       group,
       cycleMs,
       net,
+      cycleMode,
       unreliable: members.some(isUnreliable),
       supported,
       smallest,
@@ -323,7 +331,8 @@ export function supportedRow(entry) {
   if (entry.smallest !== null) {
     tested = entry.smallest === entry.largest ? String(entry.smallest) : `${entry.smallest}–${entry.largest}`;
   }
-  return [entry.net ? `${entry.transport} · net ${entry.net}` : entry.transport, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
+  const name = `${entry.transport}${entry.cycleMode ? ` · ${entry.cycleMode}` : ''}${entry.net ? ` · net ${entry.net}` : ''}`;
+  return [name, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
 }
 
 /** What the table columns mean, one paragraph. */
@@ -375,9 +384,101 @@ export function renderTables(results) {
     out.push(markdownTable(PER_BROWSER_COLUMNS, perBrowser.flatMap(perBrowserRows), PER_BROWSER_COLUMNS.map((_, i) => (i < 2 ? 'left' : 'right'))));
     out.push('');
   }
+  const fresh = renderFreshnessTable(runs);
+  if (fresh) out.push(fresh);
+  const scale = renderScaleOutTable(runs);
+  if (scale) out.push(scale);
   const net = renderNetTables(runs);
   if (net) out.push(net);
   return out.join('\n');
+}
+
+/** Columns of the freshness table. */
+export const FRESHNESS_COLUMNS = Object.freeze([
+  'Transport', 'Mode', 'Net', 'Size', 'Group', 'Cycle (ms)', 'Fresh/stream/s', 'Freeze p50', 'Freeze p99', 'Freeze max', '% frozen', 'RT', '% loss',
+]);
+
+/** What the freshness columns mean. */
+export const FRESHNESS_LEGEND = 'Measured at the receivers, per (receiver, sender) stream, on the receiver\'s own clock '
+  + '(docs/architecture.md "Freshness"). Fresh/stream/s: updates applied (newer than any before) per stream and second, '
+  + '6 at most on a 167 ms cycle. Freeze: gaps between consecutive fresh updates (ms), the time an avatar stands still. '
+  + '% frozen: share of stream time spent in gaps over 1 s. Mode: pipelined sends every cycle; gated (the paper\'s) '
+  + 'waits for every ACK of the previous update or its ACK timeout. RT mean (ms) and % loss as above.';
+
+/**
+ * One row of the freshness table.
+ * @param {Run} run
+ * @returns {string[]}
+ */
+export function freshnessRow(run) {
+  const f = run.freshness ?? null;
+  return [
+    String(run.transport), run.cycleMode ?? NONE, netName(run) ?? NONE, fmt(run.clients), fmt(run.group), fmt(run.cycleMs),
+    fmt(f?.updatesPerStreamPerS, 2), fmt(f?.freezeMs?.p50), fmt(f?.freezeMs?.p99), fmt(f?.freezeMs?.max), fmt(f?.frozenPct, 2),
+    fmt(run.rt?.mean), fmt(run.lossPct, 2),
+  ];
+}
+
+/**
+ * Runs in table order: profiles as they ran, then transport, mode, group, cycle, clients.
+ * @param {Run[]} runs
+ * @returns {Run[]}
+ */
+export function orderedRuns(runs) {
+  const profiles = [...new Set(runs.map(netName))];
+  return [...runs].sort((a, b) => profiles.indexOf(netName(a)) - profiles.indexOf(netName(b))
+    || compareTransports(String(a.transport), String(b.transport))
+    || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? ''))
+    || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs) || compareNumbers(a.clients, b.clients));
+}
+
+/**
+ * The "Freshness at the receiver" section: empty when no run measured it.
+ * @param {Run[]} runs
+ * @returns {string}
+ */
+export function renderFreshnessTable(runs) {
+  const rs = orderedRuns(runs.filter((run) => isObject(run.freshness) && !run.error));
+  if (!rs.length) return '';
+  return ['## Freshness at the receiver', '', FRESHNESS_LEGEND, '',
+    markdownTable(FRESHNESS_COLUMNS, rs.map(freshnessRow), FRESHNESS_COLUMNS.map((_, i) => (i < 3 ? 'left' : 'right'))), ''].join('\n');
+}
+
+/** Columns of the scale-out table. */
+export const SCALE_OUT_COLUMNS = Object.freeze([
+  'Transport', 'Mode', 'Net', 'Size', 'Nodes', 'Cross-node updates', 'NATS', 'Clients moved', 'Reconnect p50', 'Reconnect p99', 'Reconnect max', 'Lost updates',
+]);
+
+/** What the scale-out columns mean. */
+export const SCALE_OUT_LEGEND = 'Runs on several relay processes joined through NATS. Nodes: relay processes; cross-node updates: '
+  + 'updates forwarded to a member on another node; NATS: server version. A failover run kills a relay mid-run: clients moved '
+  + 'to another node, their reconnect time (ms) and the updates lost meanwhile.';
+
+/**
+ * One row of the scale-out table.
+ * @param {Run} run
+ * @returns {string[]}
+ */
+export function scaleOutRow(run) {
+  const c = run.cluster ?? null;
+  const f = run.failover ?? null;
+  return [
+    String(run.transport), run.cycleMode ?? NONE, netName(run) ?? NONE, fmt(run.clients),
+    fmt(c?.nodes), fmt(c?.crossNodeUpdates), typeof c?.natsVersion === 'string' ? c.natsVersion : NONE,
+    fmt(f?.clientsMoved), fmt(f?.reconnectMs?.p50), fmt(f?.reconnectMs?.p99), fmt(f?.reconnectMs?.max), fmt(f?.lostUpdates),
+  ];
+}
+
+/**
+ * The "Scale-out" section: empty when no run has `cluster` or `failover`.
+ * @param {Run[]} runs
+ * @returns {string}
+ */
+export function renderScaleOutTable(runs) {
+  const rs = orderedRuns(runs.filter((run) => isObject(run.cluster) || isObject(run.failover)));
+  if (!rs.length) return '';
+  return ['## Scale-out', '', SCALE_OUT_LEGEND, '',
+    markdownTable(SCALE_OUT_COLUMNS, rs.map(scaleOutRow), SCALE_OUT_COLUMNS.map((_, i) => (i < 3 || i === 6 ? 'left' : 'right'))), ''].join('\n');
 }
 
 const PER_BROWSER_COLUMNS = Object.freeze(['Transport', 'Browser', 'Size', 'Group', 'Peers', 'RT', 'Dev', 'p95', '% loss', 'Jitter (ms)']);
@@ -452,7 +553,7 @@ export function renderSummaryLine(run) {
   const head = [
     `${mdText(r.transport ?? '?')}${driver ? ` (${mdText(driver)})` : ''} ${fmt(r.clients)} clients`,
     `group ${fmt(r.group)}`,
-    `${fmt(r.cycleMs)} ms`,
+    `${fmt(r.cycleMs)} ms${r.cycleMode ? ` ${mdText(r.cycleMode)}` : ''}`,
   ];
   if (r.error) return `${head.join(' · ')} · failed: ${mdText(r.error)}`;
   const rt = r.rt ?? {};
@@ -474,6 +575,9 @@ export function renderSummaryLine(run) {
   if (num(r.dups)) parts.push(`dups ${fmt(r.dups)}`);
   if (num(r.reorders)) parts.push(`reorders ${fmt(r.reorders)}`);
   if (num(r.jitterMs) !== null) parts.push(`jitter ${fmt(r.jitterMs, 1)} ms`);
+  if (num(r.freshness?.updatesPerStreamPerS) !== null) {
+    parts.push(`fresh ${fmt(r.freshness?.updatesPerStreamPerS, 2)}/stream/s, freeze p99 ${fmt(r.freshness?.freezeMs?.p99)} ms`);
+  }
   if (isObject(r.setupMs)) {
     const setup = Object.entries(r.setupMs)
       .filter(([, stats]) => num(stats?.p50 ?? stats?.mean) !== null)
@@ -489,8 +593,8 @@ export function renderSummaryLine(run) {
 
 /** Preferred order of top-level run fields in the CSV; others follow as first seen. */
 const FIELD_ORDER = [
-  'transport', 'clients', 'group', 'cycleMs', 'browser', 'sim',
-  'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'setupMs', 'channel',
+  'transport', 'clients', 'group', 'cycleMs', 'cycleMode', 'browser', 'sim',
+  'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'freshness', 'setupMs', 'channel',
 ];
 
 /** Preferred order of nested keys. */
@@ -681,14 +785,14 @@ export function runsOf(results) {
 }
 
 /**
- * Runs grouped by (transport, group, cycleMs, network profile), sorted by
- * transport, group, cycle; profiles in the order they ran.
+ * Runs grouped by (transport, group, cycleMs, cycle mode, network profile),
+ * sorted by transport, group, cycle, mode; profiles in the order they ran.
  *
  * @param {Run[]} runs
- * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }[]}
+ * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null, runs: Run[] }[]}
  */
 export function groupRuns(runs) {
-  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, runs: Run[] }>} */
+  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null, runs: Run[] }>} */
   const groups = new Map();
   for (const run of runs) {
     if (!isObject(run)) continue;
@@ -696,12 +800,14 @@ export function groupRuns(runs) {
     const group = num(run.group);
     const cycleMs = num(run.cycleMs);
     const net = netName(run);
-    const key = JSON.stringify([transport, group, cycleMs, net]);
+    const cycleMode = typeof run.cycleMode === 'string' ? run.cycleMode : null;
+    const key = JSON.stringify([transport, group, cycleMs, cycleMode, net]);
     let entry = groups.get(key);
-    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, runs: [] }));
+    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, cycleMode, runs: [] }));
     entry.runs.push(run);
   }
   return [...groups.values()].sort(
-    (a, b) => compareTransports(a.transport, b.transport) || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs),
+    (a, b) => compareTransports(a.transport, b.transport) || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs)
+      || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? '')),
   );
 }

@@ -19,8 +19,12 @@ import { TRANSPORTS, transportInfo } from '../core/transports.js';
 import { experimentReport } from './browsers/report-section.js';
 import { isLabRun } from './browsers/tables.js';
 import {
+  FRESHNESS_COLUMNS,
+  FRESHNESS_LEGEND,
   LOSS_LIMIT_PCT,
   NONE,
+  SCALE_OUT_COLUMNS,
+  SCALE_OUT_LEGEND,
   RT_LIMIT_MS,
   SUPPORTED_COLUMNS,
   SUPPORTED_LEGEND,
@@ -29,11 +33,15 @@ import {
   compareTransports,
   describeDriver,
   fmt,
+  freshnessRow,
   groupRuns,
   isUnreliable,
+  netName,
   num,
+  orderedRuns,
   runTables,
   runsOf,
+  scaleOutRow,
   supportedClients,
   supportedRow,
   tableRow,
@@ -46,7 +54,7 @@ import { netReportSection } from './net/report.js';
 /**
  * @typedef {object} ChartSpec one chart of the report
  * @property {string} id the canvas element id
- * @property {'rt' | 'supported' | 'loss' | 'setup' | 'cpu'} kind
+ * @property {'rt' | 'supported' | 'loss' | 'setup' | 'cpu' | 'fresh' | 'freeze'} kind
  * @property {string} title
  * @property {string} subtitle
  * @property {number} [height] canvas height in CSS pixels, when not the default
@@ -294,7 +302,58 @@ export function buildCharts(results) {
   for (const { cycleMs, runs: cycleRuns } of cycles) add('loss', lossChart(cycleRuns, cycleMs, colors, many));
   add('setup', setupChart(runs));
   for (const { cycleMs, runs: cycleRuns } of cycles) add('cpu', cpuChart(cycleRuns, cycleMs, colors, many));
+  add('fresh', freshnessChart(runs, colors, 'fresh'));
+  add('freeze', freshnessChart(runs, colors, 'freeze'));
   return charts;
+}
+
+/** A run's series in the freshness charts: transport, and cycle mode when it has one. @param {Run} run */
+const freshSeries = (run) => `${String(run.transport ?? '?')}${typeof run.cycleMode === 'string' ? ` · ${run.cycleMode}` : ''}`;
+
+/** A run's category in the freshness charts: network profile, population and group. @param {Run} run */
+const freshCategory = (run) => `${netName(run) ?? 'no profile'} · ${fmt(run.clients)} clients · group ${fmt(run.group)}`;
+
+/**
+ * Grouped bars of the receivers' freshness (docs/architecture.md "Freshness"):
+ * one category per (profile, clients, group), one bar per transport x cycle
+ * mode; `fresh`: fresh updates per stream per second, `freeze`: freeze p99.
+ * Gated bars are the transport's colour, hollow.
+ * @param {Run[]} runs
+ * @param {Map<string, string>} colors
+ * @param {'fresh' | 'freeze'} which
+ * @returns {Omit<ChartSpec, 'id' | 'kind'> | null}
+ */
+function freshnessChart(runs, colors, which) {
+  const value = (/** @type {Run} */ run) => (which === 'fresh' ? num(run.freshness?.updatesPerStreamPerS) : num(run.freshness?.freezeMs?.p99));
+  const rs = orderedRuns(runs.filter((run) => !run.error && value(run) !== null));
+  if (!rs.length) return null;
+  const categories = [...new Set(rs.map(freshCategory))];
+  const series = [...new Set(rs.map(freshSeries))];
+  const datasets = series.map((name) => {
+    const first = /** @type {Run} */ (rs.find((run) => freshSeries(run) === name));
+    const color = colors.get(String(first.transport ?? '?')) ?? EXTRA_COLORS[0];
+    const cells = categories.map((c) => rs.filter((run) => freshSeries(run) === name && freshCategory(run) === c));
+    const style = barStyle(color);
+    return {
+      label: name,
+      data: cells.map((hits) => (hits.length ? round(/** @type {number} */ (value(hits[hits.length - 1])), 2) : null)),
+      tips: cells.map((hits) => hits.map((run) => `freeze p50 ${fmt(run.freshness?.freezeMs?.p50)} ms, max ${fmt(run.freshness?.freezeMs?.max)} ms, ${fmt(run.freshness?.frozenPct, 2)} % frozen`)),
+      ...style,
+      ...(first.cycleMode === 'gated' ? { backgroundColor: withAlpha(color, 0.2), borderWidth: 2 } : {}),
+    };
+  });
+  const options = groupedBarOptions('network profile · population', which === 'fresh' ? 'fresh updates / stream / s' : 'freeze p99 (ms)');
+  return which === 'fresh'
+    ? {
+      title: 'Fresh updates per stream per second',
+      subtitle: 'Updates a receiver applied per sender and second, on its own clock (6 at most on a 167 ms cycle). Hollow: gated cycle.',
+      config: { type: 'bar', data: { labels: categories, datasets }, options },
+    }
+    : {
+      title: 'Freeze p99',
+      subtitle: 'The 99th percentile gap between fresh updates at a receiver (ms): how long an avatar stands still. Hollow: gated cycle.',
+      config: { type: 'bar', data: { labels: categories, datasets }, options },
+    };
 }
 
 /**
@@ -316,12 +375,14 @@ function cycleSuffix(cycleMs, many) {
 function seriesOf(runs, colors) {
   const groups = distinctNumbers(runs.map((run) => run.group));
   const transports = new Set(runs.map((run) => String(run.transport ?? '?')));
+  const modes = new Set(runs.map((run) => run.cycleMode ?? null));
   return groupRuns(runs).map((entry) => {
     const color = colors.get(entry.transport) ?? EXTRA_COLORS[0];
     const groupIndex = entry.group === null ? groups.length : groups.indexOf(entry.group);
     const parts = [];
     if (transports.size > 1 || groups.length <= 1) parts.push(entry.transport);
     if (groups.length > 1 || transports.size === 1) parts.push(`group ${fmt(entry.group)}`);
+    if (modes.size > 1 && entry.cycleMode) parts.push(entry.cycleMode);
     return {
       label: parts.join(' · '),
       runs: [...entry.runs].filter((run) => num(run.clients) !== null).sort((a, b) => a.clients - b.clients),
@@ -984,6 +1045,7 @@ ${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the ta
 <p class="legend">${escapeHtml(TABLE_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
 ${tables.length ? `<div class="tables">\n${tableCardsHtml(tables)}\n</div>` : '<p class="empty">No runs.</p>'}
 </section>`,
+    ...freshnessSectionsHtml(runs),
     `<section id="supported">
 <h2>Supported clients</h2>
 <p class="legend">${escapeHtml(SUPPORTED_LEGEND)}</p>
@@ -995,6 +1057,39 @@ ${supported.length ? `<div class="card scroll fit">${htmlTable(SUPPORTED_COLUMNS
 ${ordered.length ? `<div class="card scroll">${runsTable(ordered)}</div>` : '<p class="empty">No runs.</p>'}
 </section>`,
   ];
+}
+
+/**
+ * The freshness table (every run that measured it) and the scale-out table
+ * (runs with `cluster` or `failover`); nothing for runs without them.
+ * @param {Run[]} runs
+ * @returns {string[]}
+ */
+export function freshnessSectionsHtml(runs) {
+  const out = [];
+  const fresh = orderedRuns(runs.filter((run) => run.freshness && typeof run.freshness === 'object' && !run.error));
+  if (fresh.length) {
+    const rows = fresh.map((run) => {
+      const p99 = num(run.freshness?.freezeMs?.p99);
+      const classes = FRESHNESS_COLUMNS.map(() => '');
+      if (p99 !== null && p99 >= 1000) classes[8] = 'bad';
+      return { cells: freshnessRow(run), classes };
+    });
+    out.push(`<section id="freshness">
+<h2>Freshness at the receiver</h2>
+<p class="legend">${escapeHtml(FRESHNESS_LEGEND)} Red: freeze p99 of 1 s or more.</p>
+<div class="card scroll">${htmlTable(FRESHNESS_COLUMNS, rows, { numeric: FRESHNESS_COLUMNS.map((_, i) => i >= 3) })}</div>
+</section>`);
+  }
+  const scale = orderedRuns(runs.filter((run) => (run.cluster && typeof run.cluster === 'object') || (run.failover && typeof run.failover === 'object')));
+  if (scale.length) {
+    out.push(`<section id="scale-out">
+<h2>Scale-out</h2>
+<p class="legend">${escapeHtml(SCALE_OUT_LEGEND)}</p>
+<div class="card scroll">${htmlTable(SCALE_OUT_COLUMNS, scale.map((run) => ({ cells: scaleOutRow(run) })), { numeric: SCALE_OUT_COLUMNS.map((_, i) => i >= 3 && i !== 6) })}</div>
+</section>`);
+  }
+  return out;
 }
 
 /**
@@ -1018,10 +1113,12 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
  * @param {{ href: string, label: string }[]} labLinks
  * @param {boolean} carSections
  * @param {boolean} hasNet
+ * @param {{ freshness: boolean, scaleOut: boolean }} [extra] sections present
  * @returns {string}
  */
-function navHtml(labLinks, carSections, hasNet) {
-  return `${labLinks.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('')}${carSections ? '<a href="#charts">Charts</a>' + (hasNet ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a><a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a>`;
+function navHtml(labLinks, carSections, hasNet, extra = { freshness: false, scaleOut: false }) {
+  const more = (extra.freshness ? '<a href="#freshness">Freshness</a>' : '') + (extra.scaleOut ? '<a href="#scale-out">Scale-out</a>' : '');
+  return `${labLinks.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('')}${carSections ? '<a href="#charts">Charts</a>' + (hasNet ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a>' + more + '<a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a>`;
 }
 
 /**
@@ -1087,7 +1184,10 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
     title,
     summary: lab ? labSummary(runsOf(allResults)) : headerSummary(runs),
     renderedAt,
-    nav: navHtml(lab ? lab.nav : [], carSections, Boolean(net)),
+    nav: navHtml(lab ? lab.nav : [], carSections, Boolean(net), {
+      freshness: runs.some((run) => run.freshness && typeof run.freshness === 'object' && !run.error),
+      scaleOut: runs.some((run) => Boolean(run.cluster || run.failover)),
+    }),
     sections,
     results: allResults,
     charts: [...charts, ...(lab?.charts ?? []), ...(net?.charts ?? [])],

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, describe, test } from 'node:test';
 
-import { writeResults } from './output.js';
+import { groupRuns, renderScaleOutTable, renderSummaryLine, renderTables, runTables, writeResults } from './output.js';
 import { buildCharts, chartJsPath, envRows, escapeHtml, inlineScript, jsonForScript, renderReportHtml, setupPhases } from './report-html.js';
 
 const CHROMIUM = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
@@ -347,4 +347,66 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
       await browser.close();
     }
   });
+});
+
+// ---------------------------------------------------------------------------
+// The receivers' freshness, the cycle mode and the scale-out fields in tables.md,
+// report.html and the terminal summary.
+
+/**
+ * @param {string} transport @param {'gated' | 'pipelined'} cycleMode @param {number} fresh @param {number} p99
+ * @returns {import('./output.js').Run}
+ */
+const run = (transport, cycleMode, fresh, p99) => ({
+  transport, clients: 20, group: 5, cycleMs: 167, cycleMode, sim: {}, net: { profile: 'lossy-5' },
+  rt: { mean: 40, dev: 5, p50: 38, p95: 60, p99: 90, max: 120, n: 1000 }, rts: null, cpu: { server: 5, clients: 20 },
+  lossPct: 5.1, ackLossPct: 4.9, dups: 0, reorders: 3, jitterMs: 1.2, setupMs: null, channel: null, durationS: 20,
+  freshness: { updatesPerStreamPerS: fresh, freezeMs: { p50: 167, p99, max: p99 * 2 }, frozenPct: p99 > 1000 ? 40 : 0 },
+});
+
+const freshResults = { env: { cpus: 2 }, runs: [run('relay-udp', 'pipelined', 5.66, 334), run('relay-udp', 'gated', 0.4, 20000)] };
+
+test('tables: one CAR table per cycle mode, a freshness table with every run, the mode in the title', () => {
+  assert.deepEqual(groupRuns(freshResults.runs).map((g) => g.cycleMode), ['gated', 'pipelined']);
+  assert.deepEqual(runTables(freshResults).map((t) => t.title), [
+    'relay-udp · group 5 · cycle 167 ms gated · net lossy-5', 'relay-udp · group 5 · cycle 167 ms pipelined · net lossy-5',
+  ]);
+  const md = renderTables(freshResults);
+  assert.match(md, /## Freshness at the receiver/);
+  assert.match(md, /\| relay-udp +\| gated +\| lossy-5 +\| +20 \| +5 \| +167 \| +0\.40 \| +167 \| +20000 \| +40000 \| +40\.00 \|/);
+  assert.match(md, /\| relay-udp +\| pipelined +\| lossy-5 +\|.*\| +5\.66 \| +167 \| +334 \|/);
+  assert.match(md, /Fresh\/s/, 'and in the network table');
+  assert.doesNotMatch(md, /## Scale-out/, 'no cluster run');
+  assert.match(renderSummaryLine(freshResults.runs[0]), /167 ms pipelined .*fresh 5\.66\/stream\/s, freeze p99 334 ms/);
+  assert.equal(renderTables({ runs: [{ transport: 'relay', clients: 1, group: 1, cycleMs: 167 }] }).includes('Freshness'), false, 'older records: no section');
+});
+
+test('scale-out columns when a run has cluster or failover', () => {
+  const clustered = {
+    ...run('relay', 'pipelined', 5.9, 200),
+    cluster: { nodes: 3, crossNodeUpdates: 4800, natsVersion: '2.10.22' },
+    failover: { clientsMoved: 7, reconnectMs: { p50: 310, p99: 920, max: 990 }, lostUpdates: 14 },
+  };
+  const md = renderScaleOutTable([clustered, run('relay', 'gated', 1, 1)]);
+  assert.match(md, /## Scale-out/);
+  assert.match(md, /\| relay +\| pipelined +\| lossy-5 +\| +20 \| +3 \| +4800 \| 2\.10\.22 +\| +7 \| +310 \| +920 \| +990 \| +14 \|/);
+  assert.equal(md.split('\n').filter((l) => l.startsWith('| relay')).length, 1, 'only the clustered run');
+  const html = renderReportHtml({ env: { cpus: 2 }, runs: [clustered] });
+  assert.match(html, /<section id="scale-out">/);
+  assert.match(html, /href="#scale-out"/);
+});
+
+test('report.html: freshness charts per transport x mode and the freshness section', () => {
+  const charts = buildCharts(freshResults);
+  const fresh = charts.find((c) => c.kind === 'fresh');
+  const freeze = charts.find((c) => c.kind === 'freeze');
+  assert.ok(fresh && freeze);
+  assert.deepEqual(fresh.config.data.labels, ['lossy-5 · 20 clients · group 5']);
+  assert.deepEqual(fresh.config.data.datasets.map((/** @type {any} */ d) => [d.label, d.data[0]]), [['relay-udp · gated', 0.4], ['relay-udp · pipelined', 5.66]]);
+  assert.deepEqual(freeze.config.data.datasets.map((/** @type {any} */ d) => d.data[0]), [20000, 334]);
+  const html = renderReportHtml(freshResults);
+  assert.match(html, /<section id="freshness">/);
+  assert.match(html, /href="#freshness"/);
+  assert.match(html, /<td class="num bad">20000<\/td>/, 'a freeze p99 of 1 s or more is red');
+  assert.equal(buildCharts({ runs: [{ transport: 'relay', clients: 1, group: 1, cycleMs: 167 }] }).some((c) => c.kind === 'fresh'), false);
 });

@@ -23,6 +23,49 @@ export function runSchemaProblems(run) {
   for (const k of ['lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs']) if (!isNumOrNull(run[k])) p.push(`${k} is not a number or null`);
   if (run.setupMs !== null && (typeof run.setupMs !== 'object' || !('signaling' in run.setupMs) || !('peer' in run.setupMs))) p.push('setupMs is neither null nor {signaling, peer}');
   if (run.channel !== null && (typeof run.channel !== 'object' || (!('ordered' in run.channel) && !('mixed' in run.channel)))) p.push('channel is neither null nor {ordered, maxRetransmits}');
+  p.push(...addedFieldProblems(run));
+  return p;
+}
+
+/** The action cycle's modes (docs/architecture.md "The action cycle"). */
+const CYCLE_MODES = ['pipelined', 'gated'];
+
+/**
+ * Fields added since the first schema: optional (older results files lack
+ * them), checked when present. `cycleMode` and `freshness` come with every
+ * run of `carlab sim` and `carlab bench`; `cluster` and `failover` with runs
+ * on several relays (lab/sim.js).
+ * @param {any} run
+ * @returns {string[]}
+ */
+export function addedFieldProblems(run) {
+  const p = [];
+  if ('cycleMode' in run && run.cycleMode !== null && !CYCLE_MODES.includes(run.cycleMode)) p.push(`cycleMode is not one of ${CYCLE_MODES.join(', ')}`);
+  if ('freshness' in run && run.freshness !== null) {
+    const f = run.freshness;
+    if (typeof f !== 'object') p.push('freshness is not an object');
+    else {
+      if (!isNumOrNull(f.updatesPerStreamPerS)) p.push('freshness.updatesPerStreamPerS is not a number or null');
+      if (!isNumOrNull(f.frozenPct)) p.push('freshness.frozenPct is not a number or null');
+      if (!f.freezeMs || typeof f.freezeMs !== 'object') p.push('freshness.freezeMs is missing');
+      else for (const k of ['p50', 'p99', 'max']) if (!isNumOrNull(f.freezeMs[k])) p.push(`freshness.freezeMs.${k} is not a number or null`);
+    }
+  }
+  if ('cluster' in run && run.cluster !== null) {
+    if (typeof run.cluster !== 'object') p.push('cluster is not an object');
+    else for (const k of ['nodes', 'crossNodeUpdates']) if (k in run.cluster && !isNumOrNull(run.cluster[k])) p.push(`cluster.${k} is not a number or null`);
+  }
+  if ('failover' in run && run.failover !== null) {
+    const f = run.failover;
+    if (typeof f !== 'object') p.push('failover is not an object');
+    else {
+      for (const k of ['clientsMoved', 'lostUpdates']) if (k in f && !isNumOrNull(f[k])) p.push(`failover.${k} is not a number or null`);
+      if ('reconnectMs' in f && f.reconnectMs !== null) {
+        if (typeof f.reconnectMs !== 'object') p.push('failover.reconnectMs is not an object');
+        else for (const k of ['p50', 'p99', 'max']) if (k in f.reconnectMs && !isNumOrNull(f.reconnectMs[k])) p.push(`failover.reconnectMs.${k} is not a number or null`);
+      }
+    }
+  }
   return p;
 }
 

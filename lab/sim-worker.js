@@ -9,13 +9,13 @@
 
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
-import { CarClient } from '../core/client.js';
+import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../core/client.js';
 import { scriptedPose } from '../core/path.js';
 import { createLabTransport } from './transports.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
- *   groupSize: number, runId: string, cycleMs: number, ackTimeoutMs: number, warmupMs: number,
+ *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
@@ -81,6 +81,7 @@ async function connectAll() {
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
         cycleMs: job.cycleMs,
+        cycleMode: parseCycleMode(job.cycleMode) ?? DEFAULT_CYCLE_MODE,
         ackTimeoutMs: job.ackTimeoutMs,
         warmupMs: job.warmupMs,
         maxUpdates: job.maxUpdates,
@@ -121,7 +122,7 @@ port.on('message', async (m) => {
     for (const c of clients) c.stop();
     // let in-flight updates and ACKs land (bounded)
     const end = Date.now() + Math.min(3000, job.ackTimeoutMs);
-    while (Date.now() < end && clients.some((c) => c.cycle.outstanding)) await new Promise((r) => setTimeout(r, 50));
+    while (Date.now() < end && clients.some((c) => c.cycle.inFlight() > 0)) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
     port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()) });
   } else if (m.cmd === 'cpu') {

@@ -1,5 +1,6 @@
 // The "Network conditions" part of tables.md and report.html: per profile x
-// transport, RT mean and p99, loss, jitter and the ACKed-update rate beside
+// transport x cycle mode, RT mean and p99, loss, jitter, the ACKed-update rate
+// and the receivers' freshness (fresh updates per stream per second, freeze p99) beside
 // the calibrated loss and rate of the links, with calibration flags; plus
 // charts (Chart.js configurations as plain JSON, drawn by the report's script).
 
@@ -10,12 +11,20 @@ const GRID = 'rgba(15, 23, 42, 0.08)';
 
 /** Columns of the network table. */
 export const NET_COLUMNS = Object.freeze([
-  'Profile', 'Transport', 'Clients', 'RT mean', 'RT p99', '% loss', 'Jitter', 'ACKed/s', 'Loss up/down (achieved)', 'Rate up/down kbit/s (achieved)', 'Calibration',
+  'Profile', 'Transport', 'Mode', 'Clients', 'RT mean', 'RT p99', '% loss', 'Jitter', 'ACKed/s', 'Fresh/s', 'Freeze p99',
+  'Loss up/down (achieved)', 'Rate up/down kbit/s (achieved)', 'Calibration',
 ]);
+
+/** Index of the first and past the last numeric column, and of the calibration column. */
+const NUM_FROM = 3;
+const NUM_TO = 11;
+const CALIBRATION = 13;
 
 /** What the columns mean. */
 export const NET_LEGEND = 'RT in ms. % loss: updates lost (ACKs apart). Jitter: RFC 3550, ms. '
   + 'ACKed/s: updates per client per second that every neighbour acknowledged (6 at most on a 167 ms cycle). '
+  + 'Fresh/s: fresh updates applied per (receiver, sender) stream per second; freeze p99: the 99th percentile gap between '
+  + 'them (ms), measured at the receivers. Mode: the action cycle (pipelined or gated). '
   + 'Achieved: the links\' loss (%) and rate per peer measured by the calibration probe before the point; '
   + '"off" when a figure is more than 20 % from the profile\'s target (beyond sampling error).';
 
@@ -53,12 +62,15 @@ export function netRow(run) {
     cells: [
       netName(run) ?? '–',
       String(run.transport),
+      typeof run.cycleMode === 'string' ? run.cycleMode : '–',
       fmt(run.clients),
       run.error ? 'failed' : fmt(run.rt?.mean, 1),
       run.error ? '' : fmt(run.rt?.p99, 1),
       run.error ? '' : fmt(run.lossPct, 2),
       run.error ? '' : fmt(run.jitterMs, 2),
       run.error ? '' : fmt(ackedRate(run), 2),
+      run.error ? '' : fmt(run.freshness?.updatesPerStreamPerS, 2),
+      run.error ? '' : fmt(run.freshness?.freezeMs?.p99),
       cal ? pair(cal.up?.lossPct, cal.down?.lossPct, 2) : '–',
       cal ? pair(rateOf(run, 'up'), rateOf(run, 'down'), 0) : '–',
       cal ? (flagged ? `off: ${cal.flags.join('; ')}` : 'ok') : '–',
@@ -70,7 +82,8 @@ export function netRow(run) {
 function ordered(runs) {
   const profiles = [...new Set(runs.map(netName))];
   return [...runs].sort((a, b) => profiles.indexOf(netName(a)) - profiles.indexOf(netName(b))
-    || String(a.transport).localeCompare(String(b.transport)) || (a.clients ?? 0) - (b.clients ?? 0));
+    || String(a.transport).localeCompare(String(b.transport)) || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? ''))
+    || (a.clients ?? 0) - (b.clients ?? 0));
 }
 
 /**
@@ -82,7 +95,7 @@ export function renderNetTables(runs) {
   if (!rs.length) return '';
   const rows = ordered(rs).map((r) => netRow(r).cells);
   return ['## Network conditions', '', NET_LEGEND, '',
-    markdownTable(NET_COLUMNS, rows, NET_COLUMNS.map((_, i) => (i < 2 || i >= 8 ? 'left' : 'right'))), ''].join('\n');
+    markdownTable(NET_COLUMNS, rows, NET_COLUMNS.map((_, i) => (i < NUM_FROM || i >= NUM_TO ? 'left' : 'right'))), ''].join('\n');
 }
 
 /** @param {unknown} v */
@@ -91,7 +104,13 @@ function esc(v) {
 }
 
 /**
- * Grouped bars: one group per profile, one bar per transport.
+ * A run's series in the charts: its transport, and its cycle mode when it has one.
+ * @param {any} run
+ */
+const seriesName = (run) => `${run.transport}${typeof run.cycleMode === 'string' ? ` · ${run.cycleMode}` : ''}`;
+
+/**
+ * Grouped bars: one group per profile, one bar per transport (x cycle mode).
  * @param {any[]} rs
  * @param {string} kind
  * @param {string} title
@@ -101,15 +120,18 @@ function esc(v) {
  */
 function barChart(rs, kind, title, subtitle, yTitle, value) {
   const profiles = [...new Set(rs.map(netName))];
-  const transports = [...new Set(rs.map((r) => String(r.transport)))];
-  const datasets = transports.map((t) => {
-    const color = transportInfo(t)?.color ?? '#64748b';
+  const series = [...new Set(rs.map(seriesName))];
+  const datasets = series.map((name) => {
+    const first = rs.find((r) => seriesName(r) === name);
+    const color = transportInfo(String(first?.transport))?.color ?? '#64748b';
+    const gated = first?.cycleMode === 'gated';
     const data = profiles.map((p) => {
-      const hits = rs.filter((r) => netName(r) === p && r.transport === t && !r.error);
+      const hits = rs.filter((r) => netName(r) === p && seriesName(r) === name && !r.error);
       const v = hits.length ? value(hits[hits.length - 1]) : null;
       return v === null ? null : Math.round(v * 100) / 100;
     });
-    return { label: t, data, backgroundColor: `${color}bf`, borderColor: color, borderWidth: 1, minBarLength: 2 };
+    // gated: the same colour, hollow, so a transport's two modes sit side by side
+    return { label: name, data, backgroundColor: gated ? `${color}33` : `${color}bf`, borderColor: color, borderWidth: gated ? 2 : 1, minBarLength: 2 };
   });
   const axis = (/** @type {string} */ type, /** @type {string} */ text) => ({ type, ...(type === 'linear' ? { beginAtZero: true } : {}), title: { display: Boolean(text), text }, grid: { color: GRID } });
   return {
@@ -141,6 +163,12 @@ export function netReportSection(runs) {
     barChart(rs, 'net-loss', 'Updates lost per network profile', 'Lost updates (%); reliable transports retransmit and must show 0.', '% loss', (r) => num(r.lossPct)),
     barChart(rs, 'net-acked', 'ACKed updates per client per second', 'Updates every neighbour acknowledged, per client and second.', 'updates/s', ackedRate),
   ];
+  if (rs.some((r) => r.freshness)) {
+    specs.push(
+      barChart(rs, 'net-fresh', 'Fresh updates per stream per second', 'Updates a receiver applied per sender and second (its own clock).', 'updates/s', (r) => num(r.freshness?.updatesPerStreamPerS)),
+      barChart(rs, 'net-freeze', 'Freeze p99 per network profile', 'The 99th percentile gap between fresh updates at a receiver (ms).', 'freeze p99 (ms)', (r) => num(r.freshness?.freezeMs?.p99)),
+    );
+  }
   const charts = specs.map((s, i) => ({ id: `chart-net-${i + 1}-${s.kind}`, ...s }));
   const cards = charts.map((c) => `<figure class="card">
   <h3>${esc(c.title)}</h3>
@@ -148,8 +176,9 @@ export function netReportSection(runs) {
   <div class="chart"><canvas id="${esc(c.id)}" data-kind="${esc(c.kind)}" role="img" aria-label="${esc(c.title)}"></canvas></div>
 </figure>`);
   const rows = ordered(rs).map(netRow);
-  const head = NET_COLUMNS.map((h, i) => `<th scope="col"${i >= 2 && i < 8 ? ' class="num"' : ''}>${esc(h)}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.cells.map((c, i) => `<td${i >= 2 && i < 8 ? ' class="num"' : ''}${i === 10 && row.flagged ? ' class="bad"' : ''}>${esc(c)}</td>`).join('')}</tr>`).join('\n');
+  const isNum = (/** @type {number} */ i) => i >= NUM_FROM && i < NUM_TO;
+  const head = NET_COLUMNS.map((h, i) => `<th scope="col"${isNum(i) ? ' class="num"' : ''}>${esc(h)}</th>`).join('');
+  const body = rows.map((row) => `<tr>${row.cells.map((c, i) => `<td${isNum(i) ? ' class="num"' : ''}${i === CALIBRATION && row.flagged ? ' class="bad"' : ''}>${esc(c)}</td>`).join('')}</tr>`).join('\n');
   const flagged = rows.filter((r) => r.flagged).length;
   const html = `<section id="network">
 <h2>Network conditions</h2>

@@ -21,14 +21,17 @@ test('ACKed updates per client per second come from the measured RTs', () => {
 
 test('the network table shows the profile, the figures and the calibration; unlimited rates read –', () => {
   const cells = netRow(run('relay-udp', 'lossy-2')).cells;
-  assert.deepEqual(cells.slice(0, 8), ['lossy-2', 'relay-udp', '10', '20.0', '90.0', '3.10', '0.40', '5.00']);
-  assert.equal(cells[8], '1.90 / 2.10');
-  assert.equal(cells[9], '–');
-  assert.equal(cells[10], 'ok');
+  assert.deepEqual(cells.slice(0, 9), ['lossy-2', 'relay-udp', '–', '10', '20.0', '90.0', '3.10', '0.40', '5.00']);
+  assert.deepEqual(cells.slice(9, 11), ['–', '–'], 'no freshness in an older record');
+  assert.equal(cells[11], '1.90 / 2.10');
+  assert.equal(cells[12], '–');
+  assert.equal(cells[13], 'ok');
+  const fresh = netRow({ ...run('relay-udp', 'lossy-2'), cycleMode: 'pipelined', freshness: { updatesPerStreamPerS: 5.66, freezeMs: { p50: 167, p99: 512, max: 900 }, frozenPct: 0 } }).cells;
+  assert.deepEqual([fresh[2], fresh[9], fresh[10]], ['pipelined', '5.66', '512']);
   const off = run('relay', '3g');
   off.net.flagged = true;
   off.net.calibration.flags = ['link 0: rate up 150 vs 256 kbit/s per peer'];
-  assert.match(netRow(off).cells[10], /^off: link 0: rate up 150/);
+  assert.match(netRow(off).cells[13], /^off: link 0: rate up 150/);
 });
 
 test('tables.md gains a Network conditions section; per-point tables carry the profile', () => {

@@ -10,13 +10,14 @@
 //              this page's peers (default 1; the bench under --net interleaves
 //              pages so a group's members sit in different network namespaces)
 //   cycle      action cycle ms (default 167);  ackTimeout ms (default 20000)
+//   mode       action cycle mode: pipelined (default, the product's) | gated (the paper's)
 //   warmup     ms;  updates  max updates per peer (0 = until stopped)
 //   autostart  0 to wait for window.carlab.start() (default 1)
 //   discard    p2p test knob: fraction of received updates to drop
 // window.carlab exposes ready (a promise), start(), stop(), stats(), close().
 
 import { Peer } from 'peerjs';
-import { CarClient } from '../../../core/client.js';
+import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { scriptedPose } from '../../../core/path.js';
 import { summarize } from '../../../core/metrics.js';
 import { createTransport } from '../../../web/src/transport/index.js';
@@ -35,6 +36,7 @@ const settings = {
   stride: num('stride', 1),
   total: num('total', 0),
   cycleMs: num('cycle', 167),
+  cycleMode: parseCycleMode(q.get('mode')) ?? DEFAULT_CYCLE_MODE,
   ackTimeoutMs: num('ackTimeout', 20000),
   warmupMs: num('warmup', 0),
   maxUpdates: num('updates', 0),
@@ -63,7 +65,7 @@ async function boot() {
     });
     const client = new CarClient({
       transport, group, name: `${settings.name}${index}`, token: settings.token || undefined,
-      cycleMs: settings.cycleMs, ackTimeoutMs: settings.ackTimeoutMs,
+      cycleMs: settings.cycleMs, cycleMode: settings.cycleMode, ackTimeoutMs: settings.ackTimeoutMs,
       warmupMs: settings.warmupMs, maxUpdates: settings.maxUpdates,
       pose: () => scriptedPose(index, performance.now()),
     });
@@ -87,7 +89,7 @@ function render() {
   });
   tbody.innerHTML = rows.slice(0, 50).join('');
   const all = summarize(clients.flatMap((c) => c.rt));
-  summaryEl.textContent = `${clients.length} peers on ${settings.transport}, RT mean ${fmt(all.mean)} ms, p95 ${fmt(all.p95)} ms, n ${all.n}`;
+  summaryEl.textContent = `${clients.length} peers on ${settings.transport} (${settings.cycleMode}), RT mean ${fmt(all.mean)} ms, p95 ${fmt(all.p95)} ms, n ${all.n}`;
 }
 
 /** @param {number | null} v */

@@ -1,0 +1,25 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { addedFieldProblems, runSchemaProblems } from './schema.js';
+
+const base = {
+  transport: 'relay-udp', clients: 20, group: 5, cycleMs: 167, sim: {},
+  rt: { mean: 1, dev: 0, p50: 1, p95: 1, p99: 1, max: 1, n: 1 }, rts: null, cpu: { server: 1, clients: 1 },
+  lossPct: 0, ackLossPct: 0, dups: 0, reorders: 0, jitterMs: 0, setupMs: null, channel: null,
+};
+
+test('the added fields: cycleMode, freshness, cluster and failover are optional and checked when present', () => {
+  assert.deepEqual(runSchemaProblems(base), [], 'an older record without them');
+  const run = {
+    ...base, cycleMode: 'pipelined',
+    freshness: { updatesPerStreamPerS: 5.8, freezeMs: { p50: 167, p99: 400, max: 900 }, frozenPct: 0 },
+    cluster: { nodes: 3, crossNodeUpdates: 1200, natsVersion: '2.10.0' },
+    failover: { clientsMoved: 7, reconnectMs: { p50: 300, p99: 900, max: 950 }, lostUpdates: 12 },
+  };
+  assert.deepEqual(runSchemaProblems(run), []);
+  assert.deepEqual(addedFieldProblems({ ...run, cycleMode: 'eager' }), ['cycleMode is not one of pipelined, gated']);
+  assert.deepEqual(addedFieldProblems({ ...run, freshness: { updatesPerStreamPerS: 'x', frozenPct: null, freezeMs: { p50: 1, p99: null, max: 2 } } }),
+    ['freshness.updatesPerStreamPerS is not a number or null']);
+  assert.deepEqual(addedFieldProblems({ ...run, failover: { clientsMoved: '7', reconnectMs: { p99: 'no' } } }),
+    ['failover.clientsMoved is not a number or null', 'failover.reconnectMs.p99 is not a number or null']);
+});
