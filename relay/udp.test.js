@@ -7,7 +7,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { RTCPeerConnection } from 'node-datachannel/polyfill';
-import { createRelay } from './index.js';
+import { RELAY_DEFAULTS, createRelay } from './index.js';
 import { Outbox, Session } from './session.js';
 import { RelayStats } from './stats.js';
 import { CarClient } from '../core/client.js';
@@ -16,19 +16,22 @@ import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
 import { CloseCode, HelloFlag, MsgType, VERSION, decode, encode } from '../core/protocol.js';
 
-const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
+/** @returns {import('../core/protocol.js').Pose} */
+const pose = () => [0, 0, 0, 0, 0, 0, 1];
 
+/** @param {import('./index.js').RelayOptions} [relayOptions] */
 async function startRelay(relayOptions = {}) {
   const server = http.createServer();
   const relay = createRelay({ server, path: '/relay', ...relayOptions });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const { port } = /** @type {any} */ (server.address());
+  const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
   return {
     relay, url: `ws://127.0.0.1:${port}/relay`,
     async stop() { await relay.close(); server.closeAllConnections(); await new Promise((r) => server.close(r)); },
   };
 }
+/** @typedef {Awaited<ReturnType<typeof startRelay>>} RelayEnv */
 
 /** @param {() => boolean} cond @param {number} [timeoutMs] */
 async function until(cond, timeoutMs = 15000) {
@@ -39,18 +42,34 @@ async function until(cond, timeoutMs = 15000) {
   }
 }
 
-/** @param {string} url @param {string} group @param {string} name @param {Record<string, any>} [more] */
+/**
+ * A CarClient on a relay-udp transport. setupInfo is restated: in RelayUdpTransport
+ * (Transport & {...}) the first overload, Transport's `object | null`, would win.
+ * @typedef {ReturnType<import('../web/src/transport/relay-udp/session.js').RelayUdpSession['setupInfo']>} UdpSetupInfo
+ * @typedef {Omit<import('../web/src/transport/relay-udp.js').RelayUdpTransport, 'setupInfo'> & { setupInfo: () => UdpSetupInfo }} UdpTransport
+ * @typedef {Omit<CarClient, 'transport'> & { transport: UdpTransport }} UdpClient
+ */
+
+/**
+ * @param {string} url @param {string} group @param {string} name
+ * @param {Omit<Partial<import('../core/client.js').ClientOptions>, 'transport'> & { transport?: Partial<import('../web/src/transport/relay-udp.js').RelayUdpTransportOptions> }} [more]
+ * @returns {UdpClient}
+ */
 function udpClient(url, group, name, more = {}) {
   const { transport: transportOptions, ...clientOptions } = more;
-  return new CarClient({
+  return /** @type {UdpClient} */ (new CarClient({
     transport: createRelayUdpTransport({ url, RTCPeerConnection, WebSocket, ...transportOptions }),
     group, name, cycleMs: 50, ackTimeoutMs: 3000, pose, ...clientOptions,
-  });
+  }));
 }
+
+/** @typedef {import('../core/protocol.js').WelcomeMsg} WelcomeMsg */
 
 const UPDATES = 20;
 
+// One describe: one run of 15 clients (before) that every test below inspects.
 describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
+  /** @type {RelayEnv} */
   let env;
   /** @type {CarClient[]} */
   const clients = [];
@@ -98,7 +117,7 @@ describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
       assert.equal(s.setup.counters.offers, 1 + s.setup.counters.setupFailures, JSON.stringify(s.setup.failures));
       assert.equal(s.setup.counters.channelDrops, 0);
     }
-    const m = /** @type {any} */ (env.relay.metrics());
+    const m = env.relay.metrics();
     assert.equal(m.udpChannels, 15);
   });
 
@@ -131,6 +150,7 @@ describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
     for (const sender of stats) {
       for (const [rid, sent] of Object.entries(sender.sentTo)) {
         const receiver = stats.find((r) => r.group === sender.group && String(r.id) === rid);
+        assert.ok(receiver, `receiver ${rid} is one of the clients`);
         const got = receiver.recv[String(sender.id)]?.received ?? 0;
         assert.ok(got <= sent, 'a receiver never holds more than was sent to it');
       }
@@ -139,10 +159,10 @@ describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
   });
 
   test('the relay forwarded over the data channels and recorded RTS', () => {
-    const m = /** @type {any} */ (env.relay.metrics());
+    const m = env.relay.metrics();
     assert.equal(m.updatesIn, 15 * UPDATES);
     assert.ok(m.updatesForwarded >= 15 * 4 * UPDATES * 0.95);
-    assert.ok(m.rts.n > 0 && m.rts.mean >= 0 && m.rts.max >= m.rts.mean, 'RTS present');
+    assert.ok(m.rts.n > 0 && (m.rts.mean ?? 0) >= 0 && (m.rts.max ?? 0) >= (m.rts.mean ?? 0), 'RTS present'); // ?? 0: as null compared before
     assert.ok(m.ackedAllSent > 0, 'ACKs aggregated (mode relay)');
     assert.ok(m.udp.framesIn > 0 && m.udp.framesOut > 0);
     assert.ok(m.udp.bytesOut / m.udp.framesOut <= MAX_MESSAGE_BYTES);
@@ -151,7 +171,18 @@ describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
   });
 });
 
+/** @type {[what: string, frame: (c: UdpClient) => Uint8Array, code: number][]} */
+const badDataChannelFrames = [
+  ['unknown type', () => new Uint8Array([VERSION, 99]), CloseCode.BAD_FRAME],
+  ['truncated ACK', (c) => encode({ type: MsgType.ACK, sender: 1, seq: 1, acker: c.id }).subarray(0, 9), CloseCode.BAD_FRAME],
+  ['wrong version', () => new Uint8Array([7, MsgType.ACK]), CloseCode.BAD_VERSION],
+  ['spoofed sender', (c) => encode({ type: MsgType.UPDATE, sender: c.id + 1000, seq: 1, sendTime: 0, pose: pose(), object: null }), CloseCode.SPOOFED_SENDER],
+  ['STATS', (c) => encode({ type: MsgType.STATS, clientId: c.id, stats: {} }), CloseCode.PROTOCOL_VIOLATION],
+];
+
+// One describe: its tests share one relay (env, started in before, stopped in after).
 describe('relay-udp: bad input and channel loss', () => {
+  /** @type {RelayEnv} */
   let env;
   before(async () => { env = await startRelay(); });
   after(async () => { await env.stop(); });
@@ -164,14 +195,7 @@ describe('relay-udp: bad input and channel loss', () => {
     return good;
   }
 
-  const cases = [
-    ['unknown type', (c) => new Uint8Array([VERSION, 99]), CloseCode.BAD_FRAME],
-    ['truncated ACK', (c) => encode({ type: MsgType.ACK, sender: 1, seq: 1, acker: c.id }).subarray(0, 9), CloseCode.BAD_FRAME],
-    ['wrong version', () => new Uint8Array([7, MsgType.ACK]), CloseCode.BAD_VERSION],
-    ['spoofed sender', (c) => encode({ type: MsgType.UPDATE, sender: c.id + 1000, seq: 1, sendTime: 0, pose: pose(), object: null }), CloseCode.SPOOFED_SENDER],
-    ['STATS', (c) => encode({ type: MsgType.STATS, clientId: c.id, stats: {} }), CloseCode.PROTOCOL_VIOLATION],
-  ];
-  for (const [what, frame, code] of cases) {
+  for (const [what, frame, code] of badDataChannelFrames) {
     test(`${what} on the data channel -> close ${code} on its WebSocket; the group goes on`, async () => {
       const group = `bad-${what}`;
       const good = await goodGroup(group, 2);
@@ -180,7 +204,9 @@ describe('relay-udp: bad input and channel loss', () => {
       await until(() => good.every((c) => c.members.size === 2));
       for (const c of [...good, bad]) c.start();
       await until(() => good.every((c) => c.cycle.completed >= 5));
-      /** @type {any} */ (bad.transport).channel.send(frame(bad));
+      const channel = bad.transport.channel;
+      assert.ok(channel, 'the channel is open');
+      channel.send(/** @type {Uint8Array<ArrayBuffer>} */ (frame(bad))); // encode() allocates plain ArrayBuffers
       await until(() => bad.closedWith !== null);
       assert.equal(bad.closedWith?.code, code);
       assert.ok(bad.closedWith?.reason.length > 0, 'close carries a reason');
@@ -200,7 +226,7 @@ describe('relay-udp: bad input and channel loss', () => {
     await once(ws, 'open');
     ws.send(encode({ type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.UDP, clientId: 0, group: 'ws-update', name: 'x', token: '' }));
     const [data] = await once(ws, 'message');
-    const welcome = /** @type {any} */ (decode(/** @type {Buffer} */ (data)));
+    const welcome = /** @type {WelcomeMsg} */ (decode(/** @type {Buffer} */ (data)));
     assert.equal(welcome.type, MsgType.WELCOME);
     ws.send(encode({ type: MsgType.UPDATE, sender: welcome.clientId, seq: 1, sendTime: 0, pose: pose(), object: null }));
     const [code] = await once(ws, 'close');
@@ -213,7 +239,7 @@ describe('relay-udp: bad input and channel loss', () => {
       await once(ws, 'open');
       ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group: 'sig', name: 'x', token: '' }));
       const [data] = await once(ws, 'message');
-      const id = /** @type {any} */ (decode(/** @type {Buffer} */ (data))).clientId;
+      const id = /** @type {WelcomeMsg} */ (decode(/** @type {Buffer} */ (data))).clientId;
       ws.send(encode({ type: MsgType.SIGNAL, from: id, to: 0, payload: '{"type":"offer"}' }));
       const [code] = await once(ws, 'close');
       assert.equal(code, CloseCode.PROTOCOL_VIOLATION);
@@ -230,7 +256,7 @@ describe('relay-udp: bad input and channel loss', () => {
     await once(ws, 'open');
     ws.send(encode({ type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.UDP, clientId: 0, group: 'unready', name: 'silent', token: '' }));
     const [data] = await once(ws, 'message');
-    const welcome = /** @type {any} */ (decode(/** @type {Buffer} */ (data)));
+    const welcome = /** @type {WelcomeMsg} */ (decode(/** @type {Buffer} */ (data)));
     assert.deepEqual(welcome.members.map((m) => m.name), ['plain', 'silent'], 'it sees the announced members');
     const forwardedBefore = env.relay.stats.updatesForwarded;
     plain.start();
@@ -249,9 +275,12 @@ describe('relay-udp: bad input and channel loss', () => {
     const [a, b] = await goodGroup('drop', 2);
     for (const c of [a, b]) c.start();
     await until(() => a.cycle.completed >= 5 && b.cycle.completed >= 5);
+    /** @type {string[]} */
     const events = [];
     a.options.onEvent = (e, d) => { if (e === 'member-left' || e === 'member-joined') events.push(`${e}:${d.id}`); };
-    /** @type {any} */ (b.transport).peerConnection.close(); // as if DTLS failed
+    const pc = b.transport.peerConnection;
+    assert.ok(pc, 'the peer connection is up');
+    pc.close(); // as if DTLS failed
     await until(() => b.transport.setupInfo().counters.channelDrops === 1);
     await until(() => a.members.size === 1 && b.members.size === 1 && b.transport.setupInfo().peers.length === 2);
     assert.deepEqual(events, [`member-left:${b.id}`, `member-joined:${b.id}`]);
@@ -259,13 +288,14 @@ describe('relay-udp: bad input and channel loss', () => {
     assert.equal(counters.dtlsRetries, 1);
     const before = [a.cycle.completed, b.cycle.completed];
     await until(() => a.cycle.completed >= before[0] + 5 && b.cycle.completed >= before[1] + 5);
-    const m = /** @type {any} */ (env.relay.metrics());
+    const m = env.relay.metrics();
     assert.ok(m.udp.channelsClosed >= 1);
     for (const c of [a, b]) c.close();
   });
 
   test('loss happens and is counted exactly: every discarded update is a lost one', async () => {
     const group = 'lossy';
+    /** @type {UdpClient[]} */
     const clients = [];
     for (let i = 0; i < 3; i++) {
       clients.push(udpClient(env.url, group, `l${i}`, {
@@ -293,13 +323,15 @@ describe('data channel frames fit one packet', () => {
     const sent = [];
     const socket = { send: (/** @type {Uint8Array} */ b) => sent.push(b), bufferedAmount: 0, readyState: 1, close() {} };
     const stats = new RelayStats();
-    const ctx = /** @type {any} */ ({
-      options: { queueSoftBytes: 1 << 20, queueHardBytes: 1 << 22 }, stats,
+    /** @type {import('./index.js').RelayContext} */
+    const ctx = {
+      options: { ...RELAY_DEFAULTS, queueSoftBytes: 1 << 20, queueHardBytes: 1 << 22 }, stats,
       scheduleFlush() {}, markBlocked() {}, closeSession() {}, dropDestination() {},
-    });
-    const session = new Session(/** @type {any} */ (socket), ctx);
+    };
+    const session = new Session(socket, ctx);
     session.batched = true;
     const out = new Outbox(session, socket, { kind: 'dc', maxFrameBytes: MAX_MESSAGE_BYTES });
+    /** @type {Uint8Array[]} */
     const bodies = [];
     for (let i = 1; i <= 100; i++) {
       const body = encode({ type: MsgType.UPDATE, sender: 7, seq: i, sendTime: i, pose: pose(), object: i % 3 ? null : { pose: pose(), version: i } }).subarray(1);
@@ -309,11 +341,12 @@ describe('data channel frames fit one packet', () => {
     out.flush();
     stats.stop();
     assert.ok(sent.length > 1);
+    /** @type {number[]} */
     const seqs = [];
     for (const frame of sent) {
       assert.ok(frame.length <= MAX_MESSAGE_BYTES, `frame of ${frame.length} bytes`);
-      const m = /** @type {any} */ (decode(frame));
-      for (const u of m.type === MsgType.BATCH ? m.messages : [m]) seqs.push(u.seq);
+      const m = /** @type {import('../core/protocol.js').UpdateMsg | import('../core/protocol.js').BatchMsg} */ (decode(frame));
+      for (const u of m.type === MsgType.BATCH ? m.messages : [m]) seqs.push(/** @type {import('../core/protocol.js').UpdateMsg} */ (u).seq);
     }
     assert.deepEqual(seqs, bodies.map((_, i) => i + 1));
     assert.equal(stats.udp.framesOut, sent.length);
