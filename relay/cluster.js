@@ -14,7 +14,7 @@
 
 import { createHash } from 'node:crypto';
 
-import { MsgType, ProtocolError, decode, frameOfBody } from '../core/protocol.js';
+import { CloseCode, MsgType, ProtocolError, decode, frameOfBody } from '../core/protocol.js';
 import { NodeDirectory } from './cluster-nodes.js';
 import {
   EnvelopeBatcher, EnvelopeKind, MEMBERSHIP_SUBJECT, dropPayload, encodeEnvelope,
@@ -22,6 +22,9 @@ import {
 } from './cluster-wire.js';
 
 export { HEARTBEAT_MS, NODE_TIMEOUT_MS, NodeDirectory } from './cluster-nodes.js';
+
+/** How long a node waits for another to say whether it still holds an id (a dead one never answers). */
+export const CLAIM_TIMEOUT_MS = 300;
 
 /**
  * The hash a group's access token travels as between nodes (never the token).
@@ -80,6 +83,7 @@ export class RemoteMember {
  * @property {number} idConflicts a remote member claimed an id a local member holds
  * @property {number} nodesLost nodes declared gone (timeout) since start
  * @property {number} membersLost remote members removed with their node
+ * @property {number} claimsTakenOver ids taken over from a member whose node was gone (rejoins after a crash)
  */
 
 /**
@@ -101,6 +105,9 @@ export class ClusterLink {
     this.groupSubs = new Map();
     /** @type {import('./broker.js').BrokerSubscription[]} */
     this.subs = [];
+    /** Open askHolder questions by nonce. @type {Map<string, (connected: boolean) => void>} */
+    this.asks = new Map();
+    this.nonce = 0;
     /** Counters of the measurement window (resetWindow). @type {ClusterStats} */
     this.stats = ClusterLink.zeroStats();
   }
@@ -109,7 +116,7 @@ export class ClusterLink {
   static zeroStats() {
     return {
       updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
-      unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0,
+      unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0, claimsTakenOver: 0,
     };
   }
 
@@ -217,6 +224,65 @@ export class ClusterLink {
     this.batcher.add(nodeSubject(sender.node), encodeEnvelope(EnvelopeKind.DROP, group.key, dropPayload(sender.id, seq, destId)));
   }
 
+  /**
+   * A local session asks for an id a member of another node holds (a client
+   * rejoining after its relay died, before the death is noticed). The
+   * holder's node is asked whether that member is still connected: if it is,
+   * the claim is refused with 4007 as on one process; if its node says no or
+   * does not answer within CLAIM_TIMEOUT_MS (dead), the stale member leaves
+   * here and the join goes on.
+   *
+   * @param {import('./session.js').Session} session
+   * @param {RemoteMember} holder
+   * @param {() => [number, string] | null} retry joins again once the id is free
+   */
+  claimFromRemote(session, holder, retry) {
+    session.claiming = true;
+    this.askHolder(holder).then((connected) => {
+      session.claiming = false;
+      if (session.closed) return;
+      if (connected) {
+        this.groups.ctx.closeSession(session, CloseCode.ID_TAKEN, `client id ${holder.id} is taken in group ${holder.group?.key.slice(2) ?? ''}`);
+        return;
+      }
+      this.stats.claimsTakenOver++;
+      if (holder.group) this.groups.leave(holder);
+      const problem = retry();
+      if (problem) this.groups.ctx.closeSession(session, problem[0], problem[1]);
+    });
+  }
+
+  /**
+   * Whether a remote member is still connected to its node: false at once
+   * when that node is not among the live ones, or when it does not answer.
+   *
+   * @param {RemoteMember} member
+   * @returns {Promise<boolean>}
+   */
+  askHolder(member) {
+    if (!this.directory.nodes.has(member.node) || !member.group) return Promise.resolve(false);
+    const nonce = `${this.nodeId}-${++this.nonce}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.asks.delete(nonce); resolve(false); }, CLAIM_TIMEOUT_MS);
+      this.asks.set(nonce, (connected) => { clearTimeout(timer); this.asks.delete(nonce); resolve(connected); });
+      const ask = jsonBytes({ t: 'holds?', node: this.nodeId, group: member.group?.key, id: member.id, nonce });
+      this.batcher.add(nodeSubject(member.node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', ask));
+    });
+  }
+
+  /**
+   * Answers another node's askHolder.
+   *
+   * @param {Record<string, unknown>} m
+   */
+  answerHolds(m) {
+    if (typeof m.node !== 'string' || typeof m.group !== 'string' || typeof m.id !== 'number') return;
+    const member = this.groups.groups.get(m.group)?.members.get(m.id);
+    const connected = Boolean(member && !(member instanceof RemoteMember) && !member.closed);
+    const answer = jsonBytes({ t: 'holds', node: this.nodeId, nonce: m.nonce, connected });
+    this.batcher.add(nodeSubject(m.node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', answer));
+  }
+
   // --------------------------------------------------------- remote events
 
   /** @param {Uint8Array} data a packed list of envelopes */
@@ -283,6 +349,8 @@ export class ClusterLink {
         if (Array.isArray(m.members)) for (const record of m.members) this.remoteJoined(m.node, record);
         break;
       case 'bye': this.directory.gone(m.node); break;
+      case 'holds?': this.answerHolds(m); break;
+      case 'holds': if (typeof m.nonce === 'string') this.asks.get(m.nonce)?.(m.connected === true); break;
       default: break;
     }
   }

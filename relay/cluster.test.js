@@ -211,6 +211,38 @@ describe('a cluster of 3 relays through nats-server', () => {
   });
 });
 
+test('a client whose relay died rejoins another with its old id before the death is noticed', { timeout: 30_000 }, async () => {
+  const nats = await startNatsServer();
+  const [home, other] = [await startNode(nats.url), await startNode(nats.url)];
+  try {
+    await until(() => home.relay.readiness().ready && other.relay.readiness().ready);
+    const friend = new CarClient({ transport: createRelayTransport({ url: other.url, batched: true, WebSocket, reconnect: false }), group: 'claim', name: 'friend', pose });
+    const mover = new CarClient({
+      transport: createRelayTransport({ url: [home.url, other.url], batched: true, WebSocket, reconnect: { baseMs: 50, maxMs: 200 } }),
+      group: 'claim', name: 'mover', pose,
+    });
+    await friend.connect();
+    await mover.connect();
+    const id = mover.id;
+    await until(() => friend.members.size === 1);
+    const killedAt = Date.now();
+    await home.crash();
+    await until(() => mover.reconnects === 1);
+    const tookMs = Date.now() - killedAt;
+    assert.equal(mover.id, id, 'the old id, taken over from the dead node');
+    assert.ok(tookMs < NODE_TIMEOUT_MS, `rejoined in ${tookMs} ms, before the node timeout`);
+    assert.equal(other.relay.cluster?.snapshot().claimsTakenOver, 1);
+    // A live holder keeps its id: asking for the friend's id is refused.
+    const thief = new CarClient({ transport: createRelayTransport({ url: other.url, batched: true, WebSocket, reconnect: false }), group: 'claim', name: 'x', clientId: friend.id ?? 0, pose });
+    await assert.rejects(thief.connect());
+    friend.close();
+    mover.close();
+  } finally {
+    await other.stop().catch(() => {});
+    await nats.stop();
+  }
+});
+
 test('a NATS restart is survived: nodes reconnect, resubscribe and carry updates again', { timeout: 60_000 }, async () => {
   const port = await freePort();
   let nats = await startNatsServer({ port });

@@ -78,6 +78,7 @@ export class GroupRegistry {
    * @returns {[number, string] | null} a close code and reason, or null on success
    */
   join(session, name, requestedId, token = '') {
+    if (session.claiming) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
     const key = (session.membershipOnly ? 'm:' : 'r:') + name;
     // The first member sets the group's access token (empty: an open group);
     // it lives as long as the group has members, on any node.
@@ -88,6 +89,13 @@ export class GroupRegistry {
       return [CloseCode.FORBIDDEN, 'wrong or missing access token for this group'];
     }
     let id = requestedId;
+    const holder = group.members.get(id);
+    if (id !== 0 && holder instanceof RemoteMember && this.cluster) {
+      // A rejoin after its relay died asks for its old id, which the other
+      // nodes hold until they notice the death: ask the holder's node first.
+      this.cluster.claimFromRemote(session, holder, () => this.join(session, name, requestedId, token));
+      return null;
+    }
     if (id === 0) {
       do id = this.nextId++ >>> 0; while (id === 0 || group.members.has(id));
     } else if (group.members.has(id)) {

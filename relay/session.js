@@ -289,6 +289,8 @@ export class Session {
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
     this.dataOut = null;
     this.closed = false;
+    /** Its HELLO asked for an id another node holds; the answer is on its way (relay/cluster.js). */
+    this.claiming = false;
     /**
      * A consumer that stopped ACKing (mode relay's slow-consumer policy, see
      * GroupRegistry.checkLagging): it still gets every update, but nobody waits
