@@ -11,7 +11,11 @@ import { WEB_DIR, buildWebApp } from '../server/start.js';
 const root = fileURLToPath(new URL('../', import.meta.url));
 const CORE = ['protocol.js', 'cycle.js', 'metrics.js', 'client.js'].map((f) => path.join(root, 'core', f));
 
-/** Relative static imports of a module, transitively (package imports are skipped). */
+/**
+ * Relative static imports of a module, transitively (package imports are skipped).
+ * @param {string} entry
+ * @param {Set<string>} [seen]
+ */
 async function importGraph(entry, seen = new Set()) {
   if (seen.has(entry)) return seen;
   seen.add(entry);

@@ -9,5 +9,5 @@ test('generator shares cover the population once, in contiguous ranges', () => {
   assert.deepEqual(generatorShares(7, 3), [{ from: 0, to: 3 }, { from: 3, to: 6 }, { from: 6, to: 7 }]);
   assert.deepEqual(generatorShares(2, 5), [{ from: 0, to: 1 }, { from: 1, to: 2 }]);
   // --net puts one generator's share on each client link
-  assert.deepEqual(simCommand.netLinks?.({ transport: 'relay', clients: 7, group: 5, cycleMs: 167 }, { workers: 3 }), [3, 3, 1]);
+  assert.deepEqual(simCommand.netLinks?.({ transport: 'relay', clients: 7, group: 5, cycleMs: 167, cycleMode: 'pipelined', relays: 0, placement: 'spread' }, { workers: 3 }), [3, 3, 1]);
 });
