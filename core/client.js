@@ -127,6 +127,8 @@ export class CarClient {
     this.outages = [];
     /** @type {{ at: number, code: number } | null} the outage going on */
     this.outage = null;
+    /** @type {number | null} start of the freshness window (our clock): after our warm-up */
+    this.freshFrom = null;
     this.cycle = new ActionCycle({
       mode: options.cycleMode ?? 'gated',
       cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
@@ -189,10 +191,15 @@ export class CarClient {
   start(phaseMs) {
     const cycleMs = this.options.cycleMs ?? DEFAULT_CYCLE_MS;
     this.cycle.start(phaseMs ?? Math.random() * cycleMs);
+    // Freshness is measured from the end of our warm-up until stop().
+    this.freshFrom = this.cycle.startedAt + (this.options.warmupMs ?? 0);
+    for (const stream of this.streams.values()) stream.freshness.startWindow(this.freshFrom);
   }
 
   stop() {
     this.cycle.stop();
+    const now = this.now();
+    for (const stream of this.streams.values()) stream.freshness.endWindow(now);
   }
 
   close() {
@@ -256,6 +263,7 @@ export class CarClient {
   /** @param {number} id */
   removeMember(id) {
     if (!this.members.delete(id)) return;
+    this.streams.get(id)?.freshness.endWindow(this.now()); // gone: its silence from now on is no freeze
     this.cycle.memberLeft(id);
     this.emit('member-left', { id });
   }
@@ -290,6 +298,7 @@ export class CarClient {
     let stream = this.streams.get(m.sender);
     if (!stream) {
       stream = new ReceiveStream();
+      if (this.freshFrom !== null) stream.freshness.startWindow(this.freshFrom);
       this.streams.set(m.sender, stream);
     }
     const newest = stream.arrive(m.seq, m.sendTime, arrivalTime);
@@ -297,10 +306,7 @@ export class CarClient {
     stream.acksSent++;
     this.transport.sendAck(m.sender, m.seq, this.id);
     if (!newest) return; // older than what we have: never applied
-    // Freshness counts from the end of our warm-up (from the first update when we never send).
-    if (!this.cycle.startedAt || arrivalTime >= this.cycle.startedAt + (this.options.warmupMs ?? 0)) {
-      stream.freshness.applied(arrivalTime);
-    }
+    stream.freshness.applied(arrivalTime); // counted inside the measured window only (see start())
     const member = this.members.get(m.sender);
     if (member) {
       member.pose = m.pose;
@@ -331,7 +337,8 @@ export class CarClient {
   stats() {
     /** @type {Record<string, any>} */
     const recv = {};
-    for (const [id, s] of this.streams) recv[id] = s.toJSON();
+    const now = this.now();
+    for (const [id, s] of this.streams) recv[id] = s.toJSON(now);
     return {
       id: this.id,
       name: this.options.name,
@@ -368,7 +375,8 @@ export class CarClient {
    * @returns {import('./metrics.js').FreshnessSummary}
    */
   freshness() {
-    return summarizeFreshness([...this.streams.values()].map((s) => s.freshness.toJSON()));
+    const now = this.now();
+    return summarizeFreshness([...this.streams.values()].map((s) => s.freshness.toJSON(now)));
   }
 
   /**

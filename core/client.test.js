@@ -79,10 +79,10 @@ test('pipelined client: a late or reordered update is ACKed but not applied and 
   c.receiveUpdate(up(1, 4), 434);
   assert.equal(t.sent.filter((s) => s.ack).length, 4, 'every update ACKed, the stale one too');
   assert.equal(c.members.get(1)?.seq, 4);
+  clock = 1000;
   const fresh = /** @type {import('./metrics.js').FreshRecord} */ (c.stats().recv[1].fresh);
   assert.equal(fresh.n, 3);
-  assert.deepEqual(fresh.gaps, { 167: 2 });
-  clock = 1000;
+  assert.deepEqual(fresh.gaps, { 167: 2, 566: 1 }, 'never started: from the first update, the open gap until now');
   let ages = c.freshnessAges();
   assert.deepEqual(ages.get(1), { ageMs: 566, stale: false });
   assert.deepEqual(ages.get(2), { ageMs: null, stale: false }, 'nothing yet is not a freeze');
@@ -91,6 +91,12 @@ test('pipelined client: a late or reordered update is ACKed but not applied and 
   assert.deepEqual(ages.get(1), { ageMs: 1066, stale: true });
   const stats = c.stats();
   assert.equal(stats.cycleMode, 'pipelined');
-  assert.equal(stats.freshness.updatesPerStreamPerS, 1000 * 2 / 334);
+  assert.equal(stats.freshness.updatesPerStreamPerS, (1000 * 3) / 1400, 'stream 1: 3 fresh updates from 100 to now (1500)');
+  c.start(0); // the window starts at our cycle's start (no warm-up): counts start over
+  c.receiveUpdate(up(1, 5), 1600);
+  clock = 2000;
+  c.stop();
+  clock = 9000; // stats taken later: the window ended at stop()
+  assert.deepEqual(c.stats().recv[1].fresh, { n: 1, spanMs: 500, frozenMs: 100, maxGapMs: 1166, gaps: { 1170: 1, 400: 1 } });
   assert.deepEqual([parseCycleMode('Gated'), parseCycleMode('pipelined'), parseCycleMode('167'), parseCycleMode(null)], ['gated', 'pipelined', null, null]);
 });

@@ -138,16 +138,17 @@ export class ReceiveStream {
 
   /**
    * JSON-able counters.
+   * @param {number} [now] receiver's clock: where a freshness window still open ends
    * @returns {StreamRecord & { fresh: FreshRecord }}
    */
-  toJSON() {
+  toJSON(now) {
     return {
       received: this.received,
       duplicates: this.duplicates,
       reorders: this.reorders,
       jitterMs: this.jitterMs,
       acksSent: this.acksSent,
-      fresh: this.freshness.toJSON(),
+      fresh: this.freshness.toJSON(now),
     };
   }
 }
@@ -183,23 +184,47 @@ export function gapBucket(ms) {
  * "Freshness"): every update applied (newer than any before it), by arrival
  * time on the receiver's own clock. No clocks are compared: only gaps between
  * arrivals on one clock. The gaps between consecutive fresh updates are the
- * freezes a person sees; the stream's time runs from its first fresh update to
- * its last (the open gap after the last one is not counted: a run's end is not
- * a freeze; the HUD shows it live).
+ * freezes a person sees. Measured over a window [from, to] (the receiver's
+ * measured window: after its warm-up, until its cycle stops or the sender
+ * leaves): the gap that runs into the window from the last update before it,
+ * and the gap still open at its end, count too, so a stream that got nothing
+ * for the whole window is one long freeze, not an absent one. Without a window
+ * start (a receiver that never sends) it starts at the first update.
  */
 export class Freshness {
   constructor() {
-    /** Fresh updates applied. */
+    /** Fresh updates applied in the window. */
     this.n = 0;
-    /** @type {number | null} arrival of the first fresh update */
-    this.first = null;
-    /** @type {number | null} arrival of the newest fresh update */
+    /** @type {number | null} window start (receiver's clock); null: the first fresh update */
+    this.from = null;
+    /** @type {number | null} window end; null: still measuring */
+    this.to = null;
+    /** @type {number | null} arrival of the newest fresh update (also before the window) */
     this.last = null;
-    /** Sum of the gaps longer than FREEZE_MS (ms). */
+    /** Sum of the in-window parts of the closed gaps longer than FREEZE_MS (ms). */
     this.frozenMs = 0;
     this.maxGapMs = 0;
-    /** @type {Map<number, number>} gap bucket (gapBucket) -> count */
+    /** @type {Map<number, number>} gap bucket (gapBucket) -> count, closed gaps */
     this.gaps = new Map();
+  }
+
+  /**
+   * Starts the measured window (counts so far are dropped; the newest update
+   * before it still opens the first gap).
+   * @param {number} from
+   */
+  startWindow(from) {
+    this.from = from;
+    this.to = null;
+    this.n = 0;
+    this.frozenMs = 0;
+    this.maxGapMs = 0;
+    this.gaps = new Map();
+  }
+
+  /** Ends the window (the cycle stopped, or the sender left). @param {number} to */
+  endWindow(to) {
+    if (this.to === null) this.to = to;
   }
 
   /**
@@ -207,17 +232,27 @@ export class Freshness {
    * @param {number} arrivalTime receiver's clock, ms
    */
   applied(arrivalTime) {
-    this.n++;
-    if (this.last === null) {
-      this.first = arrivalTime;
-    } else {
-      const gap = Math.max(0, arrivalTime - this.last);
-      const key = gapBucket(gap);
-      this.gaps.set(key, (this.gaps.get(key) ?? 0) + 1);
-      if (gap > this.maxGapMs) this.maxGapMs = gap;
-      if (gap > FREEZE_MS) this.frozenMs += gap;
+    if (this.from === null) this.from = arrivalTime;
+    if (arrivalTime < this.from || (this.to !== null && arrivalTime > this.to)) {
+      if (arrivalTime < this.from) this.last = arrivalTime;
+      return;
     }
+    this.n++;
+    const start = this.last ?? this.from;
+    if (arrivalTime > this.from || this.last !== null) this.addGap(arrivalTime - start, arrivalTime - Math.max(start, this.from), this.gaps);
     this.last = arrivalTime;
+  }
+
+  /**
+   * @param {number} gap whole gap @param {number} inWindow its part inside the window
+   * @param {Map<number, number>} into histogram
+   */
+  addGap(gap, inWindow, into) {
+    const g = Math.max(0, gap);
+    const key = gapBucket(g);
+    into.set(key, (into.get(key) ?? 0) + 1);
+    if (g > this.maxGapMs) this.maxGapMs = g;
+    if (g > FREEZE_MS) this.frozenMs += Math.max(0, inWindow);
   }
 
   /**
@@ -228,39 +263,49 @@ export class Freshness {
     return this.last === null ? null : now - this.last;
   }
 
-  /** @returns {FreshRecord} */
-  toJSON() {
-    return {
-      n: this.n,
-      spanMs: this.first === null || this.last === null ? 0 : this.last - this.first,
-      frozenMs: this.frozenMs,
-      maxGapMs: this.maxGapMs,
-      gaps: Object.fromEntries(this.gaps),
-    };
+  /**
+   * The window so far, with the gap still open at its end (at `to`, or at
+   * `now` while measuring) counted as a freeze in progress.
+   * @param {number} [now] receiver's clock; without it the open gap is left out
+   * @returns {FreshRecord}
+   */
+  toJSON(now) {
+    const end = this.to ?? now ?? this.last;
+    if (this.from === null || end === null || end === undefined || end <= this.from) {
+      return { n: this.n, spanMs: 0, frozenMs: 0, maxGapMs: 0, gaps: {} };
+    }
+    const saved = { frozenMs: this.frozenMs, maxGapMs: this.maxGapMs };
+    const gaps = new Map(this.gaps);
+    const start = this.last === null ? this.from : Math.max(this.last, this.from);
+    if (end > start) this.addGap(end - (this.last ?? this.from), end - start, gaps);
+    const record = { n: this.n, spanMs: end - this.from, frozenMs: this.frozenMs, maxGapMs: this.maxGapMs, gaps: Object.fromEntries(gaps) };
+    this.frozenMs = saved.frozenMs;
+    this.maxGapMs = saved.maxGapMs;
+    return record;
   }
 }
 
 /**
  * One stream's freshness as JSON (Freshness.toJSON).
  * @typedef {object} FreshRecord
- * @property {number} n fresh updates applied
- * @property {number} spanMs first to last fresh update
- * @property {number} frozenMs sum of gaps > FREEZE_MS
+ * @property {number} n fresh updates applied in the window
+ * @property {number} spanMs the window's length (ms)
+ * @property {number} frozenMs time in gaps > FREEZE_MS, inside the window
  * @property {number} maxGapMs
  * @property {Record<string, number>} gaps histogram: gap bucket (ms) -> count
  */
 
 /**
  * A run's (or one client's) freshness over streams, as results.json
- * reports it: fresh updates per stream per second (every gap of every stream
- * over their summed time: 1000 / the mean gap), freeze = the gaps between
- * consecutive fresh updates (p50, p99 nearest-rank over all gaps, max), and
- * frozenPct = the share of stream time spent in gaps longer than FREEZE_MS.
- * Null figures when no stream had two fresh updates.
+ * reports it: fresh updates per stream per second (fresh updates of every
+ * stream over their summed window time), freeze = the gaps between
+ * consecutive fresh updates, the edge gaps included (p50, p99 nearest-rank
+ * over all gaps, max), and frozenPct = the share of stream time spent in gaps
+ * longer than FREEZE_MS. Null figures when no stream had a window.
  * @param {Iterable<FreshRecord | undefined>} records
  */
 export function summarizeFreshness(records) {
-  let gaps = 0;
+  let fresh = 0;
   let spanMs = 0;
   let frozenMs = 0;
   let max = 0;
@@ -268,19 +313,20 @@ export function summarizeFreshness(records) {
   /** @type {Map<number, number>} */
   const hist = new Map();
   for (const r of records) {
-    if (!r || !(r.n >= 2)) continue;
+    if (!r || !(r.spanMs > 0)) continue;
     streams++;
-    gaps += r.n - 1;
+    fresh += r.n;
     spanMs += r.spanMs;
     frozenMs += r.frozenMs;
     if (r.maxGapMs > max) max = r.maxGapMs;
     for (const [k, c] of Object.entries(r.gaps ?? {})) hist.set(Number(k), (hist.get(Number(k)) ?? 0) + c);
   }
-  if (gaps === 0) {
+  const keys = [...hist.keys()].sort((a, b) => a - b);
+  const gaps = keys.reduce((sum, k) => sum + /** @type {number} */ (hist.get(k)), 0);
+  if (streams === 0 || gaps === 0) {
     return { updatesPerStreamPerS: null, freezeMs: { p50: null, p99: null, max: null }, frozenPct: null, streams: 0, gaps: 0 };
   }
-  const keys = [...hist.keys()].sort((a, b) => a - b);
-  const total = keys.reduce((sum, k) => sum + /** @type {number} */ (hist.get(k)), 0);
+  const total = gaps;
   /** @param {number} p */
   const pct = (p) => {
     const rank = Math.max(1, Math.ceil((p / 100) * total));
@@ -292,9 +338,9 @@ export function summarizeFreshness(records) {
     return keys[keys.length - 1];
   };
   return {
-    updatesPerStreamPerS: spanMs > 0 ? (1000 * gaps) / spanMs : null,
+    updatesPerStreamPerS: (1000 * fresh) / spanMs,
     freezeMs: { p50: pct(50), p99: pct(99), max },
-    frozenPct: spanMs > 0 ? (100 * frozenMs) / spanMs : 0,
+    frozenPct: (100 * frozenMs) / spanMs,
     streams,
     gaps,
   };

@@ -152,20 +152,38 @@ test('ReceiveStream: memory stays bounded over a long stream (the 10-minute soak
 
 test('Freshness: gaps between fresh updates on the receiver\'s clock; freezes over 1 s add to frozen time', () => {
   const f = new Freshness();
+  // no window start (a receiver that never sends): it starts at the first update
   // arrivals: steady 167 ms, then a 2.5 s freeze, then 167 ms again
   for (const t of [1000, 1167, 1334, 1501, 4001, 4168]) f.applied(t);
   const r = f.toJSON();
-  assert.equal(r.n, 6);
-  assert.equal(r.spanMs, 3168);
-  assert.equal(r.frozenMs, 2500);
-  assert.equal(r.maxGapMs, 2500);
-  assert.deepEqual(r.gaps, { 167: 4, 2500: 1 });
+  assert.deepEqual(r, { n: 6, spanMs: 3168, frozenMs: 2500, maxGapMs: 2500, gaps: { 167: 4, 2500: 1 } });
   assert.equal(f.ageMs(4500), 332);
   const s = summarizeFreshness([r]);
-  assert.ok(Math.abs(/** @type {number} */ (s.updatesPerStreamPerS) - 5000 / 3168) < 1e-9);
+  assert.ok(Math.abs(/** @type {number} */ (s.updatesPerStreamPerS) - 6000 / 3168) < 1e-9);
   assert.deepEqual(s.freezeMs, { p50: 167, p99: 2500, max: 2500 });
   assert.ok(Math.abs(/** @type {number} */ (s.frozenPct) - (100 * 2500) / 3168) < 1e-9);
   assert.equal(s.streams, 1);
+});
+
+test('Freshness over a window: the gap into it and the gap open at its end count; warm-up and after-stop arrivals do not', () => {
+  const f = new Freshness();
+  f.applied(100); f.applied(267); // warm-up, before the window
+  f.startWindow(1000);
+  f.applied(1100); // gap from 267: 833 ms, 100 ms of it in the window
+  f.applied(1300);
+  f.endWindow(5300); // the sender went silent at 1300: a 4 s freeze still open at the end
+  f.applied(6000); // after the window: ignored
+  const r = f.toJSON(9999);
+  assert.deepEqual(r, { n: 2, spanMs: 4300, frozenMs: 4000, maxGapMs: 4000, gaps: { 833: 1, 200: 1, 4000: 1 } });
+  // a stream that got nothing in its whole window is one long freeze, not an absent one
+  const silent = new Freshness();
+  silent.startWindow(0);
+  assert.deepEqual(silent.toJSON(20000), { n: 0, spanMs: 20000, frozenMs: 20000, maxGapMs: 20000, gaps: { 20000: 1 } });
+  assert.deepEqual(silent.toJSON(20000), silent.toJSON(20000), 'reading it changes nothing');
+  const s = summarizeFreshness([r, silent.toJSON(20000)]);
+  assert.equal(s.updatesPerStreamPerS, (1000 * 2) / 24300);
+  assert.equal(s.frozenPct, (100 * 24000) / 24300);
+  assert.deepEqual(s.freezeMs, { p50: 833, p99: 20000, max: 20000 });
 });
 
 test('Freshness: a 1 s gap is not a freeze; buckets are whole ms below 1 s, 10 ms below 10 s, then 100 ms', () => {
@@ -176,14 +194,14 @@ test('Freshness: a 1 s gap is not a freeze; buckets are whole ms below 1 s, 10 m
   assert.equal(FREEZE_MS, 1000);
 });
 
-test('summarizeFreshness over streams: rate = gaps / summed time, percentiles over every gap; empty gives nulls', () => {
+test('summarizeFreshness over streams: rate = fresh updates / summed time, percentiles over every gap; empty gives nulls', () => {
   const a = new Freshness();
-  for (let t = 0; t <= 10 * 100; t += 100) a.applied(t); // 10 gaps of 100 ms in 1 s
+  a.startWindow(0);
+  for (let t = 100; t <= 1000; t += 100) a.applied(t); // 10 updates, 10 gaps of 100 ms in 1 s
   const b = new Freshness();
-  b.applied(0); b.applied(20000); // one 20 s freeze (a gated stream waiting out its ACK timeout)
-  const one = new Freshness();
-  one.applied(5); // a single update: no gap, not counted
-  const s = summarizeFreshness([a.toJSON(), b.toJSON(), one.toJSON(), undefined]);
+  b.startWindow(0);
+  b.applied(20000); // one 20 s freeze (a gated stream waiting out its ACK timeout)
+  const s = summarizeFreshness([a.toJSON(1000), b.toJSON(20000), undefined]);
   assert.equal(s.streams, 2);
   assert.equal(s.gaps, 11);
   assert.ok(Math.abs(/** @type {number} */ (s.updatesPerStreamPerS) - (1000 * 11) / 21000) < 1e-9);
@@ -194,13 +212,14 @@ test('summarizeFreshness over streams: rate = gaps / summed time, percentiles ov
 
 test('Freshness through ReceiveStream records: stale and duplicate arrivals are not fresh (aggregateFreshness)', () => {
   const s = new ReceiveStream();
+  s.freshness.startWindow(0);
   /** @param {number} seq @param {number} at */
   const arrive = (seq, at) => { if (s.arrive(seq, 0, at)) s.freshness.applied(at); };
-  arrive(1, 0); arrive(3, 200); arrive(2, 250); arrive(3, 260); arrive(4, 400);
-  const rec = s.toJSON();
+  arrive(1, 200); arrive(3, 400); arrive(2, 450); arrive(3, 460); arrive(4, 600);
+  const rec = s.toJSON(800);
   assert.equal(rec.fresh.n, 3, 'seq 2 (stale) and the second 3 (duplicate) are dropped');
-  assert.deepEqual(rec.fresh.gaps, { 200: 2 });
+  assert.deepEqual(rec.fresh.gaps, { 200: 4 });
   const run = aggregateFreshness([{ recv: { 1: rec } }, { recv: { 2: { received: 1, duplicates: 0, reorders: 0, jitterMs: 0, acksSent: 1 } } }]);
-  assert.equal(run.updatesPerStreamPerS, 5);
+  assert.equal(run.updatesPerStreamPerS, 3 / 0.8);
   assert.equal(run.freezeMs.p99, 200);
 });

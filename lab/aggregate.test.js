@@ -103,7 +103,7 @@ test('every run carries its cycle mode and the receivers\' freshness over all st
   const point = { transport: 'relay-udp', clients: 2, group: 2, cycleMs: 167, cycleMode: 'gated', relays: 0, placement: /** @type {const} */ ('spread') };
   const run = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null } });
   assert.equal(run.cycleMode, 'gated');
-  assert.equal(run.freshness.updatesPerStreamPerS, 6 / 4);
+  assert.equal(run.freshness.updatesPerStreamPerS, 8 / 4, '8 fresh updates over 4 s of streams');
   assert.deepEqual(run.freshness.freezeMs, { p50: 200, p99: 3000, max: 3000 });
   assert.equal(run.freshness.frozenPct, 75);
   assert.equal(cycleModeOf({}, clients), 'gated', 'from the clients when the point has none');
