@@ -6,7 +6,8 @@
 //   group, name     working group and display name (required; else back to the form)
 //   token           the group's access token, from the join link (optional: an open group)
 //   transport       relay | relay-faithful | p2p | p2p-reliable | ... (default relay)
-//   cycle           action cycle in ms (default 167);  ackTimeout  ms (default 20000)
+//   cycle           action cycle in ms (default 167), or its mode (gated | pipelined);  ackTimeout  ms (default 20000)
+//   mode            action cycle mode: pipelined (default: every cycle sends) | gated (the paper's: waits for the ACKs)
 //   marker          pattern (default) | barcode-N (3x3 matrix marker, N in 0..63)
 //   size            marker side in metres (default 0.16)
 //   source          camera (default) | synthetic (the test video, drawn live) | video (with src=URL)
@@ -18,7 +19,7 @@
 
 import { Peer } from 'peerjs';
 
-import { CarClient } from '../../../core/client.js';
+import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { LiveLoss } from '../../../core/live-loss.js';
 import { CloseCode } from '../../../core/protocol.js';
 import { createTransport, TRANSPORTS } from '../transport/index.js';
@@ -49,6 +50,7 @@ const settings = {
   token: tokenFrom(q),
   transport: q.get('transport') ?? 'relay',
   cycleMs: num('cycle', DEFAULT_CYCLE_MS),
+  cycleMode: parseCycleMode(q.get('mode')) ?? parseCycleMode(q.get('cycle')) ?? DEFAULT_CYCLE_MODE,
   ackTimeoutMs: num('ackTimeout', DEFAULT_ACK_TIMEOUT_MS),
   markerSize: num('size', DEFAULT_MARKER_SIZE_M),
   markerParam: q.get('marker') ?? 'pattern',
@@ -62,7 +64,7 @@ const settings = {
 if (!settings.group || !settings.name) {
   // Not a complete deep link: let the landing form ask for the rest.
   const back = new URLSearchParams();
-  for (const key of ['group', 'token', 'name', 'transport', 'cycle']) if (q.get(key)) back.set(key, /** @type {string} */ (q.get(key)));
+  for (const key of ['group', 'token', 'name', 'transport', 'cycle', 'mode']) if (q.get(key)) back.set(key, /** @type {string} */ (q.get(key)));
   location.replace(`/?${back}`);
   await new Promise(() => {}); // the page is going away: run nothing else
 
@@ -201,6 +203,7 @@ async function joinGroup() {
     name: settings.name,
     token: settings.token || undefined,
     cycleMs: settings.cycleMs,
+    cycleMode: settings.cycleMode,
     ackTimeoutMs: settings.ackTimeoutMs,
     pose: currentPose,
     onEvent: onClientEvent,
@@ -287,6 +290,7 @@ function hudState() {
       if (liveLoss.tracks(sender) && client.members.has(sender)) jitters.push(stream.jitterMs);
     }
   }
+  const ages = client ? client.freshnessAges() : new Map();
   return {
     connection: status.connection,
     links: [...links.values()],
@@ -296,6 +300,7 @@ function hudState() {
     clientId: client?.id ?? null,
     members: client ? [...client.members.values()].map((m) => ({
       id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
+      ageMs: ages.get(m.id)?.ageMs ?? null, stale: ages.get(m.id)?.stale ?? false,
     })) : [],
     rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
     lossPct: current ? liveLoss.lossPct(current.streams, (id) => current.members.has(id)) : null,
@@ -304,6 +309,7 @@ function hudState() {
     trackingMs: tracking ? tracking.stats.processMs : 0,
     markerVisible: Boolean(scene.markerRoot.visible),
     cycleMs: settings.cycleMs,
+    cycleMode: settings.cycleMode,
   };
 }
 
@@ -330,7 +336,7 @@ function animate(/** @type {number} */ now) {
 }
 requestAnimationFrame(animate);
 window.addEventListener('resize', () => scene.resize());
-setInterval(updateHud, 500);
+setInterval(updateHud, 250); // often enough that a neighbour's age ticks and a freeze shows within a second
 updateHud();
 
 const ready = joinGroup();

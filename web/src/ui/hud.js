@@ -10,7 +10,9 @@
  * @property {number} [now] the clock of `links[].at`, now
  * @property {string} transport
  * @property {{ ordered?: boolean, maxRetransmits?: number | null, channels?: number } | null} channel
- * @property {{ id: number, name: string, colour: string, tracking: boolean }[]} members
+ * @property {{ id: number, name: string, colour: string, tracking: boolean, ageMs?: number | null, stale?: boolean }[]} members
+ *   `ageMs`: how long ago the member's last fresh update arrived (null: none yet); `stale`: longer than 1 s
+ *   (core/metrics.js FREEZE_MS), its avatar stands still
  * @property {number | null} clientId
  * @property {{ last: number | null, mean: number | null, p95: number | null, n: number }} rt
  * @property {number | null} lossPct
@@ -19,6 +21,7 @@
  * @property {number} trackingMs time per processed frame
  * @property {boolean} markerVisible
  * @property {number} cycleMs
+ * @property {string} [cycleMode] 'pipelined' | 'gated'
  */
 
 const STORAGE_KEY = 'carlab.hud.collapsed';
@@ -43,6 +46,18 @@ export function connectionText(s) {
   if (retrying.length === 0) return s.connection === 'reconnecting' ? 'reconnecting…' : s.connection;
   if (s.connection === 'connected') return `connected · ${retrying.join(' · ')}`;
   return retrying.join(' · ');
+}
+
+/**
+ * How long ago a member's last fresh update arrived, for the members row:
+ * "0.2 s", "stale 3.4 s" past the freeze limit, "no update yet" before any.
+ * @param {{ ageMs?: number | null, stale?: boolean }} m
+ */
+export function ageText(m) {
+  if (m.ageMs === null || m.ageMs === undefined) return 'no update yet';
+  const s = m.ageMs / 1000;
+  const text = s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
+  return m.stale ? `stale ${text}` : text;
 }
 
 export class Hud {
@@ -116,19 +131,24 @@ export class Hud {
       : ['connecting', 'reconnecting'].includes(s.connection) || line.startsWith('connected') ? 'warn' : 'bad';
     this.root.dataset.connection = s.connection;
     // Collapsed, the brief is all one sees: an outage shows there, not the numbers.
+    const stale = s.members.filter((m) => m.stale).length;
     this.brief.textContent = ok
       ? `${s.members.length + (s.clientId ? 1 : 0)} in group · RT ${ms(s.rt.mean)} · ${s.markerVisible ? 'marker ✓' : 'no marker'}`
+        + (stale ? ` · ${stale} stale` : '')
       : line;
+    this.root.dataset.stale = String(stale);
     const channel = s.channel
       ? `${s.channel.ordered ? 'ordered' : 'unordered'}, maxRetransmits ${s.channel.maxRetransmits ?? '∞ (reliable)'}`
         + (s.channel.channels !== undefined ? ` · ${s.channel.channels} channel${s.channel.channels === 1 ? '' : 's'}` : '')
       : '–';
     const members = s.members.length
-      ? s.members.map((m) => `<span class="hud-member" style="--c:${m.colour}">${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'}</span>`).join(' ')
+      ? s.members.map((m) => `<span class="hud-member${m.stale ? ' hud-stale' : ''}" data-member="${m.id}" data-stale="${m.stale ? '1' : '0'}"`
+        + ` style="--c:${m.colour}" title="last fresh update ${escapeHtml(ageText(m))}${m.stale ? ' ago: the avatar stands still' : ' ago'}">`
+        + `${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'} <span class="hud-age">${escapeHtml(ageText(m))}</span></span>`).join(' ')
       : '<span class="hud-muted">nobody else yet</span>';
     const rows = [
       ['connection', `${escapeHtml(line)}${s.clientId ? ` · id ${s.clientId}` : ''}`],
-      ['transport', `${escapeHtml(s.transport)} · cycle ${s.cycleMs} ms`],
+      ['transport', `${escapeHtml(s.transport)} · cycle ${s.cycleMs} ms${s.cycleMode ? ` ${escapeHtml(s.cycleMode)}` : ''}`],
       ['channel', escapeHtml(channel)],
       ['members', members],
       ['RT', `last ${ms(s.rt.last)} · mean ${ms(s.rt.mean)} · p95 ${ms(s.rt.p95)} <span class="hud-muted">(n ${s.rt.n})</span>`],

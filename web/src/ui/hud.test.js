@@ -1,7 +1,7 @@
 // The HUD's connection line, driven by the transports' connection statuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectionText } from './hud.js';
+import { ageText, connectionText } from './hud.js';
 
 /** @typedef {import('./hud.js').HudState} HudState */
 /** @typedef {NonNullable<HudState['links']>} Links */
@@ -27,4 +27,11 @@ test('p2p: the channels work while the relay and the PeerServer are retried', ()
     'connected · group list reconnecting… attempt 2, next in 1.0 s · PeerServer reconnecting… attempt 1, next in 0.2 s');
   assert.equal(connectionText({ connection: 'connected', links: [{ ...links[0], state: 'connected' }, { ...links[1], state: 'connected' }], now: 9 }),
     'connected');
+});
+
+test('a neighbour\'s age: seconds since its last fresh update, "stale" past 1 s, none yet is not stale', () => {
+  assert.equal(ageText({ ageMs: 180, stale: false }), '0.2 s');
+  assert.equal(ageText({ ageMs: 3400, stale: true }), 'stale 3.4 s');
+  assert.equal(ageText({ ageMs: 25_000, stale: true }), 'stale 25 s');
+  assert.equal(ageText({ ageMs: null, stale: false }), 'no update yet');
 });

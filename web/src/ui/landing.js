@@ -1,4 +1,4 @@
-// Landing page: prefill the join form from a shared link (?group=&transport=&token=),
+// Landing page: prefill the join form from a shared link (?group=&transport=&token=&mode=),
 // remember the name and recent groups, make up new group names, list every
 // transport the client knows, and show the group's join link as a QR code
 // for the next phone, with the group's access token when it has one. The
@@ -26,9 +26,15 @@ transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
 transportSelect.value = 'relay';
 
 const params = new URLSearchParams(location.search);
+// The action cycle's mode: ?mode=, or ?cycle=gated|pipelined (the radio group).
+const modeParam = params.get('mode') ?? (['gated', 'pipelined'].includes(params.get('cycle') ?? '') ? params.get('cycle') : null);
+const modeInputs = /** @type {HTMLInputElement[]} */ (Array.from(form.querySelectorAll('input[name="mode"]')));
+for (const input of modeInputs) if (modeParam && input.value === modeParam) input.checked = true;
+
 for (const key of ['group', 'token', 'name', 'transport', 'cycle', 'marker', 'size']) {
   const value = params.get(key);
   const input = field(key);
+  if (key === 'cycle' && !/^\d+$/.test(value ?? '')) continue; // a mode, handled above
   if (!value || !input) continue;
   // A select set to an unknown value would submit nothing: ignore those.
   if (input instanceof HTMLSelectElement && !Array.from(input.options).some((o) => o.value === value)) continue;
