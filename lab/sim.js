@@ -9,6 +9,7 @@ import { NODE_TRANSPORTS } from '../core/transports.js';
 import { aggregateRun } from './aggregate.js';
 import { forkInNamespace } from './net/network.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
+import { startRelayCluster } from './cluster.js';
 
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
@@ -152,6 +153,9 @@ export async function startServerChild(serverOptions = {}, childOptions = {}) {
  * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
  *   seconds into the measured window and start it again on the same port after downMs:
  *   the clients reconnect, the run record reports the outage
+ * @property {string | null} [nats] --nats: the NATS server the relays join (default: one of the run's own)
+ * @property {number | null} [killRelayAtS] --kill-relay-at: SIGKILL one relay this many seconds into the
+ *   measured window (with point.relays >= 2); its clients fail over to the others
  * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
  *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
  *   net.clientNs.length === simGeneratorCount(clients, workers)
@@ -341,6 +345,8 @@ export function createTimeline(currentServer, bucket) {
  * @property {LiveTally} live
  * @property {BucketTally} bucket
  * @property {{ atS: number, serverDownMs: number } | null} restartInfo set once --restart happened
+ * @property {import('./cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
+ * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  */
 
 /**
@@ -358,7 +364,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
   return Promise.all(shares.map(({ from, to }, w) => {
     const worker = startGenerator({
-      url: run.server.url, config, transport: point.transport, from, to, clients: point.clients,
+      url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
     }, asProcesses, net ? net.clientNs[w] : null);
@@ -412,6 +418,7 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
     if (!measuring) continue;
     const at = performance.now() - measuring.windowStart;
     if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
+    if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
     if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
   }
 }
@@ -432,6 +439,77 @@ async function restartServer(run, o, serverOptions, serverPlace, at) {
   if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
   run.server = await startServerChild({ ...serverOptions, port }, serverPlace);
   return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
+}
+
+/**
+ * --kill-relay-at: SIGKILL the first relay (home of the most clients under
+ * either placement); its clients fail over to the others.
+ * @param {import('./cluster.js').RelayCluster} cluster
+ * @param {number} at ms into the measured window
+ */
+async function killRelay(cluster, at) {
+  const relayPid = cluster.servers[0].pid;
+  await cluster.kill(0);
+  return { atS: Math.round(at / 100) / 10, relayPid };
+}
+
+/**
+ * The cluster of relays as the one server the rest of a point talks to
+ * (its URL is the first relay's; metrics are merged over the live relays).
+ * @param {import('./cluster.js').RelayCluster} cluster
+ * @returns {ServerChild}
+ */
+function clusterAsServer(cluster) {
+  const first = cluster.servers[0];
+  return /** @type {ServerChild} */ ({
+    ...first,
+    url: first.url,
+    get faults() { return cluster.servers.flatMap((s) => s.faults); },
+    resetWindow: () => cluster.resetWindow(),
+    metrics: () => cluster.metrics(),
+    close: () => cluster.close(),
+  });
+}
+
+/**
+ * The `cluster` and `failover` fields of a --relays run.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {any} serverMetrics merged metrics (lab/cluster.js)
+ * @param {any} record the run record so far (its `outage`, from the clients)
+ */
+function clusterFields(o, run, serverMetrics, record) {
+  if (!run.cluster) return {};
+  const c = serverMetrics.relay?.cluster ?? {};
+  const updatesIn = serverMetrics.relay?.updatesIn ?? 0;
+  const outage = record.outage;
+  return {
+    cluster: {
+      nodes: o.point.relays,
+      placement: o.point.placement,
+      crossNodeUpdates: c.crossNodeUpdates ?? 0,
+      crossNodePct: updatesIn > 0 ? (100 * (c.crossNodeUpdates ?? 0)) / updatesIn : null,
+      remoteUpdatesDelivered: c.updatesReceived ?? 0,
+      acksRouted: c.acksRouted ?? 0,
+      brokerMessages: c.brokerMessagesOut ?? 0,
+      natsVersion: run.cluster.nats.version,
+      natsUrl: run.cluster.nats.url,
+      natsCpuPct: serverMetrics.natsCpuPct ?? null,
+      relayCpuPct: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cpuPctMean ?? null),
+      unknownSender: c.unknownSender ?? 0,
+    },
+    ...(run.killInfo ? {
+      failover: {
+        killedAtS: run.killInfo.atS,
+        relayPid: run.killInfo.relayPid,
+        clientsMoved: outage?.clientsReconnected ?? 0,
+        reconnectMs: { p50: outage?.outageMs?.p50 ?? null, p99: outage?.outageMs?.p99 ?? null, max: outage?.outageMs?.max ?? null },
+        lostUpdates: outage?.updatesLost ?? 0,
+        stillDown: outage?.stillDown ?? 0,
+        note: 'relay counters and CPU after the kill cover the live relays only',
+      },
+    } : {}),
+  };
 }
 
 /**
@@ -506,6 +584,20 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
 }
 
 /**
+ * The system under test: one relay (the server child), or with point.relays
+ * a cluster of them on NATS.
+ * @param {PointOptions} o
+ * @param {Record<string, any>} serverOptions
+ * @param {{ netns?: string }} serverPlace
+ * @returns {Promise<{ server: ServerChild, cluster: import('./cluster.js').RelayCluster | null }>}
+ */
+async function startSystem(o, serverOptions, serverPlace) {
+  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null };
+  const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats, serverOptions, serverPlace });
+  return { server: clusterAsServer(cluster), cluster };
+}
+
+/**
  * Runs one point and returns its run record.
  * @param {PointOptions} o
  */
@@ -514,9 +606,12 @@ export async function runSimPoint(o) {
   const net = o.net ?? null;
   const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport), ...(net ? { host: net.serverIp } : {}) };
   const serverPlace = net ? { netns: net.serverNs } : {};
+  const system = await startSystem(o, serverOptions, serverPlace);
   /** @type {SimPointState} */
   const run = {
-    server: await startServerChild(serverOptions, serverPlace),
+    server: system.server,
+    cluster: system.cluster,
+    killInfo: null,
     pastServers: [],
     workers: [],
     live: { rtSum: 0, rtN: 0, sent: 0, done: 0 },
@@ -536,7 +631,8 @@ export async function runSimPoint(o) {
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const serverMetrics = await run.server.metrics();
     const stats = await stopGenerators(run.workers);
-    return simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats });
+    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats });
+    return { ...record, ...clusterFields(o, run, serverMetrics, record) };
   } finally {
     await closeGenerators(run.workers);
     await run.server.close();

@@ -3,7 +3,7 @@
 // `carlab bench` (lab/command.js); the point runner is lab/sim.js.
 
 import { LAB_FLAGS_HELP } from '../flags.js';
-import { SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
+import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
 import { runLabCommand } from '../command.js';
 
 /** Help text of `carlab sim`. */
@@ -30,6 +30,12 @@ With --net the server runs in a server namespace and each load generator is a
 child process in its own client namespace (one link per generator; the
 profile's rate is per client, so a link with k clients gets k x rate).
 
+Scale-out: --relays N runs N relay processes joined by a nats-server of the run's own
+(or --nats URL); clients are placed by --placement (spread: every group spans the
+relays) and fail over to the next relay when theirs goes; --kill-relay-at S kills one.
+Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, ... }
+and, with a kill, failover { clientsMoved, reconnectMs, lostUpdates, ... }.
+
 Presets:
   car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
                        5, 10, 20, 25 x cycles 167, 698 ms: the CAR server study's tables
@@ -37,6 +43,7 @@ Presets:
 Examples:
   carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
   carlab sim --net none,lossy-2,3g --transport relay,relay-udp --clients 500 --group 25 --out results/net-sim
+  carlab sim --transport relay --relays 3 --clients 300 --group 5 --duration 15 --kill-relay-at 6
   carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
@@ -52,7 +59,7 @@ export const simCommand = {
     // fast and slow phones. 240 points: hours at the default duration.
     'car-paper': {
       transport: 'relay-faithful,relay,relay-udp', clients: '100..1000:100', group: '5,10,20,25',
-      cycle: '167,698', duration: '20', warmup: '3',
+      cycle: '167,698', duration: '20', warmup: '3', 'cycle-mode': 'gated', // the paper's cycle: the next update once all ACKs are in
     },
   },
   extraFlags: {
@@ -75,6 +82,12 @@ export const simCommand = {
     }
     if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
     if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
+    if (o.killRelayAtS !== null && o.killRelayAtS >= o.durationS) return `--kill-relay-at: ${o.killRelayAtS} s is not inside the ${o.durationS} s window`;
+    if (o.restartAtS !== undefined && o.relays.some((/** @type {number} */ n) => n > 0)) return '--restart-at restarts the one relay; with --relays use --kill-relay-at';
+    if (o.relays.some((/** @type {number} */ n) => n > 0) && o.nets) return '--relays with --net is not supported yet: the relays would need NATS inside the server namespace';
+    if (o.relays.some((/** @type {number} */ n) => n > 0) && o.transports.some((/** @type {string} */ t) => BASELINES.includes(t))) {
+      return `--relays: the baselines (${BASELINES.join(', ')}) have no cluster`;
+    }
     return null;
   },
   describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
@@ -86,6 +99,7 @@ export const simCommand = {
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
     timelineS: options.timelineS,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
+    nats: options.nats, killRelayAtS: options.killRelayAtS,
   }),
 };
 
