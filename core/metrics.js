@@ -339,7 +339,8 @@ export function summarizeFreshness(records) {
   };
   return {
     updatesPerStreamPerS: (1000 * fresh) / spanMs,
-    freezeMs: { p50: pct(50), p99: pct(99), max },
+    // a bucket may round past the exact max: never report a percentile above it
+    freezeMs: { p50: Math.min(pct(50), max), p99: Math.min(pct(99), max), max },
     frozenPct: (100 * frozenMs) / spanMs,
     streams,
     gaps,
@@ -351,7 +352,7 @@ export function summarizeFreshness(records) {
 /**
  * Freshness of a run from its clients' records: every (receiver, sender)
  * stream of every client.
- * @param {{ recv?: Record<string, { fresh?: FreshRecord }> }[]} clients
+ * @param {{ recv?: Record<string, Partial<StreamRecord>> }[]} clients
  */
 export function aggregateFreshness(clients) {
   return summarizeFreshness(clients.flatMap((c) => Object.values(c.recv ?? {}).map((s) => s.fresh)));

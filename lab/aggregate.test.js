@@ -100,7 +100,7 @@ test('every run carries its cycle mode and the receivers\' freshness over all st
     client(1, { cycleMode: 'gated', recv: { 2: stream([0, 200, 400, 600, 800, 1000]) } }),
     client(2, { cycleMode: 'gated', recv: { 1: stream([0, 3000]) } }),
   ];
-  const point = { transport: 'relay-udp', clients: 2, group: 2, cycleMs: 167, cycleMode: 'gated', relays: 0, placement: /** @type {const} */ ('spread') };
+  const point = { transport: 'relay-udp', clients: 2, group: 2, cycleMs: 167, cycleMode: /** @type {const} */ ('gated'), relays: 0, placement: /** @type {const} */ ('spread') };
   const run = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null } });
   assert.equal(run.cycleMode, 'gated');
   assert.equal(run.freshness.updatesPerStreamPerS, 8 / 4, '8 fresh updates over 4 s of streams');

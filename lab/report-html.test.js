@@ -360,7 +360,7 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
 const run = (transport, cycleMode, fresh, p99) => ({
   transport, clients: 20, group: 5, cycleMs: 167, cycleMode, sim: {}, net: { profile: 'lossy-5' },
   rt: { mean: 40, dev: 5, p50: 38, p95: 60, p99: 90, max: 120, n: 1000 }, rts: null, cpu: { server: 5, clients: 20 },
-  lossPct: 5.1, ackLossPct: 4.9, dups: 0, reorders: 3, jitterMs: 1.2, setupMs: null, channel: null, durationS: 20,
+  lossPct: 5.1, ackLossPct: 4.9, dups: 0, reorders: 3, jitterMs: 1.2, setupMs: null, channel: null,
   freshness: { updatesPerStreamPerS: fresh, freezeMs: { p50: 167, p99, max: p99 * 2 }, frozenPct: p99 > 1000 ? 40 : 0 },
 });
 
