@@ -31,6 +31,7 @@ export const ALL_PAIRS = Object.freeze(['C-C', 'F-F', 'C-F', 'F-C']);
 export function parsePairs(text) {
   const labels = String(text).split(',').map((s) => s.trim().toUpperCase()).filter(Boolean);
   if (labels.length === 0) throw new UsageError('--pairs: empty list');
+  /** @type {Pair[]} */
   const out = [];
   for (const raw of labels) {
     const m = /^([CF])-?([CF])$/.exec(raw);
@@ -227,7 +228,7 @@ async function launchLabBrowser(ctx, name, o) {
   const type = name === 'firefox' ? firefox : chromium;
   const options = name === 'firefox' ? firefoxLaunchOptions({ hideHostAddresses }) : chromiumLaunchOptions({ hideHostAddresses });
   // Ctrl-C is ours to handle (stop the cell, write what was measured): Playwright's own handler would exit.
-  const server = await type.launchServer(/** @type {any} */ ({ ...options, handleSIGINT: false }));
+  const server = await type.launchServer({ ...options, handleSIGINT: false });
   const browser = await type.connect(server.wsEndpoint());
   /** @type {string[]} */
   const errors = [];

@@ -16,6 +16,12 @@ import { wireTraffic } from './wire.js';
 export const SETTLE_S = 3;
 
 /**
+ * One open connection's counters as the lab page's counters(id) returns them
+ * (lab/pages/src/lab.js; `counters` is its pcCounters() record).
+ * @typedef {{ key: string, remote: string, role: string, counters: { localPorts: number[] } & Record<string, any> }} ConnCounters
+ */
+
+/**
  * The payload counters of one connection end: transport totals when the
  * browser has them (Chromium), else candidate-pair sums (Firefox).
  * @param {any} counters pcCounters()
@@ -89,8 +95,8 @@ async function runKeepalive(ctx, pair, hide, o, p) {
     await sleep(SETTLE_S * 1000);
     const snap = async () => {
       const [ca, cb, wire, sig] = await Promise.all([
-        pa.evaluate((x) => window.carlabLab.counters(x), ia),
-        pb.evaluate((x) => window.carlabLab.counters(x), ib),
+        /** @type {Promise<ConnCounters[]>} */ (pa.evaluate((x) => window.carlabLab.counters(x), ia)),
+        /** @type {Promise<ConnCounters[]>} */ (pb.evaluate((x) => window.carlabLab.counters(x), ib)),
         ctx.wire.read(),
         ctx.proxy.snapshot([ia, ib]),
       ]);

@@ -46,6 +46,13 @@ export function summarizeParts(objects) {
 }
 
 /**
+ * One end's overhead: its browser and, per part of sideBytes() plus `total`, the
+ * summaries of its counters over the repetitions (a part no repetition had is absent).
+ * @typedef {{ browser: string } & Partial<Record<'signalingOpen' | 'signalingSetup' | 'p2p' | 'wire' | 'total',
+ *   Record<string, import('./arith.js').Summary | null>>>} OverheadEnd
+ */
+
+/**
  * The overhead record of one pair.
  * @param {import('./context.js').Pair} pair
  * @param {boolean} hide
@@ -54,7 +61,8 @@ export function summarizeParts(objects) {
  */
 export function overheadRecord(pair, hide, reps, shared) {
   const ok = reps.filter((r) => !r.error && r.bytes);
-  const end = (/** @type {'initiator' | 'receiver'} */ role) => {
+  /** @param {'initiator' | 'receiver'} role @returns {OverheadEnd} */
+  const end = (role) => {
     const parts = ok.map((r) => ({ ...r.bytes[role], total: totalsOf(r.bytes[role]) }));
     return { browser: pair[role], ...summarizeParts(parts) };
   };

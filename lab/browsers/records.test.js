@@ -17,12 +17,24 @@ import { browsersSchemaProblems } from './schema.js';
 
 const [CF] = parsePairs('C-F');
 
-/** A connect()/connInfo() result as the lab page returns it. */
+/**
+ * A results object holding these runs. Browsers' experiment records ride in `runs` beside
+ * CAR runs, but output.js's Run names only a CAR run's fields (clients, group, cycleMs
+ * required): hence the cast.
+ * @param {Record<string, unknown>} env @param {object[]} runs
+ */
+const resultsOf = (env, runs) => /** @type {import('../output.js').Results} */ ({ env, runs });
+
+/**
+ * A connect()/connInfo() result as the lab page returns it.
+ * @param {number} sent @param {number} received @param {{ packets?: boolean, stun?: boolean }} [o]
+ */
 const end = (sent, received, { packets = true, stun = true } = {}) => ({
   setup: { candidateType: 'host/host', setupBytesSent: sent, setupBytesReceived: received, setupPacketsSent: packets ? 9 : 0, setupPacketsReceived: packets ? 8 : 0 },
   counters: { pairs: { packetsSent: packets ? 9 : null, packetsReceived: packets ? 8 : null, requestsSent: stun ? 2 : null, consentRequestsSent: stun ? 1 : null } },
 });
 
+/** One setup repetition that opened after `peer` ms. @param {number} peer @param {Record<string, unknown>} [extra] */
 const rep = (peer, extra = {}) => {
   const wa = { bytes: 3000, packets: 12, stunRequests: 2, stunResponses: 1, stunBytes: 300 };
   const wb = { bytes: 3100, packets: 11, stunRequests: 1, stunResponses: 2, stunBytes: 310 };
@@ -82,13 +94,13 @@ test('overhead: signaling + wire per end; Firefox reports no packets in getStats
   assert.equal(r.totalIncludes, 'signaling + wire');
   assert.equal(r.initiator.browser, 'chromium');
   assert.equal(r.receiver.browser, 'firefox');
-  assert.equal(r.initiator.total.sent?.mean, 4900);
-  assert.equal(r.receiver.p2p.packetsSent, null);
+  assert.equal(r.initiator.total?.sent?.mean, 4900);
+  assert.equal(r.receiver.p2p?.packetsSent, null);
   assert.deepEqual(Object.keys(summarizeParts([{ a: { x: 1 } }, { a: { x: 3, y: null } }]).a), ['x', 'y']);
 });
 
 test('keepalive: rates per second from counter deltas and wire traffic', () => {
-  const counters = (bytes, requests) => ({ transport: { bytesSent: bytes, bytesReceived: bytes, packetsSent: 1, packetsReceived: 1 }, pairs: { requestsSent: requests, requestsReceived: requests, responsesSent: requests, consentRequestsSent: requests } });
+  const counters = (/** @type {number} */ bytes, /** @type {number} */ requests) => ({ transport: { bytesSent: bytes, bytesReceived: bytes, packetsSent: 1, packetsReceived: 1 }, pairs: { requestsSent: requests, requestsReceived: requests, responsesSent: requests, consentRequestsSent: requests } });
   const rates = keepaliveRates({ before: counters(1000, 10), after: counters(1750, 34) },
     { bytes: 30000, packets: 60, stunRequests: 24, stunResponses: 24, stunBytes: 9000 },
     { bytes: 15000, packets: 30, stunRequests: 12, stunResponses: 12, stunBytes: 4000 }, 60_000);
@@ -168,7 +180,7 @@ test('tables.md and report.html: one section per experiment; CAR tables only for
   assert.equal(runs.filter(isLabRun).length, 6);
   const sections = experimentSections(runs);
   assert.deepEqual(sections.map((s) => s.experiment), ['setup', 'overhead', 'memory', 'transfer', 'car']);
-  const md = renderTables({ env: {}, runs });
+  const md = renderTables(resultsOf({}, runs));
   assert.match(md, /## Setup delay/);
   assert.match(md, /### Setup delay \(ms\), host-address obfuscation off/);
   assert.match(md, /\| C-F +\| +10\.0 ± 0\.0 \|/);
@@ -190,14 +202,15 @@ test('tables.md and report.html: one section per experiment; CAR tables only for
     assert.ok(c.config.options.plugins.legend.labels && c.config.options.plugins.tooltip, c.kind); // what the report script needs
     assert.ok(c.config.data.datasets.length > 0, c.kind);
   }
-  const html = renderReportHtml({ env: { cpus: 2 }, runs });
+  const html = renderReportHtml(resultsOf({ cpus: 2 }, runs));
   assert.match(html, /<section id="lab-setup">/);
   assert.match(html, /<a href="#lab-setup">Setup delay<\/a>/);
   assert.match(html, /<section id="charts">/); // the car run keeps the CAR sections
+  /** @type {{ id: string }[]} */
   const specs = JSON.parse(/<script type="application\/json" id="carlab-charts">(.*?)<\/script>/s.exec(html)?.[1] ?? '[]');
   assert.ok(specs.some((s) => s.id.startsWith('chart-lab-')));
   for (const s of specs) assert.match(html, new RegExp(`<canvas id="${s.id}"`));
-  const labOnly = renderReportHtml({ env: { cpus: 2 }, runs: runs.filter(isLabRun) });
+  const labOnly = renderReportHtml(resultsOf({ cpus: 2 }, runs.filter(isLabRun)));
   assert.doesNotMatch(labOnly, /<section id="charts">/);
 });
 

@@ -82,6 +82,6 @@ export function browsersSchemaProblems(results) {
     }
   }
   if (!Array.isArray(results.runs)) return [...p, 'runs is not an array'];
-  results.runs.forEach((run, i) => { for (const q of labRunProblems(run)) p.push(`runs[${i}] (${run?.experiment} ${run?.pair ?? ''}): ${q}`); });
+  results.runs.forEach((/** @type {any} */ run, /** @type {number} */ i) => { for (const q of labRunProblems(run)) p.push(`runs[${i}] (${run?.experiment} ${run?.pair ?? ''}): ${q}`); });
   return p;
 }

@@ -35,7 +35,7 @@ export function repetitionSeconds(pair, hide, reps) {
  * @returns {Map<string, { reps: any[], pageErrors: string[], durationS: number }>}
  */
 export function repetitionCache(ctx) {
-  return /** @type {any} */ (ctx.cache);
+  return ctx.cache;
 }
 
 /**

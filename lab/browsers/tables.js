@@ -35,6 +35,9 @@ export function isLabRun(run) {
  * @property {LabTable[]} tables
  */
 
+/** @typedef {ReturnType<typeof import('./cpu.js').cpuStepRecord>} CpuStep one step of a cpu run */
+/** @typedef {ReturnType<typeof import('./transfer.js').approachFigures>} ApproachFigures one approach of a transfer run */
+
 /** Pair order of tables and charts. @param {any} a @param {any} b */
 export const byPair = (a, b) => (PAIR_ORDER.indexOf(a.pair) + 1 || 99) - (PAIR_ORDER.indexOf(b.pair) + 1 || 99) || String(a.pair).localeCompare(String(b.pair));
 
@@ -180,7 +183,7 @@ function memoryTables(runs) {
 /** @param {any[]} runs */
 function cpuTables(runs) {
   const rs = [...runs].sort(byPair);
-  const ks = [...new Set(rs.flatMap((r) => (r.steps ?? []).map((s) => s.k)))].sort((a, b) => a - b);
+  const ks = [...new Set(rs.flatMap((r) => (r.steps ?? []).map((/** @type {CpuStep} */ s) => s.k)))].sort((a, b) => a - b);
   const header = ['k', ...rs.flatMap((r) => [`${r.pair} client CPU %`, `${r.pair} server CPU %`, `${r.pair} MB/s`])];
   return [{
     title: 'Client browser CPU under k simultaneous transfers',
@@ -190,7 +193,7 @@ function cpuTables(runs) {
       + rs.filter((r) => r.stoppedBy).map((r) => ` ${r.pair} stopped at ${r.stoppedBy}.`).join(''),
     header,
     rows: ks.map((k) => [String(k), ...rs.flatMap((r) => {
-      const s = (r.steps ?? []).find((x) => x.k === k);
+      const s = (r.steps ?? []).find((/** @type {CpuStep} */ x) => x.k === k);
       return [fmt(s?.clientCpuPct, 1), fmt(s?.serverCpuPct, 1), fmt(s?.throughputMBps, 1)];
     })]),
     align: aligns(header.length),
@@ -208,7 +211,7 @@ function transferTables(runs) {
     legend: `Reliable ordered channels, ${fmt(r0?.chunk)}-byte messages; from first byte to the receiver's ACK of the last piece; `
       + `${fmt(r0?.repetitions)} repetitions per approach and pair.`,
     header,
-    rows: approaches.map((/** @type {any} */ a) => [a.label, ...rs.map((r) => pm((r.approaches ?? []).find((x) => x.id === a.id)?.ms))]),
+    rows: approaches.map((/** @type {ApproachFigures} */ a) => [a.label, ...rs.map((r) => pm((r.approaches ?? []).find((/** @type {ApproachFigures} */ x) => x.id === a.id)?.ms))]),
     align: aligns(header.length),
   }];
 }

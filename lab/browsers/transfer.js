@@ -62,7 +62,7 @@ async function runTransfer(ctx, pair, hide, o, p) {
     await openPeer(pb, ib, o.setupTimeoutMs);
     await openPeer(pa, ia, o.setupTimeoutMs);
     p.update('connecting');
-    const connect = (/** @type {any} */ s) => pa.evaluate(([x, y, sp, t]) => window.carlabLab.connect(x, y, sp, { timeoutMs: t }),
+    const connect = (/** @type {typeof spec} */ s) => pa.evaluate(([x, y, sp, t]) => window.carlabLab.connect(x, y, sp, { timeoutMs: t }),
       /** @type {const} */ ([ia, ib, s, o.setupTimeoutMs]));
     const multi = await connect(spec);
     /** @type {string[]} */

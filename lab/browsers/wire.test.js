@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSetCounters, wireDelta, wireRuleset, wireTraffic } from './wire.js';
 
+/** nft's JSON listing of the given sets. @param {Record<string, Record<string, [packets: number, bytes: number]>>} sets */
 const listing = (sets) => JSON.stringify({
   nftables: [
     { metainfo: { version: '1.0.6' } },
