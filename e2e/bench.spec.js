@@ -51,6 +51,34 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
   }
 });
 
+test('bench --relays 2: Chromium peers on two relay processes joined by NATS, relay and p2p', async ({ browserName }) => {
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
+  test.setTimeout(180_000);
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-bench-relays-'));
+  try {
+    const stderr = sink();
+    const code = await run(['--transport', 'relay,p2p', '--relays', '2', '--clients', '10', '--group', '5', '--duration', '4',
+      '--warmup', '1', '--peers-per-page', '5', '--no-progress', '--out', out], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+    expect(code, stderr.text()).toBe(0);
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    expect(resultsSchemaProblems(results)).toEqual([]);
+    const [relay, p2p] = results.runs;
+    for (const r of [relay, p2p]) {
+      expect(r.connected).toBe(10);
+      expect(r.rt.n).toBeGreaterThan(0);
+      expect(r.cluster.nodes).toBe(2);
+      expect(r.dups + r.reorders).toBe(0);
+    }
+    // Pages alternate relays and a group's peers alternate pages: relay updates cross.
+    expect(relay.cluster.crossNodeUpdates).toBeGreaterThan(0);
+    expect(relay.lossPct).toBe(0);
+    // p2p peers on different relays meshed: their PeerJS signaling crossed NATS.
+    expect(p2p.setupMs.peer.n).toBe(40);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
 test('bench --net: Chromium peers in client namespaces mesh p2p across the links', async ({ browserName }) => {
   test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
   const forbidden = namespacesForbidden();

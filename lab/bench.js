@@ -13,6 +13,7 @@ import { namespaceWrapperScript } from './net/commands.js';
 import { ipPath } from './net/network.js';
 import { aggregateRun } from './aggregate.js';
 import { startServerChild } from './sim.js';
+import { clusterRunFields, startRelayCluster } from './cluster.js';
 import { sampleProcessTree } from './proctree.js';
 
 /** Transports a browser peer can run. */
@@ -23,6 +24,7 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
 /**
  * @typedef {object} BenchPointOptions
  * @property {import('./flags.js').SweepPoint} point
+ * @property {string | null} [nats] --nats: the NATS the relays join (with point.relays; default one of the run's own)
  * @property {number} durationS
  * @property {number} warmupS
  * @property {number} updates
@@ -134,11 +136,12 @@ async function launchFleet(o, browserCount, wrapperDir, browsers) {
  * Opens the pages round-robin over the browsers, each hosting its share of
  * peers (peer.html), pushing each into `pages` once ready.
  * @param {BenchPointOptions} o
- * @param {{ layout: ReturnType<typeof benchLayout>, browsers: FleetBrowser[], baseUrl: string, runId: string }} fleet
+ * @param {{ layout: ReturnType<typeof benchLayout>, browsers: FleetBrowser[], baseUrls: string[], runId: string }} fleet
+ *   baseUrls: the servers; with --relays, page p loads from relay p mod N, so groups span relays
  * @param {FleetPageOf[]} pages
  * @param {string[]} pageErrors
  */
-async function openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErrors) {
+async function openPages(o, { layout, browsers, baseUrls, runId }, pages, pageErrors) {
   const { point } = o;
   for (let p = 0; p < layout.pageCount; p++) {
     if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
@@ -152,7 +155,7 @@ async function openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErr
       ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
       autostart: '0', name: `${host.name[0]}`,
     });
-    await page.goto(`${baseUrl}/peer.html?${q}`);
+    await page.goto(`${baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
     pages.push({ page, browser: host.name });
     o.onProgress?.({ phase: `opened ${pages.length}/${layout.pageCount} pages`, elapsedS: 0, rtMean: null });
@@ -204,16 +207,36 @@ async function collectPeerStats(pages) {
 }
 
 /**
+ * The server the fleet uses: `--url`'s, one server child, or (--relays) a
+ * cluster of relays on NATS.
+ * @param {BenchPointOptions} o
+ */
+async function startBenchSystem(o) {
+  const net = o.net ?? null;
+  if (o.url) return { server: null, cluster: null, baseUrls: [o.url.replace(/\/$/, '')] };
+  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}) };
+  const serverPlace = net ? { netns: net.serverNs } : {};
+  if (o.point.relays > 0) {
+    const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats ?? null, serverOptions, serverPlace });
+    /** @type {{ resetWindow(): Promise<unknown>, metrics(): Promise<any>, close(): Promise<void> }} */
+    const server = cluster;
+    return { server, cluster, baseUrls: cluster.urls.map((u) => u.replace(/\/$/, '')) };
+  }
+  const server = await startServerChild(serverOptions, serverPlace);
+  return { server, cluster: null, baseUrls: [server.url.replace(/\/$/, '')] };
+}
+
+/**
  * Runs one point and returns its run record.
  * @param {BenchPointOptions} o
  */
 export async function runBenchPoint(o) {
   const { point } = o;
   const net = o.net ?? null;
-  const server = o.url ? null : await startServerChild({ ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}) }, net ? { netns: net.serverNs } : {});
-  const baseUrl = (o.url ?? server?.url ?? '').replace(/\/$/, '');
+  const { server, cluster, baseUrls } = await startBenchSystem(o);
   const runId = `bench${Date.now().toString(36)}`;
-  const layout = benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) });
+  // Interleaved: a group's peers sit on different pages (and so, with --relays, on different relays).
+  const layout = benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) || point.relays > 0 });
   const { pageCount, browserCount } = layout;
   if (net && net.clientNs.length !== browserCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${browserCount} browsers`);
   // Chromium keeps Playwright's pipe through `exec ip netns exec NS chromium`
@@ -227,7 +250,7 @@ export async function runBenchPoint(o) {
   try {
     o.onProgress?.({ phase: 'launching', elapsedS: 0, rtMean: null });
     await launchFleet(o, browserCount, wrapperDir, browsers);
-    await openPages(o, { layout, browsers, baseUrl, runId }, pages, pageErrors);
+    await openPages(o, { layout, browsers, baseUrls, runId }, pages, pageErrors);
     await waitForMesh(pages);
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
@@ -247,7 +270,7 @@ export async function runBenchPoint(o) {
     /** @type {Record<string, string>} */
     const userAgents = {};
     for (const b of browsers) userAgents[b.name] = b.version;
-    return aggregateRun({
+    const record = aggregateRun({
       point,
       clients,
       relay: relay && point.transport.startsWith('relay') ? relay : null,
@@ -265,6 +288,7 @@ export async function runBenchPoint(o) {
         stoppedEarly: Boolean(o.shouldStop?.()),
       },
     });
+    return cluster ? { ...record, ...clusterRunFields({ point, cluster, serverMetrics }) } : record;
   } finally {
     for (const { page } of pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
     for (const b of browsers) await b.close().catch(() => {});

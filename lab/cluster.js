@@ -77,6 +77,48 @@ export async function startRelayCluster(o) {
 }
 
 /**
+ * The `cluster` (and, after a kill, `failover`) fields of a --relays run record.
+ *
+ * @param {object} input
+ * @param {import('./flags.js').SweepPoint} input.point
+ * @param {RelayCluster} input.cluster
+ * @param {any} input.serverMetrics the cluster's merged metrics after the window
+ * @param {{ atS: number, relayPid: number } | null} [input.killInfo] --kill-relay-at happened
+ * @param {any} [input.outage] the run record's `outage` (the clients' reconnects)
+ */
+export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, outage = null }) {
+  const c = serverMetrics.relay?.cluster ?? {};
+  const updatesIn = serverMetrics.relay?.updatesIn ?? 0;
+  return {
+    cluster: {
+      nodes: point.relays,
+      placement: point.placement,
+      crossNodeUpdates: c.crossNodeUpdates ?? 0,
+      crossNodePct: updatesIn > 0 ? (100 * (c.crossNodeUpdates ?? 0)) / updatesIn : null,
+      remoteUpdatesDelivered: c.updatesReceived ?? 0,
+      acksRouted: c.acksRouted ?? 0,
+      brokerMessages: c.brokerMessagesOut ?? 0,
+      natsVersion: cluster.nats.version,
+      natsUrl: cluster.nats.url,
+      natsCpuPct: serverMetrics.natsCpuPct ?? null,
+      relayCpuPct: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cpuPctMean ?? null),
+      unknownSender: c.unknownSender ?? 0,
+    },
+    ...(killInfo ? {
+      failover: {
+        killedAtS: killInfo.atS,
+        relayPid: killInfo.relayPid,
+        clientsMoved: outage?.clientsReconnected ?? 0,
+        reconnectMs: { p50: outage?.outageMs?.p50 ?? null, p99: outage?.outageMs?.p99 ?? null, max: outage?.outageMs?.max ?? null },
+        lostUpdates: outage?.updatesLost ?? 0,
+        stillDown: outage?.stillDown ?? 0,
+        note: 'relay counters and CPU after the kill cover the live relays only',
+      },
+    } : {}),
+  };
+}
+
+/**
  * Waits until every relay counts `n` nodes (itself included).
  *
  * @param {ServerChild[]} servers

@@ -9,7 +9,7 @@ import { NODE_TRANSPORTS } from '../core/transports.js';
 import { aggregateRun } from './aggregate.js';
 import { forkInNamespace } from './net/network.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
-import { startRelayCluster } from './cluster.js';
+import { clusterRunFields, startRelayCluster } from './cluster.js';
 
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
@@ -472,47 +472,6 @@ function clusterAsServer(cluster) {
 }
 
 /**
- * The `cluster` and `failover` fields of a --relays run.
- * @param {PointOptions} o
- * @param {SimPointState} run
- * @param {any} serverMetrics merged metrics (lab/cluster.js)
- * @param {any} record the run record so far (its `outage`, from the clients)
- */
-function clusterFields(o, run, serverMetrics, record) {
-  if (!run.cluster) return {};
-  const c = serverMetrics.relay?.cluster ?? {};
-  const updatesIn = serverMetrics.relay?.updatesIn ?? 0;
-  const outage = record.outage;
-  return {
-    cluster: {
-      nodes: o.point.relays,
-      placement: o.point.placement,
-      crossNodeUpdates: c.crossNodeUpdates ?? 0,
-      crossNodePct: updatesIn > 0 ? (100 * (c.crossNodeUpdates ?? 0)) / updatesIn : null,
-      remoteUpdatesDelivered: c.updatesReceived ?? 0,
-      acksRouted: c.acksRouted ?? 0,
-      brokerMessages: c.brokerMessagesOut ?? 0,
-      natsVersion: run.cluster.nats.version,
-      natsUrl: run.cluster.nats.url,
-      natsCpuPct: serverMetrics.natsCpuPct ?? null,
-      relayCpuPct: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cpuPctMean ?? null),
-      unknownSender: c.unknownSender ?? 0,
-    },
-    ...(run.killInfo ? {
-      failover: {
-        killedAtS: run.killInfo.atS,
-        relayPid: run.killInfo.relayPid,
-        clientsMoved: outage?.clientsReconnected ?? 0,
-        reconnectMs: { p50: outage?.outageMs?.p50 ?? null, p99: outage?.outageMs?.p99 ?? null, max: outage?.outageMs?.max ?? null },
-        lostUpdates: outage?.updatesLost ?? 0,
-        stillDown: outage?.stillDown ?? 0,
-        note: 'relay counters and CPU after the kill cover the live relays only',
-      },
-    } : {}),
-  };
-}
-
-/**
  * Starts the clients, warms up, then measures: the window's timeline, the
  * server's RSS when it began, its length and the generators' CPU over it.
  * @param {PointOptions} o
@@ -632,7 +591,7 @@ export async function runSimPoint(o) {
     const serverMetrics = await run.server.metrics();
     const stats = await stopGenerators(run.workers);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats });
-    return { ...record, ...clusterFields(o, run, serverMetrics, record) };
+    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, outage: record.outage }) } : record;
   } finally {
     await closeGenerators(run.workers);
     await run.server.close();

@@ -55,6 +55,8 @@ export const benchCommand = {
     } catch (err) {
       return /** @type {Error} */ (err).message;
     }
+    if (o.killRelayAtS !== null) return '--kill-relay-at is a carlab sim flag (bench measures browsers across relays with --relays)';
+    if (o.relays.some((/** @type {number} */ n) => n > 0) && (o.url || o.nets)) return '--relays starts its own relays: not with --url or --net';
     // under --net each browser process is one link: one page per browser unless asked otherwise
     o.values['pages-per-browser'] ??= o.nets ? '1' : '50';
     for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
@@ -85,7 +87,7 @@ export const benchCommand = {
     net,
     point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
-    pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop,
+    pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop, nats: options.nats,
   }),
 };
 
