@@ -4,6 +4,7 @@
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
 import { CloseCode, MsgType, encode } from '../core/protocol.js';
+import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { RemoteMember, tokenHash } from './cluster.js';
 
 /**
@@ -51,6 +52,8 @@ export class GroupRegistry {
     this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
     /** Set when this relay is one node of a cluster. @type {import('./cluster.js').ClusterLink | null} */
     this.cluster = null;
+    /** What the budgets shed or dropped (relay/budget.js). */
+    this.budget = newBudgetCounters();
   }
 
   /**
@@ -236,10 +239,27 @@ export class GroupRegistry {
     const group = /** @type {Group} */ (sender.group);
     const stats = this.ctx.stats;
     stats.updatesIn++;
+    const now = performance.now();
     /** @type {PendingUpdate} */
     const entry = {
-      sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(),
+      sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: now,
     };
+    // The group's fan-out is bounded, each member to its equal share
+    // (relay/budget.js): an update over its sender's share is shed like a
+    // stale pose, never a reason to close anyone. Counted over every node's members.
+    const copies = group.members.size - 1;
+    if (copies > 0) {
+      const share = sender.share;
+      share.rate = forwardShare(this.ctx.options.maxGroupForwardsPerSecond, group.members.size);
+      share.burst = SHARE_BURST_SECONDS * share.rate;
+      if (!share.take(copies, now)) {
+        this.budget.shedUpdates++;
+        this.budget.shedForwards += copies;
+        entry.dropped = copies;
+        this.complete(entry);
+        return;
+      }
+    }
     /** @type {Member[]} members that get it but whose ACK nobody waits for */
     const lagging = [];
     let remote = false;

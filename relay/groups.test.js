@@ -8,6 +8,7 @@ import { CloseCode, MsgType, decode, encode, frameOfBody } from '../core/protoco
 import { GroupRegistry } from './groups.js';
 import { RELAY_DEFAULTS } from './index.js';
 import { RelayStats } from './stats.js';
+import { TokenBucket } from './session.js';
 
 /** @typedef {import('./session.js').Session} Session */
 /** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
@@ -44,6 +45,8 @@ class FakeSession {
     this.pushed = [];
     /** Like an outbox that writes at once: the forward time is stamped on push. */
     this.stampOnPush = true;
+    /** Its share of the group's fan-out (GroupRegistry.update sets rate and burst). */
+    this.share = new TokenBucket(1, 1);
   }
 
   /** @param {Uint8Array} body @param {PendingUpdate | null} [entry] */

@@ -289,7 +289,10 @@ describe('membership', () => {
 describe('slow consumers', () => {
   test('a client that stops reading gets its stale poses replaced, then is closed past the hard limit', async () => {
     // floods far past the default rate limit on purpose
-    const env = await startRelay({ queueSoftBytes: 4096, queueHardBytes: 256 * 1024, maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9 });
+    const env = await startRelay({
+      queueSoftBytes: 4096, queueHardBytes: 256 * 1024, maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9,
+      maxUpdatesPerSecond: 1e9, maxUpdatesBurst: 1e9, maxGroupForwardsPerSecond: 1e12, // the flood is on purpose
+    });
     const slow = await rawClient(env.url, 's', 'slow', 0); // faithful: every ACK is forwarded to it
     const senders = [await rawClient(env.url, 's', 'a', 1, true), await rawClient(env.url, 's', 'b', 1, true)];
     /** @type {any} */ (slow.ws)._socket.pause(); // stops reading: the kernel buffers fill up

@@ -5,6 +5,7 @@
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
 import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode } from '../core/protocol.js';
+import { frameCost } from './budget.js';
 
 /** Where a frame arrived: the session's WebSocket or its relay-udp data channel. @typedef {'ws' | 'dc'} FrameSource */
 /** A close code and reason for a client that misbehaved. @typedef {[number, string]} Problem */
@@ -15,7 +16,7 @@ import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode } fro
  * real registry and endpoint, tests pass fakes.
  * @typedef {object} IntakeDeps
  * @property {import('./index.js').RelayContext} ctx options, stats and closeSession
- * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack'>} groups
+ * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget'>} groups
  * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
  */
 
@@ -78,18 +79,57 @@ export function onFrame(deps, s, data, isBinary, source) {
     ctx.closeSession(s, read.problem[0], read.problem[1]);
     return;
   }
-  if (!s.rate.take(read.messages.length)) {
-    ctx.closeSession(s, CloseCode.RATE_LIMITED, `over ${ctx.options.maxMessagesPerSecond} messages/s`);
+  const budget = chargeFrame(ctx, s, read.messages, source);
+  if ('problem' in budget) {
+    ctx.closeSession(s, budget.problem[0], budget.problem[1]);
     return;
   }
+  let { free, updatesAllowed } = budget;
   for (const m of read.messages) {
     ctx.stats.messagesIn++;
+    if (source === 'dc' && s.group) {
+      // Unreliable path: what is over the budget is lost like a packet (relay/budget.js).
+      if (m.type === MsgType.ACK) {
+        if (free === 0) { deps.groups.budget.udpDroppedAcks++; continue; }
+        free--;
+      } else if (m.type === MsgType.UPDATE && !updatesAllowed) {
+        deps.groups.budget.udpDroppedUpdates++;
+        continue;
+      }
+    }
     const problem = onMessage(deps, s, m, source);
     if (problem) {
       ctx.closeSession(s, problem[0], problem[1]);
       return;
     }
   }
+}
+
+/**
+ * Charges one frame to the session's budgets (relay/budget.js): ACKs paid by
+ * credit are free, every other message spends the message bucket, UPDATEs
+ * also the UPDATE bucket. A frame that does not fit is refused whole. On the
+ * data channel the UPDATEs over their rate are dropped instead (updatesAllowed
+ * false) and so are ACKs without credit (past `free`).
+ * @param {IntakeDeps['ctx']} ctx
+ * @param {import('./session.js').Session} s
+ * @param {BodyMessage[]} messages
+ * @param {FrameSource} source
+ * @returns {{ free: number, updatesAllowed: boolean } | { problem: Problem }}
+ */
+export function chargeFrame(ctx, s, messages, source) {
+  const cost = frameCost(messages, s.ackCredit);
+  const now = performance.now();
+  if (!s.rate.take(cost.charged, now)) {
+    return { problem: [CloseCode.RATE_LIMITED, `over ${ctx.options.maxMessagesPerSecond} messages/s (ACKs for updates it was sent excepted)`] };
+  }
+  s.ackCredit -= cost.credited;
+  let updatesAllowed = true;
+  if (cost.updates > 0 && !s.updateRate.take(cost.updates, now)) {
+    if (source === 'ws') return { problem: [CloseCode.RATE_LIMITED, `over ${ctx.options.maxUpdatesPerSecond} UPDATEs/s`] };
+    updatesAllowed = false;
+  }
+  return { free: cost.credited, updatesAllowed };
 }
 
 /**

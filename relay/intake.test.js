@@ -7,6 +7,7 @@ import { CloseCode, HelloFlag, MsgType, encode, encodeBatchOfBodies } from '../c
 import { RELAY_DEFAULTS } from './index.js';
 import { onFrame, onMessage, readFrame, typeNameOf } from './intake.js';
 import { TokenBucket } from './session.js';
+import { newBudgetCounters } from './budget.js';
 import { RelayStats } from './stats.js';
 
 /** @typedef {import('./session.js').Session} Session */
@@ -18,7 +19,7 @@ after(() => { for (const s of allStats) s.stop(); });
 
 /**
  * A relay around the intake: records closes, joins, updates, ACKs and SIGNALs.
- * @param {{ udpAvailable?: boolean, rate?: number }} [o]
+ * @param {{ udpAvailable?: boolean, rate?: number, updates?: number }} [o]
  */
 function setup(o = {}) {
   const stats = new RelayStats();
@@ -48,6 +49,7 @@ function setup(o = {}) {
       },
       update: (_s, m) => { calls.push(`update ${m.seq}`); },
       ack: (_s, m) => { calls.push(`ack ${m.sender}/${m.seq}`); },
+      budget: newBudgetCounters(),
     },
     udp: {
       available: o.udpAvailable ?? true,
@@ -64,6 +66,7 @@ function setup(o = {}) {
       id: so.joined ? 7 : 0, name: '', group: so.joined ? { key: 'r:g' } : null, batched: false,
       membershipOnly: so.membershipOnly ?? false, udp: so.udp ?? false, closed: false,
       pending: new Map(), rate: new TokenBucket(o.rate ?? 1000, o.rate ?? 1000),
+      updateRate: new TokenBucket(o.updates ?? 1000, o.updates ?? 1000), ackCredit: 0,
     };
     // Only these fields are read or written by intake.js.
     return /** @type {Session} */ (/** @type {unknown} */ (s));

@@ -3,6 +3,7 @@
 // slow-consumer bound live; a session has one per socket it writes to.
 
 import { MsgType, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
+import { SHARE_BURST_SECONDS } from './budget.js';
 
 /**
  * An update the relay forwarded and is waiting on ACKs for.
@@ -36,9 +37,12 @@ export class TokenBucket {
     this.at = performance.now();
   }
 
-  /** Takes n tokens; false if there are not enough (nothing is taken then). @param {number} n */
-  take(n) {
-    const now = performance.now();
+  /**
+   * Takes n tokens; false if there are not enough (nothing is taken then).
+   * @param {number} n
+   * @param {number} [now] performance.now(), when the caller has it already (one clock read per frame)
+   */
+  take(n, now = performance.now()) {
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.rate);
     this.at = now;
     if (this.tokens < n) return false;
@@ -168,13 +172,18 @@ export class Outbox {
     this.queuedUpdateBySender.clear();
     const now = performance.now();
     const stats = this.ctx.stats;
+    let sent = 0;
     for (const item of queue) {
       if (item.entry) {
         // A destination nobody waits on (a lagging consumer) is not put back in the ACK set.
         if (item.entry.dest.has(this.session)) item.entry.dest.set(this.session, now);
-        stats.updatesForwarded++;
+        sent++;
       }
     }
+    stats.updatesForwarded += sent;
+    // Each UPDATE handed to the socket buys its receiver exactly one ACK (relay/budget.js):
+    // counted here, where it is really sent, not when queued (a queued copy may be replaced).
+    this.session.ackCredit += sent;
     stats.messagesOut += queue.length;
     if (this.session.batched && queue.length > 1) {
       // A BATCH counts its messages in a u16, and on a data channel one
@@ -297,8 +306,20 @@ export class Session {
      * for its ACKs until it sends one again.
      */
     this.lagging = false;
-    /** Per-socket message rate limit. */
+    /** Per-socket message rate limit: every message but an ACK paid by credit (relay/budget.js). */
     this.rate = new TokenBucket(ctx.options.maxMessagesPerSecond, ctx.options.maxMessagesBurst);
+    /** Its UPDATE rate limit: one per cycle at the shortest sane cycle, with a long burst. */
+    this.updateRate = new TokenBucket(ctx.options.maxUpdatesPerSecond, ctx.options.maxUpdatesBurst);
+    /**
+     * Its share of its group's fan-out (forwards per second); GroupRegistry.update
+     * sets the rate from the group's size before each take.
+     */
+    this.share = new TokenBucket(ctx.options.maxGroupForwardsPerSecond, SHARE_BURST_SECONDS * ctx.options.maxGroupForwardsPerSecond);
+    /**
+     * ACKs it may send without spending its message bucket: one per UPDATE the
+     * relay wrote to it, minus the ACKs it sent. Never negative.
+     */
+    this.ackCredit = 0;
   }
 
   /** The WebSocket's queued messages (tests look at it). */

@@ -74,6 +74,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
   const relay = createRelay({
     server, path: '/relay', slowAckMs: 1000, queueSoftBytes: 16 * 1024, queueHardBytes, maxPayload: 1024 * 1024,
     maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9, // the flood below is on purpose
+    maxUpdatesPerSecond: 1e9, maxUpdatesBurst: 1e9, maxGroupForwardsPerSecond: 1e12,
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
