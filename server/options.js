@@ -10,6 +10,7 @@
 
 import { RELAY_LIMITS } from '../core/defaults.js';
 import { readFileSync } from 'node:fs';
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS } from './log.js';
 import { parseArgs } from 'node:util';
 
 /**
@@ -57,7 +58,12 @@ export class UsageError extends Error {
  * @property {number | null} cluster serve the port from this many processes joined through NATS
  *   (0: one per core); null: one process, no NATS
  * @property {string | null} nats NATS server URL to join (a node of a multi-process or multi-machine system)
+ * @property {string} logLevel one of LOG_LEVELS (server/log.js)
+ * @property {number} drainTimeoutMs bound on a graceful stop after SIGTERM/SIGINT
  */
+
+/** Default --drain-timeout in seconds: inside the cluster primary's 10 s before it kills a worker. */
+export const DEFAULT_DRAIN_TIMEOUT_S = 5;
 
 /**
  * The parser's answer; `kind` says which field is set.
@@ -109,6 +115,8 @@ const FLAGS = {
   'allowed-origins': { type: 'string', placeholder: '<list>', help: 'comma-separated origins allowed to open WebSockets, * for any (default: the page\'s own)' },
   cluster: { type: 'string', placeholder: '<n>', help: 'serve the port from n processes joined through NATS, 0 for one per core (default: one process, no NATS)' },
   nats: { type: 'string', placeholder: '<url>', help: 'join the system on this NATS server (nats://host:4222); with --cluster, use it instead of starting one' },
+  'log-level': { type: 'string', placeholder: '<level>', help: `log level: ${LOG_LEVELS.join(', ')} (default ${DEFAULT_LOG_LEVEL}; JSON lines unless stdout is a terminal)` },
+  'drain-timeout': { type: 'string', placeholder: '<s>', help: `on SIGTERM/SIGINT, seconds to let clients leave (told 1001: reconnect) before cutting them off (default ${DEFAULT_DRAIN_TIMEOUT_S})` },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },
   'no-qr': { type: 'boolean', help: 'do not print a QR code' },
   'no-banner': { type: 'boolean', help: 'do not print the URLs (a cluster\'s workers)' },
@@ -285,7 +293,35 @@ export function readStartOptions({ stringOf, booleanOf }, readFile) {
     banner: !booleanOf('no-banner'),
     cluster: parseClusterSize(stringOf('cluster')),
     nats: parseNatsUrl(stringOf('nats')),
+    logLevel: parseLogLevel(stringOf('log-level')),
+    drainTimeoutMs: parseDrainTimeout(stringOf('drain-timeout')),
   };
+}
+
+/**
+ * `--log-level`: one of LOG_LEVELS.
+ *
+ * @param {RawSetting} setting
+ * @returns {string}
+ */
+export function parseLogLevel({ raw, label }) {
+  if (raw === undefined) return DEFAULT_LOG_LEVEL;
+  const level = raw.trim().toLowerCase();
+  if (!LOG_LEVELS.includes(level)) throw new UsageError(`${label}: expected one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
+  return level;
+}
+
+/**
+ * `--drain-timeout`: seconds (fractions allowed), 0..3600, as milliseconds.
+ *
+ * @param {RawSetting} setting
+ * @returns {number}
+ */
+export function parseDrainTimeout({ raw, label }) {
+  if (raw === undefined) return DEFAULT_DRAIN_TIMEOUT_S * 1000;
+  const seconds = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!(seconds >= 0 && seconds <= 3600)) throw new UsageError(`${label}: expected seconds 0..3600, got '${raw}'`);
+  return Math.round(seconds * 1000);
 }
 
 /**

@@ -54,6 +54,8 @@ describe('parseStartOptions: good input', () => {
       banner: true,
       cluster: null,
       nats: null,
+      logLevel: 'info',
+      drainTimeoutMs: 5000,
     });
   });
 
@@ -72,6 +74,7 @@ describe('parseStartOptions: good input', () => {
       '--max-payload', '4096', '--queue-soft-bytes', '1000', '--queue-hard-bytes', '2000',
       '--ack-timeout-ms', '500', '--max-messages-per-second', '300', '--allowed-origins', 'https://a.test, http://b.test:8080',
       '--no-build', '--no-qr', '--no-banner', '--cluster=3', '--nats', 'nats://10.0.0.5:4222',
+      '--log-level', 'DEBUG', '--drain-timeout=2.5',
     ]);
     assert.equal(result.kind, 'options');
     assert.deepEqual(result.options, {
@@ -95,6 +98,8 @@ describe('parseStartOptions: good input', () => {
       banner: false,
       cluster: 3,
       nats: 'nats://10.0.0.5:4222',
+      logLevel: 'debug',
+      drainTimeoutMs: 2500,
     });
   });
 
@@ -209,6 +214,9 @@ describe('parseStartOptions: bad values', () => {
     [['--max-payload', '0'], /^--max-payload: must be a positive integer, got '0'/],
     [['--max-payload', '12kb'], /^--max-payload: must be a positive integer/],
     [['--ack-timeout-ms', '1e3'], /^--ack-timeout-ms: must be a positive integer/],
+    [['--log-level', 'loud'], /^--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got 'loud'/],
+    [['--drain-timeout=-1'], /^--drain-timeout: expected seconds 0\.\.3600, got '-1'/],
+    [['--drain-timeout', '5s'], /^--drain-timeout: expected seconds/],
     [['--max-messages-per-second', '0'], /^--max-messages-per-second: must be a positive integer, got '0'/],
     [['--max-messages-per-second', 'lots'], /^--max-messages-per-second: must be a positive integer/],
     [['--queue-soft-bytes', '10', '--queue-hard-bytes', '5'], /--queue-soft-bytes \(10\) must not exceed --queue-hard-bytes \(5\)/],

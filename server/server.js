@@ -15,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { RELAY_LIMITS } from '../core/defaults.js';
 import { NodeDirectory, createRelay, pathnameOf } from '../relay/index.js';
 import { createSignaling } from '../signaling/index.js';
+import { silentLogger } from './log.js';
+import { createMetrics, wantsJson } from './metrics.js';
 import { formatUrl, isWildcardHost, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
 import { loadTlsCertificate } from './tls.js';
@@ -27,8 +29,31 @@ export const DEFAULT_WEB_ROOT = path.join(PROJECT_ROOT, 'web', 'dist');
 /** Read once: the version reported by /healthz. */
 const VERSION = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
 
-/** How long close() waits for clients to leave before cutting them off. */
-const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+/** How long close() waits for clients to leave before cutting them off (--drain-timeout). */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
+
+/**
+ * HTTP timeouts (docs/operations.md). Node's defaults (60 s for headers, 300 s
+ * for a request, checked every 30 s) let a slowloris hold a socket for
+ * minutes; carlab's requests are small GETs, so the bounds can be tight.
+ * WebSockets are not affected: an upgraded socket leaves the HTTP parser.
+ */
+/** @typedef {{ headersTimeoutMs: number, requestTimeoutMs: number, keepAliveTimeoutMs: number, checkIntervalMs: number }} HttpTimeouts */
+
+/** @type {Readonly<HttpTimeouts>} */
+export const HTTP_TIMEOUTS = Object.freeze({
+  /** The whole header block must arrive within this (a slowloris never finishes it). */
+  headersTimeoutMs: 10_000,
+  /** The whole request, body included. */
+  requestTimeoutMs: 30_000,
+  /** An idle keep-alive connection is closed after this (Node's default; phones reconnect cheaply). */
+  keepAliveTimeoutMs: 5_000,
+  /** How often Node checks the two above (its default, 30 s, would let a slowloris stay 40 s). */
+  checkIntervalMs: 1_000,
+});
+
+/** Methods the server answers at all; the rest get 405 and a closed connection. */
+const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'HEAD', 'OPTIONS', 'POST'] });
 
 /**
  * @typedef {import('./options.js').IceServer} IceServer
@@ -61,6 +86,8 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
  *   relay groups and PeerJS ids span every node on it. The caller owns and closes it.
  * @property {string[]} [extraUpgradePaths] upgrade paths (prefixes) other services attached to
  *   this server will take, so the 404 listener leaves them alone (the lab's baselines)
+ * @property {import('./log.js').Logger} [logger] structured log (server/log.js); default: silent
+ * @property {Partial<HttpTimeouts>} [httpTimeouts] override HTTP_TIMEOUTS (tests use short ones)
  */
 
 /**
@@ -72,7 +99,9 @@ const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
  * @property {Awaited<ReturnType<typeof createSignaling>>} signaling
  * @property {{ certPath: string, source: 'provided' | 'reused' | 'generated' | 'memory' } | null} tls
  *   where the certificate came from (never the key); null for plain HTTP
- * @property {() => Promise<void>} close graceful shutdown, bounded by `closeTimeoutMs`
+ * @property {() => Promise<void>} close graceful shutdown (drain), bounded by `closeTimeoutMs`: stops
+ *   accepting, tells WebSocket clients 1001 GOING_AWAY (they reconnect), waits for them, cuts off the rest
+ * @property {import('./metrics.js').CarlabMetrics} metrics the Prometheus registry behind /metrics
  */
 
 /**
@@ -91,15 +120,21 @@ export async function createCarlabServer(options = {}) {
   } = options;
   const protocol = options.http ? 'http' : 'https';
 
+  const logger = options.logger ?? silentLogger();
   const { server, tls } = await createHttpServer(options);
   const sockets = trackSockets(server);
-  const { relay, signaling } = await createServices(server, options);
+  const metrics = createMetrics();
+  const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer });
+  metrics.attach({ relay, signaling });
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
+  let draining = false;
   const jsonRoutes = createJsonRoutes({
     relay, signaling, iceServers, startedAt: performance.now(), cpuMeter: createCpuMeter(),
     hasWebBuild: () => existsSync(path.join(webRoot, 'index.html')),
+    isDraining: () => draining,
   });
-  server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic })));
+  server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics }), logger));
+  server.on('connect', refuseConnect);
   // Registered after the relay's and signaling's own listeners: every other
   // upgrade gets an answer instead of a socket left hanging.
   server.on('upgrade', createUpgradeFallback({ relayPath: relay.path, signaling, extraUpgradePaths: options.extraUpgradePaths }));
@@ -123,8 +158,16 @@ export async function createCarlabServer(options = {}) {
     relay,
     signaling,
     tls,
+    metrics,
     close() {
-      closing ??= closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs });
+      if (!closing) {
+        draining = true;
+        logger.info({ event: 'drain', clients: relay.wss.clients.size, timeoutMs: closeTimeoutMs }, 'draining: clients are told 1001 and reconnect');
+        const startedAt = performance.now();
+        closing = closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs }).finally(() => {
+          logger.info({ event: 'closed', ms: Math.round(performance.now() - startedAt) }, 'closed');
+        });
+      }
       return closing;
     },
   };
@@ -134,19 +177,49 @@ export async function createCarlabServer(options = {}) {
  * The HTTP or HTTPS server for `options`, not yet listening, and where its
  * certificate came from: a pair in memory, files, or the self-signed one.
  *
- * @param {Pick<CarlabServerOptions, 'http' | 'tls' | 'cert' | 'key' | 'certDir'>} options
+ * @param {Pick<CarlabServerOptions, 'http' | 'tls' | 'cert' | 'key' | 'certDir' | 'httpTimeouts'>} options
  * @returns {Promise<{ server: http.Server | https.Server, tls: CarlabServer['tls'] }>}
  */
 export async function createHttpServer(options) {
-  if (options.http) return { server: http.createServer(), tls: null };
+  const limits = httpServerOptions(options.httpTimeouts);
+  if (options.http) return { server: http.createServer(limits), tls: null };
   if (options.tls) {
-    return { server: https.createServer({ cert: options.tls.cert, key: options.tls.key }), tls: { certPath: '', source: 'memory' } };
+    return { server: https.createServer({ ...limits, cert: options.tls.cert, key: options.tls.key }), tls: { certPath: '', source: 'memory' } };
   }
   const material = await loadTlsCertificate({ certPath: options.cert, keyPath: options.key, certDir: options.certDir });
   return {
-    server: https.createServer({ cert: material.cert, key: material.key }),
+    server: https.createServer({ ...limits, cert: material.cert, key: material.key }),
     tls: { certPath: material.certPath, source: material.source },
   };
+}
+
+/**
+ * node:http server options for HTTP_TIMEOUTS with `overrides` applied.
+ *
+ * @param {Partial<HttpTimeouts>} [overrides]
+ * @returns {http.ServerOptions}
+ */
+export function httpServerOptions(overrides = {}) {
+  const t = { ...HTTP_TIMEOUTS, ...overrides };
+  return {
+    headersTimeout: t.headersTimeoutMs,
+    requestTimeout: t.requestTimeoutMs,
+    keepAliveTimeout: t.keepAliveTimeoutMs,
+    connectionsCheckingInterval: t.checkIntervalMs,
+  };
+}
+
+/**
+ * The 'connect' listener: carlab is no proxy. Without one Node drops the
+ * socket silently; a status says why.
+ *
+ * @param {http.IncomingMessage} _req
+ * @param {import('node:stream').Duplex} socket
+ */
+export function refuseConnect(_req, socket) {
+  socket.on('error', () => {});
+  socket.once('finish', () => socket.destroy());
+  socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 19\r\n\r\nMethod Not Allowed\n');
 }
 
 /**
@@ -172,9 +245,10 @@ export function trackSockets(server) {
  *
  * @param {http.Server | https.Server} server
  * @param {CarlabServerOptions} options
+ * @param {{ logger: import('./log.js').Logger, observer: import('../relay/index.js').RelayObserver }} hooks
  * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
  */
-async function createServices(server, options) {
+async function createServices(server, options, { logger, observer }) {
   // One node directory per process: the relay and signaling share its heartbeats.
   const nodes = options.broker ? new NodeDirectory(options.broker) : undefined;
   const relay = await createRelay(withoutUndefined({
@@ -189,6 +263,10 @@ async function createServices(server, options) {
     maxMessagesPerSecond: options.maxMessagesPerSecond,
     maxMessagesBurst: options.maxMessagesPerSecond === undefined ? undefined : RELAY_LIMITS.burstFactor * options.maxMessagesPerSecond,
     allowedOrigins: options.allowedOrigins,
+    // Leave room inside the drain bound for signaling and the HTTP server after the relay.
+    closeTimeoutMs: options.closeTimeoutMs === undefined ? undefined : Math.max(0, options.closeTimeoutMs - 500),
+    logger,
+    observer,
   }));
   const signaling = await createSignaling(withoutUndefined({
     server,
@@ -197,6 +275,7 @@ async function createServices(server, options) {
     path: options.peerjsPath,
     key: options.peerjsKey,
     allowedOrigins: options.allowedOrigins,
+    logger,
   }));
   return { relay, signaling };
 }
@@ -244,16 +323,17 @@ export class JsonAnswer {
  * @param {number} parts.startedAt performance.now() at start, for /healthz's uptime
  * @param {() => number} parts.cpuMeter this process's CPU % since the last call
  * @param {() => boolean} [parts.hasWebBuild] whether the pages are there to serve
+ * @param {() => boolean} [parts.isDraining] whether close() began (then /readyz says 503)
  * @returns {JsonRoutes}
  */
-export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true }) {
+export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true, isDraining = () => false }) {
   return {
     '/healthz': () => ({
       status: 'ok',
       version: VERSION,
       uptimeS: roundTo((performance.now() - startedAt) / 1000, 3),
     }),
-    '/readyz': () => readiness(relay, hasWebBuild),
+    '/readyz': () => readiness(relay, hasWebBuild, isDraining),
     '/metrics': () => ({
       relay: relay.metrics(),
       signaling: signaling.metrics(),
@@ -275,13 +355,26 @@ export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuM
  * @param {{ path: string, handleRequest(req: http.IncomingMessage, res: http.ServerResponse): boolean }} parts.signaling
  * @param {JsonRoutes} parts.jsonRoutes
  * @param {RequestHandler} parts.serveStatic
+ * @param {Pick<import('./metrics.js').CarlabMetrics, 'text' | 'contentType'>} [parts.metrics] the exposition
+ *   /metrics answers unless the client asks for JSON
  * @returns {RequestHandler}
  */
-export function createRequestHandler({ signaling, jsonRoutes, serveStatic }) {
+export function createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics }) {
   return async function handleRequest(req, res) {
     const pathname = rawPathOf(req.url ?? '/');
-    if (isUnder(pathname, signaling.path)) {
+    const underSignaling = isUnder(pathname, signaling.path);
+    const allowed = underSignaling ? METHODS.signaling : METHODS.anywhere;
+    if (!allowed.includes(req.method ?? '')) {
+      // No body is read, so the connection cannot be reused: close it.
+      sendJson(res, 405, { error: 'method not allowed' }, { Allow: allowed.join(', '), Connection: 'close' });
+      return;
+    }
+    if (underSignaling) {
       if (!signaling.handleRequest(req, res)) sendJson(res, 404, { error: 'not found' });
+      return;
+    }
+    if (pathname === '/metrics' && metrics && !wantsJson(req)) {
+      await sendText(res, metrics.contentType, await metrics.text());
       return;
     }
     const route = Object.hasOwn(jsonRoutes, pathname) ? jsonRoutes[pathname] : undefined;
@@ -291,6 +384,22 @@ export function createRequestHandler({ signaling, jsonRoutes, serveStatic }) {
     }
     await serveStatic(req, res);
   };
+}
+
+/**
+ * @param {http.ServerResponse} res
+ * @param {string} contentType
+ * @param {string} text
+ * @returns {Promise<void>}
+ */
+async function sendText(res, contentType, text) {
+  res.writeHead(200, {
+    'Content-Type': contentType,
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(text);
 }
 
 /**
@@ -311,17 +420,19 @@ function answerJsonRoute(req, res, route) {
 }
 
 /**
- * /readyz: ready to take clients (listening, since it answers; the web build
- * there; in a cluster, NATS reachable). 503 says which check failed.
+ * /readyz: ready to take clients (listening and not draining, since it
+ * answers; the web build there; in a cluster, NATS reachable). 503 says which
+ * check failed, so a balancer stops sending clients to a draining node.
  *
  * @param {{ readiness?(): { ready: boolean, reason: string } }} relay
  * @param {() => boolean} hasWebBuild
+ * @param {() => boolean} [isDraining]
  * @returns {JsonAnswer}
  */
-export function readiness(relay, hasWebBuild) {
+export function readiness(relay, hasWebBuild, isDraining = () => false) {
   const cluster = relay.readiness?.() ?? { ready: true, reason: 'single process' };
   const checks = {
-    listening: { ok: true },
+    listening: isDraining() ? { ok: false, reason: 'draining: shutting down' } : { ok: true },
     webBuild: { ok: hasWebBuild(), ...(hasWebBuild() ? {} : { reason: 'no index.html in the web root (build the app)' }) },
     cluster: { ok: cluster.ready, reason: cluster.reason },
   };
@@ -335,11 +446,14 @@ export function readiness(relay, hasWebBuild) {
  * costs one response, never the process.
  *
  * @param {RequestHandler} handle
+ * @param {Pick<import('./log.js').Logger, 'error'>} [logger] told of each failure
  * @returns {(req: http.IncomingMessage, res: http.ServerResponse) => void}
  */
-export function createRequestListener(handle) {
+export function createRequestListener(handle, logger) {
   return (req, res) => {
     handle(req, res).catch((/** @type {unknown} */ err) => {
+      // No path: one under signaling's carries the PeerServer key.
+      logger?.error({ event: 'request-error', method: req.method, code: errorCodeOf(err), err }, 'request failed');
       if (!res.headersSent) sendJson(res, 500, { error: 'internal error', code: errorCodeOf(err) ?? 'ERR_INTERNAL' });
       else res.destroy();
     });

@@ -75,8 +75,8 @@ describe('HTTP server', () => {
     assert.ok(body.uptimeS >= 0);
   });
 
-  test('GET /metrics', async () => {
-    const res = await fetch(new URL('/metrics', carlab.url));
+  test('GET /metrics with Accept: application/json: the JSON snapshot', async () => {
+    const res = await fetch(new URL('/metrics', carlab.url), { headers: { Accept: 'application/json' } });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('cache-control'), 'no-store');
     const body = await res.json();
@@ -85,6 +85,16 @@ describe('HTTP server', () => {
     assert.ok(body.process.rssBytes > 0);
     assert.equal(typeof body.process.cpuPct, 'number');
     assert.deepEqual(Object.keys(body).sort(), ['process', 'relay', 'signaling']);
+  });
+
+  test('GET /metrics: the Prometheus exposition by default', async () => {
+    const res = await fetch(new URL('/metrics', carlab.url));
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers.get('content-type')), /^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    assert.match(text, /^# TYPE process_cpu_seconds_total counter$/m);
+    assert.match(text, /^# TYPE carlab_relay_updates_forwarded_total counter$/m);
+    assert.match(text, /^carlab_relay_connections\{transport="relay"\} 0$/m);
   });
 
   test('GET /config.json', async () => {

@@ -1,6 +1,11 @@
 /**
  * `carlab start`: build the web app when stale, serve everything on one
- * port, print where to reach it, and shut down cleanly on SIGINT/SIGTERM.
+ * port, print where to reach it, and drain on SIGINT/SIGTERM: clients are
+ * told 1001 GOING_AWAY (they reconnect), then the process exits within
+ * --drain-timeout; a second signal exits at once.
+ *
+ * Output: on a terminal, the banner (URLs, QR) and readable log lines; to a
+ * file or pipe, JSON log lines only (server/log.js), the first one included.
  *
  * @module server/start
  */
@@ -17,6 +22,8 @@ import qrcode from 'qrcode-terminal';
 
 import { connectNatsBroker } from '../relay/index.js';
 import { runClusterPrimary, workerCount } from './cluster.js';
+import { createLogger } from './log.js';
+import { precompressDir } from './precompress.js';
 import { parseStartOptions, startHelp } from './options.js';
 import { loadTlsCertificate } from './tls.js';
 import { createCarlabServer } from './server.js';
@@ -63,18 +70,21 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
   }
   const { options } = parsed;
   const outDir = path.join(WEB_DIR, 'dist');
+  const logger = createLogger({ level: options.logLevel, stream: stdout });
 
   try {
     if (options.build && (await isBuildStale({ webDir: WEB_DIR, outDir }))) {
-      stdout.write('carlab: building the web app (web/dist)...\n');
+      logger.info({ event: 'build', outDir: path.relative(process.cwd(), outDir) || outDir }, 'building the web app (web/dist)...');
       await buildWebApp({ webDir: WEB_DIR, outDir });
     }
+    // A build made by `vite build` alone has no .br/.gz twins yet; a current one costs only stats.
+    if (options.build) await precompressRoots([outDir, ...(extras.extraWebRoots ?? [])], logger);
   } catch (err) {
     stderr.write(`carlab start: building the web app failed: ${/** @type {Error | null | undefined} */ (err)?.message ?? err}\n`);
     return 1;
   }
   if (!existsSync(path.join(outDir, 'index.html'))) {
-    stderr.write('carlab: warning: web/dist has no index.html; pages will answer 404 (drop --no-build)\n');
+    logger.warn({ event: 'no-web-build' }, 'web/dist has no index.html; pages will answer 404 (drop --no-build)');
   }
   if (options.cluster !== null) {
     // The certificate is made once here, so the workers all reuse one.
@@ -83,7 +93,21 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
       argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, stdout, stderr,
     });
   }
-  return serveNode(options, outDir, extras, { stdout, stderr });
+  return serveNode(options, outDir, extras, { stdout, stderr, logger });
+}
+
+/**
+ * Precompress the web roots that exist (server/precompress.js), logging what it saved.
+ *
+ * @param {string[]} roots
+ * @param {import('./log.js').Logger} logger
+ */
+async function precompressRoots(roots, logger) {
+  for (const root of roots) {
+    if (!existsSync(root)) continue;
+    const r = await precompressDir(root);
+    logger.debug({ event: 'precompress', root: path.relative(process.cwd(), root) || root, ...r }, 'precompressed the web build');
+  }
 }
 
 /**
@@ -92,10 +116,10 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
  * @param {import('./options.js').StartOptions} options
  * @param {string} outDir the web build
  * @param {StartExtras} extras
- * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
+ * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream, logger: import('./log.js').Logger }} io
  * @returns {Promise<number>} exit code
  */
-async function serveNode(options, outDir, extras, { stdout, stderr }) {
+async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
   /** @type {import('../relay/broker.js').Broker | undefined} */
   let broker;
   if (options.nats) {
@@ -127,6 +151,8 @@ async function serveNode(options, outDir, extras, { stdout, stderr }) {
       ackTimeoutMs: options.ackTimeoutMs,
       maxMessagesPerSecond: options.maxMessagesPerSecond,
       allowedOrigins: options.allowedOrigins,
+      closeTimeoutMs: options.drainTimeoutMs,
+      logger,
     });
   } catch (err) {
     await broker?.close();
@@ -134,10 +160,36 @@ async function serveNode(options, outDir, extras, { stdout, stderr }) {
     return 1;
   }
 
-  if (options.banner) printBanner(carlab, options, stdout);
-  const code = await waitForShutdown(carlab, { stdout, stderr });
+  // The banner is for a person at a terminal; a file or a log shipper gets
+  // the same facts as one JSON line (its text keeps `local: URL` for scripts).
+  if (options.banner && isTerminal(stdout)) printBanner(carlab, options, stdout);
+  else logListening(carlab, logger);
+  const code = await waitForShutdown(carlab, { logger, drainTimeoutMs: options.drainTimeoutMs });
   await broker?.close();
+  logger.flush?.();
   return code;
+}
+
+/**
+ * @param {NodeJS.WritableStream} stream
+ * @returns {boolean}
+ */
+function isTerminal(stream) {
+  return /** @type {{ isTTY?: boolean }} */ (stream).isTTY === true;
+}
+
+/**
+ * The banner's facts as one log line.
+ *
+ * @param {import('./server.js').CarlabServer} carlab
+ * @param {import('./log.js').Logger} logger
+ */
+function logListening(carlab, logger) {
+  const [local, ...lan] = carlab.urls;
+  logger.info({
+    event: 'listening', url: local, lanUrls: lan,
+    certificate: carlab.tls ? { source: carlab.tls.source, path: carlab.tls.certPath || null } : null,
+  }, `carlab is running; local: ${local}${lan.length ? ` LAN: ${lan.join(' ')}` : ''} (Press Ctrl+C to stop)`);
 }
 
 /**
@@ -175,12 +227,13 @@ export async function listHtmlPages(webDir) {
 }
 
 /**
- * Build a pages folder with Vite using its own vite.config.js (web/ or lab/pages/).
+ * Build a pages folder with Vite using its own vite.config.js (web/ or lab/pages/),
+ * then write the .br/.gz twins the static handler serves (server/precompress.js).
  *
- * @param {{ webDir: string, outDir?: string, logLevel?: 'info' | 'warn' | 'error' | 'silent' }} options
+ * @param {{ webDir: string, outDir?: string, logLevel?: 'info' | 'warn' | 'error' | 'silent', precompress?: boolean }} options
  * @returns {Promise<void>}
  */
-export async function buildWebApp({ webDir, outDir = path.join(webDir, 'dist'), logLevel = 'warn' }) {
+export async function buildWebApp({ webDir, outDir = path.join(webDir, 'dist'), logLevel = 'warn', precompress = true }) {
   // Loaded lazily: Vite is large and not needed when dist is fresh.
   const { build } = await import('vite');
   await build({
@@ -189,6 +242,7 @@ export async function buildWebApp({ webDir, outDir = path.join(webDir, 'dist'), 
     logLevel,
     build: { outDir, emptyOutDir: true },
   });
+  if (precompress) await precompressDir(outDir);
 }
 
 /**
@@ -273,28 +327,39 @@ function printBanner(carlab, options, stdout) {
   stdout.write('\nPress Ctrl+C to stop.\n');
 }
 
+/** Past the drain bound, how long the last steps (NATS, log flush) may take before the process is ended anyway. */
+const EXIT_GRACE_MS = 2000;
+
 /**
- * Close gracefully on the first SIGINT/SIGTERM; exit at once on a second.
+ * Drain on the first SIGINT/SIGTERM; exit at once on a second. The close is
+ * bounded by the drain timeout already; a timer past it (unref'd) ends the
+ * process should anything still hang, so a supervisor's stop always returns.
  *
  * @param {import('./server.js').CarlabServer} carlab
- * @param {{ stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} io
+ * @param {{ logger: import('./log.js').Logger, drainTimeoutMs: number }} io
  * @returns {Promise<number>} exit code
  */
-function waitForShutdown(carlab, { stdout, stderr }) {
+function waitForShutdown(carlab, { logger, drainTimeoutMs }) {
   return new Promise((resolve) => {
     let stopping = false;
     /** @param {NodeJS.Signals} signal */
     const onSignal = (signal) => {
       if (stopping) {
-        stderr.write(`carlab: ${signal} again, exiting without waiting\n`);
+        logger.warn({ event: 'signal', signal }, `${signal} again, exiting without waiting`);
+        logger.flush?.();
         process.exit(128 + (osConstants.signals[signal] ?? 0));
       }
       stopping = true;
-      stdout.write(`\ncarlab: ${signal}, closing (again to force)...\n`);
+      logger.info({ event: 'signal', signal, drainTimeoutMs }, `${signal}: draining (again to force)`);
+      setTimeout(() => {
+        logger.error({ event: 'drain-overrun', drainTimeoutMs }, 'drain overran its bound; exiting');
+        logger.flush?.();
+        process.exit(1);
+      }, drainTimeoutMs + EXIT_GRACE_MS).unref();
       carlab.close().then(
         () => finish(0),
         (err) => {
-          stderr.write(`carlab: error while closing: ${err?.message ?? err}\n`);
+          logger.error({ event: 'close-error', err }, `error while closing: ${err?.message ?? err}`);
           finish(1);
         },
       );

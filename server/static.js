@@ -1,12 +1,14 @@
 /**
- * Serve the built web app (web/dist) read-only, never outside its root.
+ * Serve the built web app (web/dist) read-only, never outside its root:
+ * the path checks are carlab's, the serving (compression, ETag, ranges) sirv's.
  *
  * @module server/static
  */
 
-import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+
+import sirv from 'sirv';
 
 /** Content types of the files Vite emits and the app ships. */
 export const CONTENT_TYPES = Object.freeze({
@@ -110,19 +112,42 @@ function isInside(root, file) {
  *   answers a path this root has no file for (the next root), instead of a 404
  */
 
+/** Cache-Control of Vite's content-hashed files: a new build gives them new names. */
+export const IMMUTABLE = 'public, max-age=31536000, immutable';
+
 /**
  * Create a request handler that serves files from `root`.
  *
- * Only GET and HEAD are served (405 otherwise). Vite's hashed files under
- * `/assets/` are cached for a year; everything else is revalidated, so a
- * rebuilt index.html is picked up at once. Symlinks that lead outside the
- * root are refused.
+ * Which file a request names is decided here (resolveStaticPath, then
+ * stat and realpath: no `..`, no symlink out of the root); serving it is
+ * sirv's: the precompressed `.br` / `.gz` twin when the client accepts it
+ * (server/precompress.js writes them at build time), a weak ETag and 304s,
+ * ranges. Only GET and HEAD are served (405 otherwise). Vite's hashed files
+ * under `/assets/` are cached for a year; everything else is revalidated
+ * (no-cache), so a rebuilt index.html is picked up at once.
+ *
+ * sirv runs in its per-request mode (`dev`): it stats on each request
+ * instead of listing the tree once, so a rebuild while serving is seen, as
+ * before; its Cache-Control is replaced by ours in setHeaders.
  *
  * @param {StaticOptions} options
  * @returns {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => Promise<void>}
  */
 export function createStaticHandler({ root, index = 'index.html', onNotFound }) {
   const absoluteRoot = path.resolve(root);
+  const serveFile = sirv(absoluteRoot, {
+    dev: true,
+    etag: true,
+    brotli: true,
+    gzip: true,
+    extensions: [],
+    dotfiles: false,
+    setHeaders(res, pathname) {
+      res.setHeader('Content-Type', contentTypeFor(pathname));
+      res.setHeader('Cache-Control', pathname.startsWith('/assets/') ? IMMUTABLE : 'no-cache');
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+    },
+  });
 
   return async function serveStatic(req, res) {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -147,23 +172,45 @@ export function createStaticHandler({ root, index = 'index.html', onNotFound }) 
       else sendStatus(res, 404);
       return;
     }
-
-    const isHashedAsset = resolved.file.startsWith(path.join(absoluteRoot, 'assets') + path.sep);
-    res.writeHead(200, {
-      'Content-Type': contentTypeFor(file),
-      'Content-Length': stats.size,
-      'Last-Modified': stats.mtime.toUTCString(),
-      'Cache-Control': isHashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache',
-      'X-Content-Type-Options': 'nosniff',
-    });
-    if (req.method === 'HEAD') {
-      res.end();
-      return;
-    }
-    const stream = createReadStream(file);
-    stream.on('error', () => res.destroy());
-    stream.pipe(res);
+    await serveResolved(serveFile, req, res, canonicalTarget(absoluteRoot, file));
   };
+}
+
+/**
+ * Hands one checked file to sirv under its canonical target, so sirv looks
+ * up exactly the file checked here (never its own reading of the raw path).
+ *
+ * @param {(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => void} serveFile
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:http').ServerResponse} res
+ * @param {string} target e.g. `/assets/index-abc.js`
+ * @returns {Promise<void>}
+ */
+function serveResolved(serveFile, req, res, target) {
+  // sirv pipes a read stream into the response without an error listener: a
+  // file removed between its stat and its open (a rebuild) must cost this
+  // response, not the process.
+  res.once('pipe', (source) => source.once('error', () => res.destroy()));
+  const originalUrl = req.url;
+  req.url = target;
+  try {
+    serveFile(req, res, () => sendStatus(res, 404));
+  } finally {
+    req.url = originalUrl;
+  }
+  return Promise.resolve();
+}
+
+/**
+ * The target sirv is given for a file under the root: each segment
+ * percent-encoded (sirv decodes with decodeURI once).
+ *
+ * @param {string} root
+ * @param {string} file
+ * @returns {string}
+ */
+export function canonicalTarget(root, file) {
+  return `/${path.relative(root, file).split(path.sep).map(encodeURIComponent).join('/')}`;
 }
 
 /**
@@ -229,3 +276,4 @@ function sendStatus(res, status, headers = {}) {
 
 /** @type {Record<number, string>} */
 const STATUS_TEXT = { 400: 'Bad Request', 404: 'Not Found', 405: 'Method Not Allowed' };
+

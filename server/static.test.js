@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import zlib from 'node:zlib';
+
+import { precompressDir } from './precompress.js';
 
 import { contentTypeFor, createStaticHandler, rawPathOf, resolveStaticPath } from './static.js';
 
@@ -164,4 +167,78 @@ describe('createStaticHandler over HTTP', () => {
       assert.ok(!res.body.includes(SECRET), `${target} leaked the secret`);
     });
   }
+});
+
+describe('compression and caching (precompressed twins through sirv)', () => {
+  const big = `${'const carlab = "augmented reality";\n'.repeat(400)}`;
+  /** @type {import('./precompress.js').PrecompressResult} */
+  let first;
+  before(async () => {
+    writeFileSync(path.join(root, 'assets', 'bundle-abc123.js'), big);
+    writeFileSync(path.join(root, 'page.html'), `<!doctype html>${'<p>carlab</p>'.repeat(200)}`);
+    first = await precompressDir(root);
+  });
+
+  /**
+   * @param {string} target
+   * @param {Record<string, string>} headers
+   * @returns {Promise<{ status: number, headers: http.IncomingHttpHeaders, body: Buffer }>}
+   */
+  function get(target, headers) {
+    return new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port, path: target, headers, agent: false }, (res) => {
+        /** @type {Buffer[]} */
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+  }
+
+  test('brotli, then gzip, then identity, by Accept-Encoding; hashed assets immutable', async () => {
+    assert.ok(first.files >= 2 && first.brBytes < first.bytes);
+    const br = await get('/assets/bundle-abc123.js', { 'Accept-Encoding': 'br, gzip' });
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(br.headers.vary, 'Accept-Encoding');
+    assert.equal(br.headers['content-type'], 'text/javascript; charset=utf-8');
+    assert.equal(br.headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.equal(zlib.brotliDecompressSync(br.body).toString(), big);
+    assert.ok(br.body.length < big.length / 4);
+    const gz = await get('/assets/bundle-abc123.js', { 'Accept-Encoding': 'gzip' });
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(gz.body).toString(), big);
+    const plain = await get('/assets/bundle-abc123.js', {});
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.body.toString(), big);
+  });
+
+  test('HTML is compressed too but never cached without revalidation; ETag gives 304', async () => {
+    const page = await get('/page.html', { 'Accept-Encoding': 'br' });
+    assert.equal(page.headers['content-encoding'], 'br');
+    assert.equal(page.headers['cache-control'], 'no-cache');
+    const etag = String(page.headers.etag);
+    assert.match(etag, /^W\/"/);
+    const again = await get('/page.html', { 'Accept-Encoding': 'br', 'If-None-Match': etag });
+    assert.equal(again.status, 304);
+    assert.equal(again.body.length, 0);
+  });
+
+  test('a second run finds the twins current; a changed file gets new ones', async () => {
+    const twin = path.join(root, 'page.html.br');
+    const before = statSync(twin).mtimeMs;
+    await precompressDir(root);
+    assert.equal(statSync(twin).mtimeMs, before);
+    writeFileSync(path.join(root, 'page.html'), `<!doctype html>${'<p>changed</p>'.repeat(200)}`);
+    await precompressDir(root);
+    const page = await get('/page.html', { 'Accept-Encoding': 'br' });
+    assert.match(zlib.brotliDecompressSync(page.body).toString(), /changed/);
+  });
+
+  test('a twin is never served for a file that is not there, nor outside the root', async () => {
+    writeFileSync(path.join(base, 'secret.txt.br'), zlib.brotliCompressSync(SECRET));
+    for (const target of ['/../secret.txt', '/%2e%2e/secret.txt', '/link-out.txt', '/ghost.js']) {
+      const res = await get(target, { 'Accept-Encoding': 'br' });
+      assert.ok(res.status === 400 || res.status === 404, `${target} -> ${res.status}`);
+    }
+  });
 });
