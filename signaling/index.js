@@ -64,7 +64,7 @@ export const SIGNALING_DEFAULTS = Object.freeze({
 export function createSignaling(options = {}) {
   const { path, key, wsPath, limits } = signalingConfig(options);
   const counters = newSignalingCounters();
-  /** This node's open PeerServer sockets by peer id (for messages from other nodes). @type {Map<string, import('ws').WebSocket>} */
+  /** This node's live PeerServer socket per peer id (one per id; for messages from other nodes too). @type {Map<string, import('ws').WebSocket>} */
   const sockets = new Map();
   const directory = options.broker ? peerDirectory(options.broker, options.nodes, sockets) : null;
   directory?.start();
@@ -73,7 +73,7 @@ export function createSignaling(options = {}) {
     maxPayload: limits.maxPayload, counters, directory,
   });
   const handleUpgrade = peerUpgradeHandler({
-    allowedOrigins: options.allowedOrigins, wss, directory, sockets, counters, limits, onClose: closeLogger(options.logger),
+    key, allowedOrigins: options.allowedOrigins, wss, directory, sockets, counters, limits, onClose: closeLogger(options.logger),
   });
   const unlisten = options.server ? listenForUpgrades(options.server, wsPath, handleUpgrade) : null;
 
