@@ -68,7 +68,10 @@ export async function connectNatsBroker({ url, name = 'carlab', timeoutMs = 5000
       timeout: timeoutMs,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
-      pingInterval: 5000,
+      // A cut link shows as missing PONGs: two missed 2 s pings and the node
+      // knows it is alone (/readyz 503) instead of waiting minutes for TCP.
+      pingInterval: 2000,
+      maxPingOut: 2,
     });
   } catch (err) {
     const error = new Error(`cannot reach NATS at ${url}: ${/** @type {Error} */ (err).message}`);

@@ -59,14 +59,18 @@ export async function freePort(host = '127.0.0.1') {
 /**
  * Starts nats-server and resolves once it accepts clients.
  *
- * @param {{ port?: number, host?: string, timeoutMs?: number }} [options] `port`: reuse one (a restart test)
+ * @param {{ port?: number, host?: string, timeoutMs?: number, netns?: string }} [options] `port`: reuse one (a
+ *   restart test); `netns`: run it in this network namespace (the lab's multi-machine tests; give `host` an address there)
  * @returns {Promise<NatsProcess>}
  */
 export async function startNatsServer(options = {}) {
   const version = natsServerVersion();
   const host = options.host ?? '127.0.0.1';
-  const port = options.port ?? await freePort(host);
-  const child = spawn(NATS_SERVER_BIN, ['-a', host, '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // In a namespace the port cannot be probed from here: any high port will do there.
+  const port = options.port ?? (options.netns ? 4222 : await freePort(host));
+  const argv = [NATS_SERVER_BIN, '-a', host, '-p', String(port)];
+  const [bin, ...args] = options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv;
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr?.on('data', (d) => { log = (log + d).slice(-4000); });
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -1,0 +1,113 @@
+// "Several machines" for real: each relay node in its own network namespace
+// with its own link to the NATS server (in another namespace), clients
+// reaching the relays over the links. Cutting one node's path to NATS leaves
+// its clients connected, makes it unready, and the other node drops its
+// members; healing the cut brings them back and updates flow again.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { CarClient } from '../core/client.js';
+import { createRelayTransport } from '../web/src/transport/relay.js';
+import { startNatsServer } from '../server/nats-process.js';
+import { planTopology } from './net/commands.js';
+import { createTopology, destroyTopology, namespacesForbidden, runCommand } from './net/system.js';
+import { startServerChild } from './sim.js';
+
+const forbidden = namespacesForbidden();
+/** The test process's own address on the run's bridge. */
+const ROOT_IP = '10.201.250.250';
+const ROOT_LINK = 'carlabroot0';
+
+/** @returns {import('../core/protocol.js').Pose} */
+const pose = () => [0, 0, 0, 0, 0, 0, 1];
+
+/** @param {() => boolean | Promise<boolean>} cond @param {number} [timeoutMs] */
+async function until(cond, timeoutMs = 20_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** @type {import('./net/commands.js').Topology | null} */
+let topology = null;
+/** @type {Awaited<ReturnType<typeof startNatsServer>> | null} */
+let nats = null;
+/** @type {Awaited<ReturnType<typeof startServerChild>>[]} */
+const relays = [];
+
+before(async () => {
+  if (forbidden) return;
+  // Two "machines" (client namespaces of the lab's topology) and NATS in the hub (its server namespace).
+  topology = planTopology({ pid: process.pid, seq: 77, links: 2 });
+  createTopology(topology);
+  // The test process joins the bridge too, as the clients' network.
+  const S = topology.serverNs;
+  for (const argv of [
+    ['ip', 'link', 'add', ROOT_LINK, 'type', 'veth', 'peer', 'name', 'up0', 'netns', S],
+    ['ip', '-n', S, 'link', 'set', 'up0', 'master', 'br0'],
+    ['ip', '-n', S, 'link', 'set', 'up0', 'up'],
+    ['ip', 'addr', 'add', `${ROOT_IP}/16`, 'dev', ROOT_LINK],
+    ['ip', 'link', 'set', ROOT_LINK, 'up'],
+  ]) runCommand({ argv });
+  nats = await startNatsServer({ host: topology.serverIp, netns: S });
+  for (let i = 0; i < 2; i++) {
+    relays.push(await startServerChild({ host: topology.clientIps[i], natsUrl: nats.url }, { netns: topology.clientNs[i] }));
+  }
+  await until(async () => (await Promise.all(relays.map((r) => r.metrics()))).every((m) => m.relay.cluster?.nodes === 2));
+});
+
+after(async () => {
+  for (const r of relays) await r.close().catch(() => {});
+  await nats?.stop();
+  if (topology) destroyTopology(topology); // the root end of the veth goes with its peer
+});
+
+/**
+ * Drops (or lets through again) everything between a relay's namespace and NATS.
+ * @param {number} i @param {boolean} cut
+ */
+function cutNatsLink(i, cut) {
+  const ns = /** @type {import('./net/commands.js').Topology} */ (topology).clientNs[i];
+  const natsIp = /** @type {import('./net/commands.js').Topology} */ (topology).serverIp;
+  if (cut) {
+    runCommand({ argv: ['ip', 'netns', 'exec', ns, 'nft', '-f', '-'], input: `table inet carlabcut {\n chain out { type filter hook output priority 0; ip daddr ${natsIp} drop; }\n chain in { type filter hook input priority 0; ip saddr ${natsIp} drop; }\n}\n` });
+  } else {
+    runCommand({ argv: ['ip', 'netns', 'exec', ns, 'nft', 'delete', 'table', 'inet', 'carlabcut'] });
+  }
+}
+
+test('relays on two "machines": a group spans them; a cut to NATS isolates one node, healing rejoins it', { skip: forbidden ?? false, timeout: 90_000 }, async () => {
+  /** @param {number} i @param {string} name */
+  const client = async (i, name) => {
+    const c = new CarClient({
+      transport: createRelayTransport({ url: `${relays[i].url.replace(/^http/, 'ws').replace(/\/$/, '')}/relay`, batched: true, WebSocket, reconnect: false }),
+      group: 'machines', name, cycleMs: 50, ackTimeoutMs: 2000, pose,
+    });
+    await c.connect();
+    return c;
+  };
+  const a = await client(0, 'on-a');
+  const b = await client(1, 'on-b');
+  await until(() => a.members.size === 1 && b.members.size === 1);
+  a.start();
+  b.start();
+  await until(() => (b.streams.get(a.id ?? 0)?.received ?? 0) >= 20 && (a.streams.get(b.id ?? 0)?.received ?? 0) >= 20);
+
+  cutNatsLink(0, true);
+  // B's node stops hearing A's node and drops its member; A's node notices it lost NATS.
+  await until(() => b.members.size === 0);
+  await until(async () => (await relays[0].metrics()).relay.cluster?.nats.connected === false);
+  assert.equal(a.closedWith, null, 'A keeps its connection to its own relay');
+
+  cutNatsLink(0, false);
+  await until(() => a.members.size === 1 && b.members.size === 1, 30_000);
+  const heard = b.streams.get(a.id ?? 0)?.received ?? 0;
+  await until(() => (b.streams.get(a.id ?? 0)?.received ?? 0) >= heard + 20);
+  const status = (await relays[0].metrics()).relay.cluster;
+  assert.equal(status.nats.connected, true);
+  assert.ok(status.nats.disconnects >= 1, 'the cut is on record');
+  a.close();
+  b.close();
+});
