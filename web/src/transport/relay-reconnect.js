@@ -36,7 +36,9 @@ export function backoffDelay(attempt, o, random = Math.random) {
 
 /**
  * Whether a close the client did not ask for is worth reconnecting after:
- * the relay going away, the connection dropping, a server error. Not after
+ * the relay going away (1001 is what a draining server sends every client on
+ * SIGTERM, docs/operations.md: come back, to another node if there is one),
+ * the connection dropping, a server error. Not after
  * the relay's policy closes (4000..4999: our input was refused, a retry would
  * be refused again) nor after closes that say the client broke the protocol.
  * @param {number} code
