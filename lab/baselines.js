@@ -114,6 +114,7 @@ export function createWsFloor(options) {
     ws.on('close', () => { if (me) minimal.leave(me.group, me.id); });
     ws.on('error', () => {});
   });
+  /** @param {import('node:http').IncomingMessage} req @param {import('node:stream').Duplex} socket @param {Buffer} head */
   const onUpgrade = (req, socket, head) => {
     if (pathnameOf(req.url) === path) wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   };

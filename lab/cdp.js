@@ -58,9 +58,7 @@ export const CdpError = Object.freeze({
 
 /** @param {string} code @param {string} message */
 function cdpError(code, message) {
-  const err = new Error(message);
-  /** @type {any} */ (err).code = code;
-  return err;
+  return Object.assign(new Error(message), { code });
 }
 
 /**
@@ -253,7 +251,7 @@ export async function launchChromium(o) {
     child.once('exit', resolve);
     child.once('error', (err) => { spawnError = err; resolve(null); });
   });
-  const conn = new CdpConnection(/** @type {any} */ (child.stdio[3]), /** @type {any} */ (child.stdio[4]));
+  const conn = new CdpConnection(/** @type {import('node:stream').Writable} */ (child.stdio[3]), /** @type {import('node:stream').Readable} */ (child.stdio[4]));
   const close = async () => {
     if (pid && !spawnError && child.exitCode === null && child.signalCode === null) {
       conn.send('Browser.close').catch(() => {});
@@ -269,6 +267,7 @@ export async function launchChromium(o) {
   let version;
   try {
     const timeoutMs = o.timeoutMs ?? 30_000;
+    /** @type {NodeJS.Timeout | undefined} */
     let timer;
     const info = await Promise.race([
       conn.send('Browser.getVersion'),
@@ -278,7 +277,7 @@ export async function launchChromium(o) {
     version = String(info.product).split('/')[1] ?? String(info.product);
   } catch (err) {
     await close();
-    const e = /** @type {any} */ (err);
+    const e = /** @type {Error & { code?: string }} */ (err);
     if (spawnError) throw cdpError(CdpError.LAUNCH, `cannot start ${o.executablePath}: ${/** @type {Error} */ (spawnError).message}`);
     throw e.code === CdpError.LAUNCH ? e
       : cdpError(CdpError.LAUNCH, `${o.executablePath} did not start (${e.message}): ${stderr.join('').slice(0, 500)}`);

@@ -8,7 +8,7 @@ test('the pipe codec: NUL-ended JSON split across chunks, replies matched by id,
   const toBrowser = new PassThrough();
   const fromBrowser = new PassThrough();
   const conn = new CdpConnection(toBrowser, fromBrowser);
-  /** @type {any[]} */
+  /** @type {[method: string, params: unknown][]} */
   const events = [];
   conn.listeners.set('S1', (method, params) => events.push([method, params]));
   const reply = conn.send('Runtime.evaluate', { expression: '1' }, 'S1');
@@ -29,6 +29,8 @@ test('the pipe codec: NUL-ended JSON split across chunks, replies matched by id,
   await assert.rejects(conn.send('Browser.getVersion'), { code: CdpError.CLOSED });
 });
 
+/** @typedef {Window & { answer?: unknown, second?: unknown }} TestWindow what the test pages set */
+
 test('a real Chromium: navigate, evaluate (awaiting promises), page errors, close ends the process', async () => {
   const browser = await launchChromium({ executablePath: CHROMIUM_PATH, args: chromiumArgs() });
   try {
@@ -38,7 +40,7 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto('data:text/html,<title>t</title><script>window.answer = 42; setTimeout(() => { throw new Error("boom in page") }, 10)</script>');
-    assert.equal(await page.evaluate(() => /** @type {any} */ (window).answer), 42);
+    assert.equal(await page.evaluate(() => /** @type {TestWindow} */ (window).answer), 42);
     assert.deepEqual(await page.evaluate(() => new Promise((r) => setTimeout(() => r({ a: [1, 'x'] }), 5))), { a: [1, 'x'] });
     await assert.rejects(page.evaluate(() => { throw new Error('thrown by evaluate'); }), { code: CdpError.EVALUATE, message: /thrown by evaluate/ });
     for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -46,7 +48,7 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     assert.match(errors[0], /boom in page/);
     // A second navigation waits for its own document, not the first one's load.
     await page.goto('data:text/html,<script>window.second = true</script>');
-    assert.deepEqual(await page.evaluate(() => [/** @type {any} */ (window).answer, /** @type {any} */ (window).second]), [null, true]);
+    assert.deepEqual(await page.evaluate(() => [/** @type {TestWindow} */ (window).answer, /** @type {TestWindow} */ (window).second]), [null, true]);
     // Pages live in separate browser contexts: no shared storage.
     const other = await browser.newPage();
     assert.notEqual(other.contextId, page.contextId);

@@ -61,7 +61,9 @@ export function sampleProcessTree(roots, intervalMs = 500) {
   /** @type {Map<number, number>} */
   let lastTicks = new Map();
   let lastAt = performance.now();
+  /** @type {number[]} */
   const cpu = [];
+  /** @type {number[]} */
   const rss = [];
   const sample = () => {
     const now = performance.now();

@@ -1,9 +1,10 @@
 // The progress bar of long lab runs: current point, elapsed, ETA, live RT.
+/// <reference path="./cli-progress.d.ts" />
 
 import cliProgress from 'cli-progress';
 
 /**
- * @param {{ enabled: boolean, totalSeconds: number, stream?: NodeJS.WriteStream,
+ * @param {{ enabled: boolean, totalSeconds: number, stream?: NodeJS.WritableStream & { isTTY?: boolean },
  *   metric?: { label: string, unit: string } }} o metric: what the live value is (default RT in ms)
  */
 export function createProgress(o) {

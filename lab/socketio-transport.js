@@ -4,27 +4,30 @@
 
 import { MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
 
+/** @typedef {typeof import('socket.io-client').io} SocketIoConnect socket.io-client's `io` */
+
 /**
- * @param {{ url: string, path?: string, io: any, now?: () => number }} options
+ * @param {{ url: string, path?: string, io: SocketIoConnect, now?: () => number }} options
  *   url: http(s) origin; io: the socket.io-client `io` function
  * @returns {import('../core/client.js').Transport}
  */
 export function createSocketIoTransport(options) {
   const now = options.now ?? (() => performance.now());
-  /** @type {any} */
+  /** @type {import('socket.io-client').Socket | null} */
   let socket = null;
   return {
     name: 'socketio',
     connect(join, handlers) {
       return new Promise((resolve, reject) => {
-        socket = options.io(options.url, {
+        const io = options.io(options.url, {
           path: options.path ?? '/socket.io', transports: ['websocket'], reconnection: false, forceNew: true,
         });
+        socket = io;
         let welcomed = false;
-        socket.on('connect', () => {
-          socket.emit('m', encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: join.group, name: join.name, token: join.token ?? '' }));
+        io.on('connect', () => {
+          io.emit('m', encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: join.group, name: join.name, token: join.token ?? '' }));
         });
-        socket.on('m', (data) => {
+        io.on('m', (data) => {
           const arrival = now();
           const m = decode(data);
           if (m instanceof ProtocolError) return;
@@ -37,8 +40,8 @@ export function createSocketIoTransport(options) {
             default: break;
           }
         });
-        socket.on('connect_error', (err) => { if (!welcomed) reject(err); });
-        socket.on('disconnect', (reason) => {
+        io.on('connect_error', (err) => { if (!welcomed) reject(err); });
+        io.on('disconnect', (reason) => {
           if (!welcomed) reject(new Error(`socket.io disconnected before WELCOME: ${reason}`));
           handlers.onClose(1000, String(reason));
         });

@@ -14,7 +14,7 @@ import { createSocketIoTransport } from './socketio-transport.js';
 export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
 
 /**
- * @typedef {import('../web/src/transport/index.js').TransportEnv & { io?: any }} LabTransportEnv
+ * @typedef {import('../web/src/transport/index.js').TransportEnv & { io?: import('./socketio-transport.js').SocketIoConnect }} LabTransportEnv
  *   `io`: socket.io-client's `io`, for the socketio baseline
  */
 

@@ -248,7 +248,7 @@ async function runCell(ctx, experiment, cell, progress, stderr) {
  * cells that measure nothing new (under a second) still run.
  * @param {import('../browsers/context.js').LabContext} ctx
  * @param {ReturnType<typeof planOf>[number]} planned
- * @param {{ progress: boolean, stderr: NodeJS.WriteStream, interrupted: () => boolean }} io
+ * @param {{ progress: boolean, stderr: NodeJS.WritableStream & { isTTY?: boolean }, interrupted: () => boolean }} io
  * @returns {Promise<Record<string, any>[]>}
  */
 async function runExperiment(ctx, { experiment, cells, seconds }, { progress: showProgress, stderr, interrupted }) {
@@ -317,7 +317,7 @@ export function browsersResults(o, ctx, runs, { durationS, interrupted }) {
 
 /**
  * @param {string[]} argv
- * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WriteStream }} [io]
+ * @param {{ stdout?: NodeJS.WritableStream, stderr?: NodeJS.WritableStream & { isTTY?: boolean } }} [io]
  * @returns {Promise<number>} 0 ok, 1 a cell failed, 2 usage, 130 interrupted
  */
 export async function run(argv, io = {}) {

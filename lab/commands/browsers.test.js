@@ -63,7 +63,7 @@ test('the plan: setup runs with and without obfuscation, overhead reuses it, est
 test('a usage error exits 2 with the help on stderr', async () => {
   let err = '';
   const stderr = new Writable({ write(c, _e, cb) { err += c; cb(); } });
-  assert.equal(await run(['--pairs', 'X-Y'], { stderr: /** @type {any} */ (stderr) }), 2);
+  assert.equal(await run(['--pairs', 'X-Y'], { stderr }), 2);
   assert.match(err, /^carlab browsers: --pairs: "X-Y"/);
   assert.match(err, /Usage: carlab browsers/);
 });
