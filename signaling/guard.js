@@ -86,6 +86,56 @@ export function sendTo(ws, message) {
   return true;
 }
 
+/** Longest PeerJS id the PeerServer takes (characters). */
+export const MAX_PEER_ID_LENGTH = 256;
+
+/** Longest PeerJS token the PeerServer takes (characters); PeerJS makes ~11. */
+export const MAX_PEER_TOKEN_LENGTH = 128;
+
+/**
+ * What a PeerJS id may look like: PeerJS 1.5's own rule (util.validateId:
+ * letters and digits, single ' ', '_' or '-' between them), so every id a
+ * PeerJS client accepts is accepted here and nothing else is.
+ */
+export const PEER_ID_PATTERN = /^[A-Za-z0-9]+(?:[ _-][A-Za-z0-9]+)*$/;
+
+/** What a PeerJS token may look like: PeerJS makes base-36 ones; '-' and '_' are let through for other clients. */
+export const PEER_TOKEN_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * A refusal of a PeerServer socket: the close code and reason, and the
+ * PeerJS message sent first (so a PeerJS client reports it as an error with text).
+ * @typedef {{ code: number, reason: string, message: Record<string, unknown> }} PeerRefusal
+ */
+
+/**
+ * @param {number} code @param {string} reason
+ * @returns {PeerRefusal} an ERROR message with the reason as its text
+ */
+function refusal(code, reason) {
+  return { code, reason, message: { type: 'ERROR', payload: { msg: reason } } };
+}
+
+/**
+ * Checks the key, id and token a socket opens with (docs/security.md,
+ * "Signaling"). Every refusal has its own close code and words.
+ * @param {{ key: string | null, id: string | null, token: string | null }} params from the URL (null: absent)
+ * @param {string} key the PeerServer key
+ * @returns {PeerRefusal | null}
+ */
+export function checkPeerParams(params, key) {
+  if (!params.key || !params.id || !params.token) {
+    const missing = (/** @type {const} */ (['key', 'id', 'token'])).filter((k) => !params[k]);
+    return refusal(CloseCode.PROTOCOL_VIOLATION, `No ${missing.join(', ')} supplied to the PeerServer WebSocket`);
+  }
+  if (params.key !== key) return refusal(CloseCode.FORBIDDEN, 'Invalid key provided');
+  if (params.id.length > MAX_PEER_ID_LENGTH) return refusal(CloseCode.PROTOCOL_VIOLATION, `id longer than ${MAX_PEER_ID_LENGTH} characters`);
+  if (!PEER_ID_PATTERN.test(params.id)) return refusal(CloseCode.PROTOCOL_VIOLATION, 'id has characters PeerJS ids do not have');
+  if (params.token.length > MAX_PEER_TOKEN_LENGTH) return refusal(CloseCode.PROTOCOL_VIOLATION, `token longer than ${MAX_PEER_TOKEN_LENGTH} characters`);
+  if (!PEER_TOKEN_PATTERN.test(params.token)) return refusal(CloseCode.PROTOCOL_VIOLATION, 'token has characters other than letters, digits, - and _');
+  return null;
+}
+
 /**
  * Puts carlab's checks in front of the PeerServer's own message handler
  * (which it attached while handling 'connection'): a message that fails
@@ -93,10 +143,13 @@ export function sendTo(ws, message) {
  * message for a peer on another node goes there instead.
  * @param {import('ws').WebSocket} ws
  * @param {string} id the peer id the socket opened with
+ * A socket that is no longer its id's live one (a newer claim took the id,
+ * or it sent LEAVE) is still checked, but what it sends reaches nobody.
  * @param {{ limits: SignalingLimits, counters: SignalingCounters, directory: GuardDirectory | null,
- *   onClose?: (code: number, reason: string, id: string) => void }} deps onClose: told of each close (the log line)
+ *   onClose?: (code: number, reason: string, id: string) => void, live?: Map<string, import('ws').WebSocket> }} deps
+ *   onClose: told of each close (the log line); live: this node's live socket per id
  */
-export function guardMessages(ws, id, { limits, counters, directory, onClose }) {
+export function guardMessages(ws, id, { limits, counters, directory, onClose, live }) {
   const theirs = ws.listeners('message');
   ws.removeAllListeners('message');
   const rate = new TokenBucket(limits.maxMessagesPerSecond, limits.maxMessagesBurst);
@@ -114,8 +167,12 @@ export function guardMessages(ws, id, { limits, counters, directory, onClose }) 
       ws.close(problem[0], problem[1]);
       return;
     }
-    if (directory && directory.forward(id, JSON.parse(String(data)))) return;
+    if (live && live.get(id) !== ws) return;
+    const message = JSON.parse(String(data));
+    if (directory && directory.forward(id, message)) return;
     for (const f of theirs) f.call(ws, data, isBinary);
+    // LEAVE without dst: the PeerServer forgot the id (its socket stays open, to nobody).
+    if (live && message.type === 'LEAVE' && message.dst === undefined) forget(live, id, ws, counters);
   });
 }
 
@@ -123,23 +180,60 @@ export function guardMessages(ws, id, { limits, counters, directory, onClose }) 
  * What the upgrade handler works with.
  * @typedef {object} PeerUpgradeDeps
  * @property {string[] | undefined} allowedOrigins
+ * @property {string} [key] the PeerServer key (checked here with its own close code; without it only the PeerServer checks)
  * @property {() => import('ws').WebSocketServer | null} wss the PeerServer's, once it created it
  * @property {GuardDirectory | null} directory the cluster's id directory
- * @property {Map<string, import('ws').WebSocket>} sockets this node's open sockets by peer id
+ * @property {Map<string, import('ws').WebSocket>} sockets this node's live socket per peer id: one per id
  * @property {SignalingCounters} counters
  * @property {SignalingLimits} limits
  * @property {(code: number, reason: string, id: string) => void} [onClose] told of each close guardMessages makes
  */
 
 /**
- * The PeerServer's upgrade handler: Origin check, then (in a cluster) the
- * id's claim, then the PeerServer's own 'connection' with carlab's guard in
- * front of its message handler.
+ * Closes a socket the guard refuses, after the PeerJS message that says why.
+ * @param {import('ws').WebSocket} ws
+ * @param {PeerRefusal} r
+ * @param {string} id
+ * @param {Pick<PeerUpgradeDeps, 'counters' | 'onClose'>} deps
+ */
+function refuse(ws, r, id, deps) {
+  deps.counters.closedByCode[r.code] = (deps.counters.closedByCode[r.code] ?? 0) + 1;
+  deps.onClose?.(r.code, r.reason, id);
+  sendTo(ws, r.message);
+  ws.close(r.code, r.reason);
+}
+
+/**
+ * The id has no live socket any more (it closed, was taken over, or left).
+ * @param {Map<string, import('ws').WebSocket>} live
+ * @param {string} id
+ * @param {import('ws').WebSocket} ws
+ * @param {SignalingCounters} counters
+ */
+function forget(live, id, ws, counters) {
+  if (live.get(id) !== ws) return;
+  live.delete(id);
+  counters.peersConnected = live.size;
+}
+
+/** The close a socket gets when its id is claimed again with the same token (as the cluster does across nodes). */
+export const ID_CLAIMED_AGAIN = Object.freeze({ code: CloseCode.ID_TAKEN, reason: 'id claimed again by a newer connection' });
+
+/**
+ * The PeerServer's upgrade handler: Origin check, then the key, id and token
+ * (checkPeerParams), the id's claim (one live socket per id: another token
+ * is refused with ID-TAKEN and 4007; the same token takes the id over and
+ * the older socket is closed with 4007 'id claimed again by a newer
+ * connection'; in a cluster also across nodes), then the PeerServer's own
+ * 'connection' with carlab's guard in front of its message handler.
+ * `peersConnected` is the number of ids with a live socket, always.
  * @param {PeerUpgradeDeps} deps
  * @returns {import('../relay/upgrade.js').UpgradeHandler}
  */
 export function peerUpgradeHandler(deps) {
   const { directory, sockets, counters } = deps;
+  /** The token each live socket claimed its id with. @type {WeakMap<import('ws').WebSocket, string>} */
+  const tokens = new WeakMap();
   return (req, socket, head) => {
     if (!isOriginAllowed(req, deps.allowedOrigins)) {
       rejectUpgrade(socket, 403, 'Origin not allowed');
@@ -147,22 +241,44 @@ export function peerUpgradeHandler(deps) {
     }
     // The PeerServer creates it when mounted, which createSignaling does before any upgrade.
     const server = /** @type {import('ws').WebSocketServer} */ (deps.wss());
-    const { id, token } = peerParams(req.url);
+    const params = new URL(req.url ?? '', 'http://peerjs').searchParams;
+    const id = params.get('id') ?? '';
+    const token = params.get('token') ?? '';
     server.handleUpgrade(req, socket, head, (ws) => {
-      if (directory && id && token && !directory.mayClaim(id, token)) {
-        // Held on another node with another token: what the PeerServer says for one here.
-        sendTo(ws, { type: 'ID-TAKEN', payload: { msg: 'ID is taken' } });
-        ws.close();
+      // Refused with words a PeerJS client shows, and a close code a raw client reads.
+      const bad = deps.key === undefined ? null : checkPeerParams({ key: params.get('key'), id: params.get('id'), token: params.get('token') }, deps.key);
+      if (bad) { refuse(ws, bad, id, deps); return; }
+      const older = id ? sockets.get(id) : undefined;
+      if (older && tokens.get(older) !== token) {
+        refuse(ws, { code: CloseCode.ID_TAKEN, reason: 'id is taken by another token', message: { type: 'ID-TAKEN', payload: { msg: 'ID is taken' } } }, id, deps);
         return;
+      }
+      if (directory && id && token && !directory.mayClaim(id, token)) {
+        // Held on another node with another token: as for one here.
+        refuse(ws, { code: CloseCode.ID_TAKEN, reason: 'id is taken by another token', message: { type: 'ID-TAKEN', payload: { msg: 'ID is taken' } } }, id, deps);
+        return;
+      }
+      if (older) {
+        // The same peer again (same token): the newer socket wins, the older is closed
+        // at once, so the id never has two sockets and never none.
+        forget(sockets, id, older, counters);
+        counters.closedByCode[ID_CLAIMED_AGAIN.code] = (counters.closedByCode[ID_CLAIMED_AGAIN.code] ?? 0) + 1;
+        deps.onClose?.(ID_CLAIMED_AGAIN.code, ID_CLAIMED_AGAIN.reason, id);
+        older.close(ID_CLAIMED_AGAIN.code, ID_CLAIMED_AGAIN.reason);
       }
       counters.sockets++;
       ws.once('close', () => {
         counters.sockets--;
-        if (sockets.get(id) === ws) sockets.delete(id);
+        forget(sockets, id, ws, counters);
       });
-      if (id) sockets.set(id, ws);
       server.emit('connection', ws, req);
-      guardMessages(ws, id, deps);
+      // The PeerServer refuses what we did not check (its connection limit) by closing at once.
+      if (id && ws.readyState === ws.OPEN) {
+        tokens.set(ws, token);
+        sockets.set(id, ws);
+        counters.peersConnected = sockets.size;
+      }
+      guardMessages(ws, id, { ...deps, live: sockets });
     });
   };
 }

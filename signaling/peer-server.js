@@ -45,6 +45,7 @@ export function mountPeerServer({ server, path, key, aliveTimeoutMs, maxPayload,
   countPeerEvents(peerApp, counters, directory);
   const app = express();
   app.disable('x-powered-by');
+  app.use(path, restKeyCheck(key, counters));
   app.use(path, peerApp); // fires 'mount': the PeerServer initialises here
   app.use(quietErrorHandler(counters));
   return { app, wss: () => wss };
@@ -58,17 +59,46 @@ export function mountPeerServer({ server, path, key, aliveTimeoutMs, maxPayload,
  * @param {PeerServerSetup['directory']} directory
  */
 export function countPeerEvents(peerApp, counters, directory) {
+  // peersConnected is not counted here: a second claim of an id emits
+  // 'connection' again without a 'disconnect', so the guard, which holds the
+  // one live socket per id, sets it (signaling/guard.js).
   peerApp.on('connection', (client) => {
-    counters.peersConnected++;
     counters.peersTotal++;
     directory?.claimed(client.getId(), client.getToken());
   });
   peerApp.on('disconnect', (client) => {
-    counters.peersConnected = Math.max(0, counters.peersConnected - 1);
     directory?.released(client.getId());
   });
   peerApp.on('message', () => { counters.messages++; });
   peerApp.on('error', () => { counters.errors++; });
+}
+
+/**
+ * The PeerServer's REST API under `<path>/<key>/...` (`id`, `peers`) checks
+ * no key itself: this does, so a client of another deployment gets
+ * `401 Invalid key provided` instead of an id.
+ * @param {string} key
+ * @param {Pick<import('./guard.js').SignalingCounters, 'badRequests'>} counters
+ * @returns {import('express').RequestHandler}
+ */
+export function restKeyCheck(key, counters) {
+  return (req, res, next) => {
+    // req.path is below the mount path: '/' (the PeerServer's banner) or '/<key>/...'.
+    const first = req.path.split('/')[1] ?? '';
+    if (first === '') { next(); return; }
+    let given;
+    try {
+      given = decodeURIComponent(first);
+    } catch {
+      // Not percent-encoding: a bad request, as express itself would say (quietly).
+      counters.badRequests++;
+      res.status(400).type('text/plain').send('Bad Request');
+      return;
+    }
+    if (given === key) { next(); return; }
+    counters.badRequests++;
+    res.status(401).type('text/plain').send('Invalid key provided');
+  };
 }
 
 /**
