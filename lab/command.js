@@ -51,7 +51,8 @@ export function stopOnSigint(stderr, message) {
  * @param {import('./flags.js').SweepPoint} point
  */
 export function pointLabel(point) {
-  return `${point.net ? `${point.net} · ` : ''}${point.transport} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
+  const relays = point.relays > 0 ? ` · ${point.relays} relays (${point.placement})` : '';
+  return `${point.net ? `${point.net} · ` : ''}${point.transport}${relays} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
 }
 
 /**

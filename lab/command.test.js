@@ -4,8 +4,11 @@ import { brokenConditions, pointLabel } from './command.js';
 import { parseFailIf } from './flags.js';
 
 test('pointLabel names the network profile first when the point has one', () => {
-  assert.equal(pointLabel({ transport: 'relay', clients: 100, group: 5, cycleMs: 167 }), 'relay · 100 clients · group 5 · 167 ms');
-  assert.equal(pointLabel({ transport: 'p2p', clients: 10, group: 10, cycleMs: 698, net: '3g' }), '3g · p2p · 10 clients · group 10 · 698 ms');
+  /** @type {Pick<import('./flags.js').SweepPoint, 'cycleMode' | 'relays' | 'placement'>} */
+  const one = { cycleMode: 'pipelined', relays: 0, placement: 'spread' };
+  assert.equal(pointLabel({ transport: 'relay', clients: 100, group: 5, cycleMs: 167, ...one }), 'relay · 100 clients · group 5 · 167 ms');
+  assert.equal(pointLabel({ transport: 'p2p', clients: 10, group: 10, cycleMs: 698, net: '3g', ...one }), '3g · p2p · 10 clients · group 10 · 698 ms');
+  assert.equal(pointLabel({ transport: 'relay', clients: 300, group: 5, cycleMs: 167, ...one, relays: 3 }), 'relay · 3 relays (spread) · 300 clients · group 5 · 167 ms');
 });
 
 test('brokenConditions lists every --fail-if condition a run broke, by transport/clients/group', () => {

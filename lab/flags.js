@@ -203,13 +203,14 @@ export function parseLabFlags(argv, spec) {
       const known = Object.keys(spec.presets ?? {});
       throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
     }
-    const preset = v.preset ? spec.presets[v.preset] : {};
+    const preset = v.preset ? (spec.presets ?? {})[v.preset] : {};
+    /** @type {Record<string, string>} */
     const fallback = {
       cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS),
       'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', ...spec.defaults, ...preset,
     };
     for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
-    const num = (name, min = 0) => {
+    const num = (/** @type {string} */ name, min = 0) => {
       const n = Number(v[name]);
       if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name}: "${v[name]}" is not a number >= ${min}`);
       return n;

@@ -10,6 +10,7 @@ import { BASELINES, SIM_TRANSPORTS } from '../sim.js';
 import { resultsSchemaProblems } from '../schema.js';
 
 const sink = () => {
+  /** @type {string[]} */
   const chunks = [];
   const stream = new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } });
   return { stream, text: () => chunks.join('') };

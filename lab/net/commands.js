@@ -147,6 +147,7 @@ export function egressCommands(ns, dev, shape, peers) {
 export function shapingCommands(t, profile, peersPerLink) {
   /** @type {Command[]} */
   const c = [];
+  /** @type {{ device: string, lossPct: number }[]} */
   const upDrops = [];
   t.clientNs.forEach((ns, i) => {
     if (profile.up.lossPct > 0) upDrops.push({ device: `c${i}`, lossPct: profile.up.lossPct });
