@@ -2,24 +2,74 @@
 
 import { STATUS_CODES } from 'node:http';
 
+/** Default ports by scheme: an origin with its scheme's default port names the same origin without one. */
+const DEFAULT_PORTS = Object.freeze(/** @type {Record<string, string>} */ ({ 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443' }));
+
 /**
- * Whether a browser Origin may open a WebSocket here. Requests without an
- * Origin header (Node clients, tools) are not browsers and are allowed; a
- * browser must come from the same origin as the Host it asked for, unless
- * `allowedOrigins` lists it or is ['*'].
+ * An origin in one spelling: lower-case scheme and host, the port only when
+ * it is not the scheme's default, no path. Null for what is not an http(s)
+ * origin (`null`, `file://...`, garbage).
+ * @param {string} origin
+ * @returns {string | null}
+ */
+export function normaliseOrigin(origin) {
+  let url;
+  try {
+    url = new URL(origin);
+  } catch {
+    return null;
+  }
+  // URL lower-cases scheme and host and drops a default port already.
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.username || url.password) return null;
+  return `${url.protocol}//${url.host}`;
+}
+
+/**
+ * A Host header as `host:port` in one spelling; without a port, the given
+ * scheme's default. Null when it does not parse.
+ * @param {string} host
+ * @param {string} scheme 'http:' or 'https:'
+ * @returns {string | null}
+ */
+function hostAndPort(host, scheme) {
+  let url;
+  try {
+    url = new URL(`${scheme}//${host}`);
+  } catch {
+    return null;
+  }
+  if (url.username || url.password || url.pathname !== '/' || url.search || url.hash) return null;
+  return `${url.hostname}:${url.port || DEFAULT_PORTS[scheme]}`;
+}
+
+/**
+ * Whether a browser Origin may open a WebSocket here (docs/security.md,
+ * "Origins"). The rules, after normalisation (lower-case scheme and host,
+ * default port dropped):
+ * - no Origin header: not a browser (Node clients, tools): allowed;
+ * - an Origin header that is empty, `null`, or not an http(s) origin: refused;
+ * - `allowedOrigins` containing '*': any origin allowed;
+ * - an origin equal to an entry of `allowedOrigins` (normalised the same way): allowed;
+ * - otherwise same origin: its host and port (the scheme's default when it
+ *   names none) equal the Host header's (whose missing port means the
+ *   origin scheme's default). The scheme itself is not compared with the
+ *   connection's: behind a TLS-terminating proxy a page is https while the
+ *   connection here is plain.
  * @param {import('node:http').IncomingMessage} req
  * @param {string[] | undefined} allowedOrigins
  */
 export function isOriginAllowed(req, allowedOrigins) {
   const origin = req.headers.origin;
-  if (!origin) return true;
+  if (origin === undefined) return true;
   if (allowedOrigins?.includes('*')) return true;
-  if (allowedOrigins?.includes(origin)) return true;
-  try {
-    return new URL(origin).host === req.headers.host;
-  } catch {
-    return false;
-  }
+  const normal = normaliseOrigin(origin);
+  if (normal === null) return false;
+  if (allowedOrigins?.some((allowed) => normaliseOrigin(allowed) === normal)) return true;
+  const scheme = normal.slice(0, normal.indexOf('//'));
+  const host = req.headers.host;
+  if (!host) return false;
+  return hostAndPort(normal.slice(scheme.length + 2), scheme) === hostAndPort(host, scheme);
 }
 
 /**
