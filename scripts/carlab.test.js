@@ -21,7 +21,7 @@ function capture() {
   return { stream, text: () => text };
 }
 
-/** Run dispatch with captured output. */
+/** Run dispatch with captured output. @param {string[]} argv */
 async function run(argv) {
   const stdout = capture();
   const stderr = capture();

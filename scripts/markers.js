@@ -80,7 +80,7 @@ export function parseMarkersOptions(argv) {
   try {
     ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
   } catch (err) {
-    return { kind: 'error', message: String(err?.message ?? err).split('\n')[0] };
+    return { kind: 'error', message: String(/** @type {Error} */ (err)?.message ?? err).split('\n')[0] };
   }
   if (values.help) return { kind: 'help' };
   if (!values.out) return { kind: 'error', message: '--out is required' };
@@ -175,7 +175,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
     stdout.write(`carlab markers: wrote ${files.length} files\n${files.map((f) => `  ${f}\n`).join('')}`);
     return 0;
   } catch (err) {
-    stderr.write(`carlab markers: ${err?.message ?? err}\n`);
+    stderr.write(`carlab markers: ${/** @type {Error} */ (err)?.message ?? err}\n`);
     return 1;
   }
 }

@@ -58,7 +58,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
       strict: true,
     });
   } catch (err) {
-    return usageError(stderr, err?.message ?? String(err));
+    return usageError(stderr, /** @type {Error} */ (err)?.message ?? String(err));
   }
   if (parsed.values.help) {
     stdout.write(reportHelp());
@@ -77,7 +77,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
   try {
     written = await writeResults(loaded.dir, loaded.results, { json: false, html: !parsed.values['no-html'] });
   } catch (err) {
-    stderr.write(`carlab report: writing to ${loaded.dir} failed: ${err?.message ?? err}\n`);
+    stderr.write(`carlab report: writing to ${loaded.dir} failed: ${/** @type {Error} */ (err)?.message ?? err}\n`);
     return 1;
   }
   stdout.write(renderTables(loaded.results));
@@ -105,14 +105,14 @@ export async function loadResults(target) {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if (err?.code === 'ENOENT') return { error: `${file} not found (write it with carlab bench|sim --out ${target})` };
-    return { error: `cannot read ${file}: ${err?.message ?? err}` };
+    if (/** @type {NodeJS.ErrnoException} */ (err)?.code === 'ENOENT') return { error: `${file} not found (write it with carlab bench|sim --out ${target})` };
+    return { error: `cannot read ${file}: ${/** @type {Error} */ (err)?.message ?? err}` };
   }
   let results;
   try {
     results = JSON.parse(text);
   } catch (err) {
-    return { error: `${file} is not valid JSON: ${err?.message ?? err}` };
+    return { error: `${file} is not valid JSON: ${/** @type {Error} */ (err)?.message ?? err}` };
   }
   const invalid = validateResults(results);
   if (invalid) return { error: `${file} is not a carlab results file: ${invalid}` };

@@ -67,7 +67,7 @@ function capture() {
   return { stream, text: () => text };
 }
 
-/** Run `carlab report` in-process with captured output. */
+/** Run `carlab report` in-process with captured output. @param {string[]} argv */
 async function report(argv) {
   const stdout = capture();
   const stderr = capture();
@@ -75,7 +75,7 @@ async function report(argv) {
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
-/** A results directory holding `content` as results.json. */
+/** A results directory holding `content` as results.json. @param {string} name */
 function resultsDir(name, content = `${JSON.stringify(RESULTS, null, 2)}\n`) {
   const dir = path.join(base, name);
   mkdirSync(dir, { recursive: true });
@@ -117,11 +117,11 @@ describe('carlab report', () => {
   });
 
   test('bad usage exits 2 with the reason and the help', async () => {
-    for (const [argv, reason] of [
+    for (const [argv, reason] of /** @type {[string[], string][]} */ ([
       [[], 'missing DIR'],
       [['a', 'b'], 'expected one DIR, got 2'],
       [['--bogus', 'x'], "Unknown option '--bogus'"],
-    ]) {
+    ])) {
       const result = await report(argv);
       assert.equal(result.code, 2, argv.join(' '));
       assert.ok(result.stderr.startsWith(`carlab report: ${reason}`), result.stderr);
@@ -131,6 +131,7 @@ describe('carlab report', () => {
   });
 
   test('a missing dir, a missing file, invalid JSON or a non-results file exit 2', async () => {
+    /** @type {[dir: string, message: RegExp][]} */
     const cases = [
       [path.join(base, 'nope'), /^carlab report: no such directory: .*nope\n$/],
       [(mkdirSync(path.join(base, 'empty')), path.join(base, 'empty')), /^carlab report: .*empty[\\/]results\.json not found/],

@@ -79,7 +79,7 @@ export function parseVideoOptions(argv) {
   try {
     ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
   } catch (err) {
-    return { kind: 'error', message: String(err?.message ?? err).split('\n')[0] };
+    return { kind: 'error', message: String(/** @type {Error} */ (err)?.message ?? err).split('\n')[0] };
   }
   if (values.help) return { kind: 'help' };
   if (!values.out) return { kind: 'error', message: '--out is required' };
@@ -109,7 +109,7 @@ export function parseVideoOptions(argv) {
     const frames = Math.max(2, Math.round(seconds * fps));
     return { kind: 'options', options: { out, poses, fps, frames, width, height, marker, size } };
   } catch (err) {
-    return { kind: 'error', message: err.message };
+    return { kind: 'error', message: /** @type {Error} */ (err).message };
   }
 }
 
@@ -234,7 +234,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
       + `(${(bytes / 1e6).toFixed(1)} MB) in ${secs} s\n  video: ${options.out}\n  poses: ${options.poses}\n`);
     return 0;
   } catch (err) {
-    stderr.write(`carlab video: ${err?.message ?? err}\n`);
+    stderr.write(`carlab video: ${/** @type {Error} */ (err)?.message ?? err}\n`);
     return 1;
   }
 }
