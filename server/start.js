@@ -350,7 +350,7 @@ function waitForShutdown(carlab, { logger, drainTimeoutMs }) {
         process.exit(128 + (osConstants.signals[signal] ?? 0));
       }
       stopping = true;
-      logger.info({ event: 'signal', signal, drainTimeoutMs }, `${signal}: draining (again to force)`);
+      logger.info({ event: 'signal', signal, drainTimeoutMs }, `${signal}, closing: draining clients (again to force)`);
       setTimeout(() => {
         logger.error({ event: 'drain-overrun', drainTimeoutMs }, 'drain overran its bound; exiting');
         logger.flush?.();
