@@ -56,7 +56,7 @@ test('relay-udp: two pages exchange updates over unordered, maxRetransmits=0 cha
   expect(loss.received).toBeGreaterThan(20);
   expect(errors).toEqual([]);
 
-  const metrics = await (await pages[0].request.get('/metrics')).json();
+  const metrics = await (await pages[0].request.get('/metrics', { headers: { Accept: 'application/json' } })).json();
   expect(metrics.relay.udp.channelsOpened).toBeGreaterThanOrEqual(2);
   expect(metrics.relay.udp.callbackErrors).toBe(0);
   expect(metrics.relay.rts.n).toBeGreaterThan(0);
