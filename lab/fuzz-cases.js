@@ -15,6 +15,7 @@
 //           below 500, a complete answer, nothing from outside the web root.
 
 import { RELAY_LIMITS } from '../core/defaults.js';
+import { BUDGET_DEFAULTS } from '../relay/budget.js';
 import { CloseCode, HelloFlag, MsgType, ProtocolError, decode, encode } from '../core/protocol.js';
 
 /** A probe that ends every socket whose input the relay tolerates: version 2 -> 4001. */
@@ -102,6 +103,7 @@ export function caseRng(seed, index) {
  * @property {number} seed
  * @property {number} maxPayload relay and PeerServer maxPayload
  * @property {number} burst relay per-socket message burst
+ * @property {number} updateBurst relay per-socket UPDATE burst (relay/budget.js)
  * @property {number} peerBurst PeerServer per-socket message burst
  * @property {string} peerKey PeerServer key
  * @property {boolean} udpAvailable the relay can do relay-udp
@@ -119,6 +121,7 @@ export function makeWorld(seed, over = {}) {
     seed,
     maxPayload: RELAY_LIMITS.maxPayload,
     burst: RELAY_LIMITS.burstFactor * RELAY_LIMITS.maxMessagesPerSecond,
+    updateBurst: BUDGET_DEFAULTS.maxUpdatesBurst,
     peerBurst: 1000,
     peerKey: `fuzz-key-${seed}`,
     udpAvailable: true,
@@ -478,6 +481,7 @@ function relayCase(r, index, w) {
  * @property {number} flags the HELLO's flags
  * @property {FuzzWorld['goodGroups'][0] | null} good the well-behaved group it joined
  * @property {number} tokens rate-limit tokens left (no refill within a case)
+ * @property {number} updateTokens UPDATE tokens left (no refill within a case)
  * @property {Set<number>} seqs UPDATE seqs sent to a well-behaved group
  * @property {number} offers relay-udp offers sent
  * @property {number | null} link the attempt of the last relay-udp offer
@@ -488,7 +492,7 @@ function relayCase(r, index, w) {
 function relayOracleState(w) {
   return {
     joined: false, id: 0, flags: 0, good: null,
-    tokens: w.burst, seqs: new Set(), offers: 0, link: null, alternatives: new Set(),
+    tokens: w.burst, updateTokens: w.updateBurst, seqs: new Set(), offers: 0, link: null, alternatives: new Set(),
   };
 }
 
@@ -606,8 +610,13 @@ export function expectRelay(frames, w) {
     const m = decode(f.bytes);
     if (m instanceof ProtocolError) return done(m.closeCode);
     const messages = m.type === MsgType.BATCH ? m.messages : [m];
+    // ACKs count like any message here: the flood's connection is alone in
+    // its group, so it has no ACK credit (relay/budget.js).
     if (messages.length > st.tokens) return done(CloseCode.RATE_LIMITED);
     st.tokens -= messages.length;
+    const updates = messages.filter((x) => x.type === MsgType.UPDATE).length;
+    if (updates > st.updateTokens) return done(CloseCode.RATE_LIMITED);
+    st.updateTokens -= updates;
     /** @type {Set<number>} */
     const frameSeqs = new Set();
     for (const msg of messages) {
@@ -633,7 +642,7 @@ function peerCase(r, index, w) {
   const text = (/** @type {string} */ s) => ({ data: s, binary: false });
   const msg = (/** @type {object} */ o) => text(JSON.stringify(o));
   const dst = () => (r.chance(0.3) ? w.sentinel.id : `nobody-${r.word(6)}`);
-  const kind = r.int(0, 11);
+  const kind = r.int(0, 13);
   switch (kind) {
     case 0: return c('peer-not-json', [text(r.ascii(r.int(0, 100)).replace(/^[[{"\d\-tfn]/, 'x'))]);
     case 1: return c('peer-binary', [{ data: r.bytes(r.int(0, 100)), binary: true }]);
@@ -660,6 +669,9 @@ function peerCase(r, index, w) {
       return c('peer-missing-param', [], 'ERROR', q);
     }
     case 10: return c('peer-id-taken', [], 'ID-TAKEN', { ...query, id: w.sentinel.id, token: r.word(12) });
+    // Ids over 256 characters, and characters PeerJS ids never have (signaling/guard.js).
+    case 12: return c('peer-long-id', [], 'ERROR', { ...query, id: `${query.id}-${r.word(r.int(257, 600))}` });
+    case 13: return c('peer-bad-id', [], 'ERROR', { ...query, id: `${query.id}${r.pick(['/', '..', '  ', '%', '<', '\u00e9', '--'])}${r.word(3)}` });
     // Rare: it is many frames. Enough over the burst that the refill cannot save it.
     default: return r.chance(0.02)
       ? c('peer-flood', Array.from({ length: w.peerBurst + r.int(300, 500) }, () => msg({ type: 'HEARTBEAT' })))
@@ -674,7 +686,13 @@ function peerCase(r, index, w) {
  * @returns {{ codes: number[], probe: boolean }}
  */
 export function expectPeer(pc, w) {
-  if (pc.firstMessage === 'ERROR' || pc.firstMessage === 'ID-TAKEN') return { codes: [1005], probe: false };
+  // Refusals come with their own close code since issue 18 (docs/security.md, "Signaling").
+  if (pc.firstMessage === 'ID-TAKEN') return { codes: [CloseCode.ID_TAKEN], probe: false };
+  if (pc.firstMessage === 'ERROR') {
+    const q = pc.query;
+    const missing = !q.key || !q.id || !q.token;
+    return { codes: [missing ? CloseCode.PROTOCOL_VIOLATION : q.key !== w.peerKey ? CloseCode.FORBIDDEN : CloseCode.PROTOCOL_VIOLATION], probe: false };
+  }
   let tokens = w.peerBurst;
   for (const f of pc.frames) {
     const size = typeof f.data === 'string' ? Buffer.byteLength(f.data) : f.data.length;

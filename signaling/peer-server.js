@@ -74,7 +74,7 @@ export function countPeerEvents(peerApp, counters, directory) {
 }
 
 /**
- * The PeerServer's REST API under `<path>/<key>/...` (`id`, `peers`) checks
+ * The PeerServer's REST API, `<path>/<key>/id` and `<path>/<key>/peers`, checks
  * no key itself: this does, so a client of another deployment gets
  * `401 Invalid key provided` instead of an id.
  * @param {string} key
@@ -83,9 +83,12 @@ export function countPeerEvents(peerApp, counters, directory) {
  */
 export function restKeyCheck(key, counters) {
   return (req, res, next) => {
-    // req.path is below the mount path: '/' (the PeerServer's banner) or '/<key>/...'.
-    const first = req.path.split('/')[1] ?? '';
-    if (first === '') { next(); return; }
+    // req.path is below the mount path. Only the API's endpoints name a key
+    // (`/<key>/id`, `/<key>/peers`); everything else (the banner, a plain GET of
+    // the WebSocket path) is the PeerServer's to answer as before.
+    const m = /^\/([^/]+)\/(?:id|peers)\/?$/.exec(req.path);
+    if (!m) { next(); return; }
+    const first = m[1];
     let given;
     try {
       given = decodeURIComponent(first);

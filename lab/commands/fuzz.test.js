@@ -59,7 +59,12 @@ describe('cases', () => {
     assert.deepEqual(expectPeer(pc([t('{"type":"EXPIRE"}')]), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
     assert.deepEqual(expectPeer(pc([t('{"type":"OFFER","dst":5}')]), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
     assert.deepEqual(expectPeer(pc([t('{"type":"HEARTBEAT"}')]), w), { codes: [CloseCode.BAD_FRAME], probe: true });
-    assert.deepEqual(expectPeer(pc([], 'ERROR'), w).codes, [1005]);
+    // Refusals close with their own codes: missing parameters 4008, a bad key 4006, a bad id 4008, a taken id 4007.
+    assert.deepEqual(expectPeer(pc([], 'ERROR'), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    const q = (/** @type {Record<string, string>} */ query, /** @type {string} */ first) => /** @type {any} */ ({ ...pc([], first), query });
+    assert.deepEqual(expectPeer(q({ key: 'nope', id: 'a', token: 't' }, 'ERROR'), w).codes, [CloseCode.FORBIDDEN]);
+    assert.deepEqual(expectPeer(q({ key: w.peerKey, id: 'a'.repeat(257), token: 't' }, 'ERROR'), w).codes, [CloseCode.PROTOCOL_VIOLATION]);
+    assert.deepEqual(expectPeer(q({ key: w.peerKey, id: w.sentinel.id, token: 'x' }, 'ID-TAKEN'), w).codes, [CloseCode.ID_TAKEN]);
   });
 
   test('framing helpers: a server close frame is read, a client frame is masked', () => {
@@ -99,7 +104,7 @@ describe('carlab fuzz', () => {
       assert.ok(r.good.sentinel.open && r.good.sentinel.received === r.good.sentinel.sent);
       // every kind of close the documents promise was seen
       for (const c of ['1009', '4000', '4001', '4002', '4003', '4006', '4007', '4008']) assert.ok(r.outcomes.relay[c] > 0, `relay closed some with ${c}`);
-      assert.ok(r.outcomes.peer['4000'] > 0 && r.outcomes.peer['1005'] > 0);
+      assert.ok(r.outcomes.peer['4000'] > 0 && r.outcomes.peer['4006'] > 0 && r.outcomes.peer['4007'] > 0);
       assert.ok(r.outcomes.raw['400'] > 0 && r.outcomes.raw['ws:1002'] > 0);
       assert.deepEqual(r.server.after, { clients: 0, groups: 0, pending: 0, queued: 0, peerSockets: 0 });
     } finally {
