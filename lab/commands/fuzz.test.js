@@ -12,6 +12,7 @@ import { closeCodeIn } from '../fuzz.js';
 import { CloseCode, HelloFlag, MsgType, encode } from '../../core/protocol.js';
 
 const sink = () => {
+  /** @type {string[]} */
   const chunks = [];
   const stream = new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } });
   return { stream, text: () => chunks.join('') };
