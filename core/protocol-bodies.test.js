@@ -45,6 +45,7 @@ const layouts = [
   ['STATS', { type: MsgType.STATS, clientId: 7, stats: { a: 1 } }, `01 0a 00000007 00000007 ${hexOf(new TextEncoder().encode('{"a":1}'))}`],
   ['STATS defaults', { type: MsgType.STATS, clientId: 7 }, `01 0a 00000007 00000002 7b7d`],
   ['SIGNAL', { type: MsgType.SIGNAL, from: 1, to: 0, payload: 'x' }, '01 0b 00000001 00000000 0001 78'],
+  ['LINK', { type: MsgType.LINK, peers: [2], message: { type: MsgType.ACK, sender: 2, seq: 1, acker: 1 } }, '01 0c 0001 00000002 06 00000002 00000001 00000001'],
 ];
 
 for (const [name, message, frame] of layouts) {
@@ -65,13 +66,13 @@ test('every type code has a writer and a reader', () => {
 });
 
 test('a type with no writer is a TypeError, matched exactly as a switch would', () => {
-  for (const type of [0, 12, 255, '5', 'constructor', undefined]) {
+  for (const type of [0, 13, 255, '5', 'constructor', undefined]) {
     assert.throws(() => encode({ type, id: 1 }), { name: 'TypeError', message: `unknown message type ${type}` });
   }
 });
 
 test('a type with no reader is UNKNOWN_TYPE', () => {
-  for (const type of [0, 12, 255]) {
+  for (const type of [0, 13, 255]) {
     const error = decode(Uint8Array.of(1, type));
     assert.ok(error instanceof ProtocolError);
     assert.equal(error.code, 'UNKNOWN_TYPE');

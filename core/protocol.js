@@ -21,6 +21,7 @@ export const MsgType = Object.freeze({
   ERROR: 9,
   STATS: 10,
   SIGNAL: 11,
+  LINK: 12,
 });
 
 /** @type {Record<number, string>} */
@@ -116,8 +117,11 @@ export class ProtocolError extends Error {
  * @typedef {{ type: 9, code: number, reason: string }} ErrorMsg
  * @typedef {{ type: 10, clientId: number, stats: any }} StatsMsg
  * @typedef {{ type: 11, from: number, to: number, payload: string }} SignalMsg
+ * @typedef {{ type: 12, peers: number[], message: UpdateMsg | AckMsg }} LinkMsg
+ *   a p2p link's UPDATE or ACK carried by the relay (docs/protocol.md §14.1): client -> relay,
+ *   `peers` are the destinations; relay -> client, `peers` is [the member it came from]
  * @typedef {HelloMsg | WelcomeMsg | MemberJoinedMsg | MemberLeftMsg | UpdateMsg | AckMsg
- *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg} Message
+ *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg} Message
  *   Decoded messages also carry `body`: a view of their bytes without the
  *   version byte (type + payload), so a relay can forward them unchanged.
  */
@@ -293,6 +297,15 @@ function writeSignal(w, m) {
   w.str16(m.payload, 'payload');
 }
 
+/** @param {Writer} w @param {LinkMsg} m */
+function writeLink(w, m) {
+  if (m.peers.length === 0 || m.peers.length > 0xffff) throw new RangeError('LINK needs 1..65535 peers');
+  if (m.message.type !== MsgType.UPDATE && m.message.type !== MsgType.ACK) throw new TypeError('LINK carries an UPDATE or an ACK');
+  w.u16(m.peers.length);
+  for (const id of m.peers) w.u32(id);
+  writeBody(w, m.message);
+}
+
 /**
  * A table entry: the type code and the writer for exactly that message type.
  * @template {Message} M
@@ -322,6 +335,7 @@ const BODY_WRITERS = new Map([
   writerEntry(MsgType.ERROR, writeError),
   writerEntry(MsgType.STATS, writeStats),
   writerEntry(MsgType.SIGNAL, writeSignal),
+  writerEntry(MsgType.LINK, writeLink),
 ]);
 
 /**
@@ -539,6 +553,23 @@ function readSignal(r) {
   return { type: MsgType.SIGNAL, from: r.u32(), to: r.u32(), payload: r.str16() };
 }
 
+/** @type {BodyReader} */
+function readLink(r) {
+  const count = r.u16();
+  if (count === 0) return new ProtocolError('BAD_VALUE', 'LINK names no peer');
+  /** @type {number[]} */
+  const peers = [];
+  for (let i = 0; i < count; i++) peers.push(r.u32());
+  // The carried message is the rest of the body, read like a batched one (no nesting).
+  const inner = readBody(r.bytes, r.pos, r.end, true);
+  if (inner instanceof ProtocolError) return inner;
+  if (inner.type !== MsgType.UPDATE && inner.type !== MsgType.ACK) {
+    return new ProtocolError('BAD_VALUE', `LINK carries ${MsgTypeName[inner.type]}, not an UPDATE or ACK`);
+  }
+  r.pos = r.end;
+  return { type: MsgType.LINK, peers, message: inner };
+}
+
 /**
  * One reader per message type (a Map, like BODY_WRITERS).
  * @type {ReadonlyMap<number, BodyReader>}
@@ -555,6 +586,7 @@ const BODY_READERS = new Map([
   [MsgType.ERROR, readError],
   [MsgType.STATS, readStats],
   [MsgType.SIGNAL, readSignal],
+  [MsgType.LINK, readLink],
 ]);
 
 /**

@@ -61,7 +61,7 @@ export function forwardShare(groupForwardsPerSecond, members) {
  * What one frame costs a connection: how many of its ACKs are paid by
  * credit, how many messages spend the message bucket and how many UPDATEs it
  * carries. Pure, so the rules can be checked without a relay.
- * @param {readonly { type: number }[]} messages the frame's messages
+ * @param {readonly { type: number, message?: { type: number } }[]} messages the frame's messages (a LINK's carried one counts)
  * @param {number} credit the connection's ACK credit before the frame
  * @returns {{ credited: number, charged: number, updates: number }}
  */
@@ -69,8 +69,11 @@ export function frameCost(messages, credit) {
   let acks = 0;
   let updates = 0;
   for (const m of messages) {
-    if (m.type === MsgType.ACK) acks++;
-    else if (m.type === MsgType.UPDATE) updates++;
+    // A LINK (relay/link.js) costs what it carries: a p2p link's ACK is paid by
+    // the credit its LINK'd UPDATE bought, its UPDATE spends the UPDATE bucket.
+    const type = m.type === MsgType.LINK && m.message ? m.message.type : m.type;
+    if (type === MsgType.ACK) acks++;
+    else if (type === MsgType.UPDATE) updates++;
   }
   const credited = Math.min(acks, credit);
   return { credited, charged: messages.length - credited, updates };

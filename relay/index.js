@@ -6,6 +6,7 @@ import { DEFAULT_ACK_TIMEOUT_MS, RELAY_LIMITS } from '../core/defaults.js';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from '../core/protocol.js';
 import { BUDGET_DEFAULTS } from './budget.js';
+import { linkCounters } from './link.js';
 import { ClusterLink } from './cluster.js';
 import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
@@ -296,6 +297,7 @@ export function relayMetrics({ stats, wss, groups, udp, flusher, cluster }) {
       ...groups.backlog(), blocked: flusher.blocked.size,
     }),
     budget: { ...groups.budget },
+    links: { ...linkCounters(groups) },
     cluster: cluster?.snapshot() ?? null,
   };
 }

@@ -6,6 +6,7 @@
 
 import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode } from '../core/protocol.js';
 import { frameCost } from './budget.js';
+import { onLink } from './link.js';
 
 /** Where a frame arrived: the session's WebSocket or its relay-udp data channel. @typedef {'ws' | 'dc'} FrameSource */
 /** A close code and reason for a client that misbehaved. @typedef {[number, string]} Problem */
@@ -159,6 +160,8 @@ export function onMessage(deps, s, m, source) {
     case MsgType.SIGNAL:
       if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
       return deps.udp.onSignal(s, m);
+    case MsgType.LINK:
+      return onLink(deps, s, m); // a p2p link's UPDATE or ACK through the relay (relay/link.js)
     default:
       return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
   }

@@ -1,0 +1,103 @@
+// LINK (docs/protocol.md §14.1): the relay carries one p2p link's UPDATEs and
+// ACKs when the two phones cannot reach each other directly (UDP blocked, no
+// TURN, ICE failed). Only membership-only (p2p) sessions send it; the carried
+// message is checked like one sent to the relay directly (the sender's own id
+// in UPDATE `sender` / ACK `acker`) and forwarded, bytes unchanged, to each
+// named member of the sender's group. No pending entry, no RTS, no ACKED_ALL:
+// the p2p clients do their own ACK accounting end to end, exactly as on their
+// data channels. Budgets (relay/budget.js): a LINK'd UPDATE spends the UPDATE
+// bucket once and its copies the sender's fan-out share; every copy handed to
+// a member buys that member one ACK credit, so the ACKs it owes come back free.
+
+import { CloseCode, MsgType } from '../core/protocol.js';
+import { SHARE_BURST_SECONDS, forwardShare } from './budget.js';
+import { Session } from './session.js';
+
+/**
+ * What the relay carried for p2p links since it started (relay metrics `links`).
+ * @typedef {object} LinkCounters
+ * @property {number} in LINK messages received
+ * @property {number} updates of them carrying an UPDATE
+ * @property {number} forwarded copies handed to members
+ * @property {number} unknownPeer copies not made: the named member is not here (left, another node, itself)
+ * @property {number} shed LINK'd UPDATEs over the sender's fan-out share, not forwarded
+ */
+
+/** @type {WeakMap<object, LinkCounters>} */
+const countersByRegistry = new WeakMap();
+
+/**
+ * The LINK counters of one relay (keyed by its group registry).
+ * @param {object} registry
+ * @returns {LinkCounters}
+ */
+export function linkCounters(registry) {
+  let c = countersByRegistry.get(registry);
+  if (!c) {
+    c = { in: 0, updates: 0, forwarded: 0, unknownPeer: 0, shed: 0 };
+    countersByRegistry.set(registry, c);
+  }
+  return c;
+}
+
+/**
+ * The body a receiver gets: LINK with `peers` = [the sender], then the carried body unchanged.
+ * @param {number} from
+ * @param {Uint8Array} carried the UPDATE's or ACK's body (type + payload)
+ */
+export function linkBodyFrom(from, carried) {
+  const out = new Uint8Array(7 + carried.length);
+  const view = new DataView(out.buffer);
+  out[0] = MsgType.LINK;
+  view.setUint16(1, 1);
+  view.setUint32(3, from >>> 0);
+  out.set(carried, 7);
+  return out;
+}
+
+/**
+ * One LINK from a joined session.
+ * @param {{ ctx: import('./index.js').RelayContext, groups: Pick<import('./groups.js').GroupRegistry, 'budget'> }} deps
+ * @param {Session} s
+ * @param {import('../core/protocol.js').LinkMsg} m as decode() returns it (the carried message has its `body`)
+ * @returns {[number, string] | null} a close code and reason if the client misbehaved
+ */
+export function onLink(deps, s, m) {
+  if (!s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'LINK is only for membership-only (p2p) sessions'];
+  const inner = /** @type {(import('../core/protocol.js').UpdateMsg | import('../core/protocol.js').AckMsg) & { body: Uint8Array }} */ (m.message);
+  if (inner.type === MsgType.UPDATE && inner.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `LINK UPDATE from ${s.id} claims sender ${inner.sender}`];
+  if (inner.type === MsgType.ACK && inner.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `LINK ACK from ${s.id} claims acker ${inner.acker}`];
+  const group = /** @type {import('./groups.js').Group} */ (s.group);
+  const c = linkCounters(deps.groups);
+  c.in++;
+  /** @type {Session[]} */
+  const dests = [];
+  for (const id of new Set(m.peers)) {
+    const d = group.members.get(id);
+    // A member of another cluster node is not reached (LINK is not carried between nodes).
+    if (!(d instanceof Session) || d === s || d.closed || !d.ready) { c.unknownPeer++; continue; }
+    dests.push(d);
+  }
+  if (dests.length === 0) return null;
+  if (inner.type === MsgType.UPDATE) {
+    c.updates++;
+    // The same fan-out share as a relayed UPDATE (GroupRegistry.update): shed, never closed.
+    const share = s.share;
+    share.rate = forwardShare(deps.ctx.options.maxGroupForwardsPerSecond, group.members.size);
+    share.burst = SHARE_BURST_SECONDS * share.rate;
+    if (!share.take(dests.length)) {
+      c.shed++;
+      deps.groups.budget.shedUpdates++;
+      deps.groups.budget.shedForwards += dests.length;
+      return null;
+    }
+  }
+  const body = linkBodyFrom(s.id, inner.body);
+  for (const d of dests) {
+    d.push(body);
+    // The ACK this copy obliges d to send is paid for (relay/budget.js).
+    if (inner.type === MsgType.UPDATE) d.ackCredit++;
+  }
+  c.forwarded += dests.length;
+  return null;
+}

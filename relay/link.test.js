@@ -1,0 +1,130 @@
+// LINK (docs/protocol.md §14.1): a p2p link's UPDATE and ACK carried by the
+// relay between membership-only sessions, its checks, and its budgets (an
+// ACK for a LINK'd UPDATE that was delivered is paid by credit).
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { once } from 'node:events';
+import WebSocket from 'ws';
+import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
+import { createRelay } from './index.js';
+import { frameCost } from './budget.js';
+import { linkBodyFrom } from './link.js';
+
+/** @type {(() => Promise<void>)[]} */
+const cleanups = [];
+after(async () => { for (const c of cleanups) await c(); });
+
+/** @param {import('./index.js').RelayOptions} [options] */
+async function startRelay(options = {}) {
+  const server = http.createServer();
+  const relay = createRelay({ server, path: '/relay', ...options });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = /** @type {import('node:net').AddressInfo} */ (server.address());
+  cleanups.push(async () => { await relay.close(); server.closeAllConnections(); await new Promise((r) => server.close(r)); });
+  return { relay, url: `ws://127.0.0.1:${address.port}/relay` };
+}
+
+/** @type {import('../core/protocol.js').Pose} */
+const POSE = [0, 0, 0, 0, 0, 0, 1];
+
+/**
+ * A raw client: joins with `flags`, records every message and its close.
+ * @param {string} url @param {string} group @param {number} flags
+ */
+async function client(url, group, flags) {
+  const ws = new WebSocket(url);
+  /** @type {import('../core/protocol.js').Message[]} */
+  const got = [];
+  const c = { ws, got, id: 0, closed: /** @type {{ code: number, reason: string } | null} */ (null) };
+  ws.on('close', (code, reason) => { c.closed = { code, reason: reason.toString() }; });
+  ws.on('message', (data) => {
+    const m = decode(/** @type {Buffer} */ (data));
+    if (m instanceof Error) throw m;
+    for (const x of m.type === MsgType.BATCH ? m.messages : [m]) {
+      if (x.type === MsgType.WELCOME) c.id = x.clientId;
+      got.push(x);
+    }
+  });
+  await once(ws, 'open');
+  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
+  while (c.id === 0) await new Promise((r) => setTimeout(r, 5));
+  return c;
+}
+
+/** @param {() => boolean} cond */
+async function until(cond) {
+  const end = Date.now() + 3000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+test('LINK carries an UPDATE to the named members and their ACK back, bytes unchanged', async () => {
+  const { relay, url } = await startRelay();
+  const a = await client(url, 'g', HelloFlag.MEMBERSHIP_ONLY);
+  const b = await client(url, 'g', HelloFlag.MEMBERSHIP_ONLY);
+  const c = await client(url, 'g', HelloFlag.MEMBERSHIP_ONLY);
+  const update = { type: MsgType.UPDATE, sender: a.id, seq: 1, sendTime: 5, pose: POSE, object: null };
+  a.ws.send(encode({ type: MsgType.LINK, peers: [b.id, 999], message: update }));
+  await until(() => b.got.some((m) => m.type === MsgType.LINK));
+  const link = /** @type {import('../core/protocol.js').LinkMsg} */ (b.got.find((m) => m.type === MsgType.LINK));
+  assert.deepEqual(link.peers, [a.id]);
+  assert.equal(link.message.type, MsgType.UPDATE);
+  assert.equal(/** @type {import('../core/protocol.js').UpdateMsg} */ (link.message).seq, 1);
+  b.ws.send(encode({ type: MsgType.LINK, peers: [a.id], message: { type: MsgType.ACK, sender: a.id, seq: 1, acker: b.id } }));
+  await until(() => a.got.some((m) => m.type === MsgType.LINK));
+  const back = /** @type {import('../core/protocol.js').LinkMsg} */ (a.got.find((m) => m.type === MsgType.LINK));
+  assert.deepEqual([back.peers, back.message.type], [[b.id], MsgType.ACK]);
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(c.got.filter((m) => m.type === MsgType.LINK).length, 0, 'only the named member gets it');
+  const links = /** @type {any} */ (relay.metrics()).links;
+  assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0 });
+  assert.equal(a.closed ?? b.closed, null);
+});
+
+test('LINK is refused on relayed sessions (4008) and with a spoofed sender or acker (4003)', async () => {
+  const { url } = await startRelay();
+  const relayed = await client(url, 'h', HelloFlag.BATCHED);
+  relayed.ws.send(encode({ type: MsgType.LINK, peers: [1], message: { type: MsgType.ACK, sender: 1, seq: 1, acker: relayed.id } }));
+  await until(() => relayed.closed !== null);
+  assert.equal(relayed.closed?.code, CloseCode.PROTOCOL_VIOLATION);
+  const p = await client(url, 'h', HelloFlag.MEMBERSHIP_ONLY);
+  p.ws.send(encode({ type: MsgType.LINK, peers: [1], message: { type: MsgType.UPDATE, sender: p.id + 1, seq: 1, sendTime: 0, pose: POSE, object: null } }));
+  await until(() => p.closed !== null);
+  assert.equal(p.closed?.code, CloseCode.SPOOFED_SENDER);
+  const q = await client(url, 'h', HelloFlag.MEMBERSHIP_ONLY);
+  q.ws.send(encode({ type: MsgType.LINK, peers: [1], message: { type: MsgType.ACK, sender: 1, seq: 1, acker: q.id + 1 } }));
+  await until(() => q.closed !== null);
+  assert.equal(q.closed?.code, CloseCode.SPOOFED_SENDER);
+});
+
+test('budgets: a LINK costs what it carries; each delivered LINK UPDATE buys one ACK credit', async () => {
+  const ack = { type: MsgType.LINK, message: { type: MsgType.ACK } };
+  const upd = { type: MsgType.LINK, message: { type: MsgType.UPDATE } };
+  assert.deepEqual(frameCost([ack, ack, upd], 1), { credited: 1, charged: 2, updates: 1 });
+  // A member flooded with LINK'd UPDATEs can ACK every one of them without being closed.
+  const { url } = await startRelay({ maxMessagesPerSecond: 20, maxMessagesBurst: 5 });
+  const a = await client(url, 'k', HelloFlag.MEMBERSHIP_ONLY);
+  const b = await client(url, 'k', HelloFlag.MEMBERSHIP_ONLY);
+  for (let seq = 1; seq <= 15; seq++) {
+    a.ws.send(encode({ type: MsgType.LINK, peers: [b.id], message: { type: MsgType.UPDATE, sender: a.id, seq, sendTime: 0, pose: POSE, object: null } }));
+    await new Promise((r) => setTimeout(r, 60)); // within a's own message rate
+  }
+  await until(() => b.got.filter((m) => m.type === MsgType.LINK).length === 15);
+  for (let seq = 1; seq <= 15; seq++) b.ws.send(encode({ type: MsgType.LINK, peers: [a.id], message: { type: MsgType.ACK, sender: a.id, seq, acker: b.id } }));
+  // 15 ACKs at once, three times b's message burst: all paid by credit.
+  await until(() => a.got.filter((m) => m.type === MsgType.LINK).length === 15);
+  assert.equal(b.closed, null);
+  assert.equal(a.closed, null);
+});
+
+test('linkBodyFrom: LINK body naming the sender, the carried body after it', () => {
+  const carried = encode({ type: MsgType.ACK, sender: 2, seq: 1, acker: 3 }).subarray(1);
+  const body = linkBodyFrom(3, carried);
+  const m = /** @type {import('../core/protocol.js').LinkMsg} */ (decode(Uint8Array.of(1, ...body)));
+  assert.deepEqual(m.peers, [3]);
+  assert.equal(m.message.type, MsgType.ACK);
+});
