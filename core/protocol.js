@@ -118,8 +118,8 @@ export class ProtocolError extends Error {
  * @typedef {{ type: 10, clientId: number, stats: any }} StatsMsg
  * @typedef {{ type: 11, from: number, to: number, payload: string }} SignalMsg
  * @typedef {{ type: 12, peers: number[], message: UpdateMsg | AckMsg }} LinkMsg
- *   a p2p link's UPDATE or ACK carried by the relay (docs/protocol.md §14.1): client -> relay,
- *   `peers` are the destinations; relay -> client, `peers` is [the member it came from]
+ *   client -> relay only: a p2p link's UPDATE or ACK for the members `peers` (docs/protocol.md
+ *   §14.1); the relay hands each of them the carried message itself
  * @typedef {HelloMsg | WelcomeMsg | MemberJoinedMsg | MemberLeftMsg | UpdateMsg | AckMsg
  *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg} Message
  *   Decoded messages also carry `body`: a view of their bytes without the

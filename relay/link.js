@@ -2,8 +2,8 @@
 // ACKs when the two phones cannot reach each other directly (UDP blocked, no
 // TURN, ICE failed). Only membership-only (p2p) sessions send it; the carried
 // message is checked like one sent to the relay directly (the sender's own id
-// in UPDATE `sender` / ACK `acker`) and forwarded, bytes unchanged, to each
-// named member of the sender's group. No pending entry, no RTS, no ACKED_ALL:
+// in UPDATE `sender` / ACK `acker`) and forwarded, as a plain UPDATE or ACK
+// with its bytes unchanged, to each named member of the sender's group. No pending entry, no RTS, no ACKED_ALL:
 // the p2p clients do their own ACK accounting end to end, exactly as on their
 // data channels. Budgets (relay/budget.js): a LINK'd UPDATE spends the UPDATE
 // bucket once and its copies the sender's fan-out share; every copy handed to
@@ -38,21 +38,6 @@ export function linkCounters(registry) {
     countersByRegistry.set(registry, c);
   }
   return c;
-}
-
-/**
- * The body a receiver gets: LINK with `peers` = [the sender], then the carried body unchanged.
- * @param {number} from
- * @param {Uint8Array} carried the UPDATE's or ACK's body (type + payload)
- */
-export function linkBodyFrom(from, carried) {
-  const out = new Uint8Array(7 + carried.length);
-  const view = new DataView(out.buffer);
-  out[0] = MsgType.LINK;
-  view.setUint16(1, 1);
-  view.setUint32(3, from >>> 0);
-  out.set(carried, 7);
-  return out;
 }
 
 /**
@@ -92,9 +77,10 @@ export function onLink(deps, s, m) {
       return null;
     }
   }
-  const body = linkBodyFrom(s.id, inner.body);
+  // The receiver gets the carried message itself: a membership-only session
+  // gets no other UPDATE or ACK, and its sender/acker was checked above.
   for (const d of dests) {
-    d.push(body);
+    d.push(inner.body);
     // The ACK this copy obliges d to send is paid for (relay/budget.js).
     if (inner.type === MsgType.UPDATE) d.ackCredit++;
   }

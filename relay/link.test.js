@@ -9,7 +9,6 @@ import WebSocket from 'ws';
 import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 import { createRelay } from './index.js';
 import { frameCost } from './budget.js';
-import { linkBodyFrom } from './link.js';
 
 /** @type {(() => Promise<void>)[]} */
 const cleanups = [];
@@ -69,17 +68,16 @@ test('LINK carries an UPDATE to the named members and their ACK back, bytes unch
   const c = await client(url, 'g', HelloFlag.MEMBERSHIP_ONLY);
   const update = { type: MsgType.UPDATE, sender: a.id, seq: 1, sendTime: 5, pose: POSE, object: null };
   a.ws.send(encode({ type: MsgType.LINK, peers: [b.id, 999], message: update }));
-  await until(() => b.got.some((m) => m.type === MsgType.LINK));
-  const link = /** @type {import('../core/protocol.js').LinkMsg} */ (b.got.find((m) => m.type === MsgType.LINK));
-  assert.deepEqual(link.peers, [a.id]);
-  assert.equal(link.message.type, MsgType.UPDATE);
-  assert.equal(/** @type {import('../core/protocol.js').UpdateMsg} */ (link.message).seq, 1);
+  // The receiver gets the carried UPDATE itself (its sender checked by the relay).
+  await until(() => b.got.some((m) => m.type === MsgType.UPDATE));
+  const got = /** @type {import('../core/protocol.js').UpdateMsg} */ (b.got.find((m) => m.type === MsgType.UPDATE));
+  assert.deepEqual([got.sender, got.seq], [a.id, 1]);
   b.ws.send(encode({ type: MsgType.LINK, peers: [a.id], message: { type: MsgType.ACK, sender: a.id, seq: 1, acker: b.id } }));
-  await until(() => a.got.some((m) => m.type === MsgType.LINK));
-  const back = /** @type {import('../core/protocol.js').LinkMsg} */ (a.got.find((m) => m.type === MsgType.LINK));
-  assert.deepEqual([back.peers, back.message.type], [[b.id], MsgType.ACK]);
+  await until(() => a.got.some((m) => m.type === MsgType.ACK));
+  const back = /** @type {import('../core/protocol.js').AckMsg} */ (a.got.find((m) => m.type === MsgType.ACK));
+  assert.deepEqual([back.sender, back.seq, back.acker], [a.id, 1, b.id]);
   await new Promise((r) => setTimeout(r, 30));
-  assert.equal(c.got.filter((m) => m.type === MsgType.LINK).length, 0, 'only the named member gets it');
+  assert.equal(c.got.filter((m) => m.type === MsgType.UPDATE).length, 0, 'only the named member gets it');
   const links = /** @type {any} */ (relay.metrics()).links;
   assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0 });
   assert.equal(a.closed ?? b.closed, null);
@@ -113,18 +111,10 @@ test('budgets: a LINK costs what it carries; each delivered LINK UPDATE buys one
     a.ws.send(encode({ type: MsgType.LINK, peers: [b.id], message: { type: MsgType.UPDATE, sender: a.id, seq, sendTime: 0, pose: POSE, object: null } }));
     await new Promise((r) => setTimeout(r, 60)); // within a's own message rate
   }
-  await until(() => b.got.filter((m) => m.type === MsgType.LINK).length === 15);
+  await until(() => b.got.filter((m) => m.type === MsgType.UPDATE).length === 15);
   for (let seq = 1; seq <= 15; seq++) b.ws.send(encode({ type: MsgType.LINK, peers: [a.id], message: { type: MsgType.ACK, sender: a.id, seq, acker: b.id } }));
   // 15 ACKs at once, three times b's message burst: all paid by credit.
-  await until(() => a.got.filter((m) => m.type === MsgType.LINK).length === 15);
+  await until(() => a.got.filter((m) => m.type === MsgType.ACK).length === 15);
   assert.equal(b.closed, null);
   assert.equal(a.closed, null);
-});
-
-test('linkBodyFrom: LINK body naming the sender, the carried body after it', () => {
-  const carried = encode({ type: MsgType.ACK, sender: 2, seq: 1, acker: 3 }).subarray(1);
-  const body = linkBodyFrom(3, carried);
-  const m = /** @type {import('../core/protocol.js').LinkMsg} */ (decode(Uint8Array.of(1, ...body)));
-  assert.deepEqual(m.peers, [3]);
-  assert.equal(m.message.type, MsgType.ACK);
 });
