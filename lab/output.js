@@ -41,35 +41,144 @@ export const NONE = '–';
  */
 
 /**
- * One run as docs/architecture.md's results.json holds it. Every value may be null and
- * runs may carry more fields than these.
+ * setupMs of a p2p run (lab/aggregate.js aggregateSetup): signaling open and
+ * peer setup (channel open) per connection, the peer setup milestones, the
+ * candidate types seen and the bytes setup took. Older records may carry
+ * other delay statistics beside these.
+ *
+ * @typedef {object} SetupDelays
+ * @property {Stats | null} [signaling]
+ * @property {Stats | null} [peer]
+ * @property {Record<string, Stats | null>} [phases] offerAnswerMs, iceConnectedMs, dtlsConnectedMs, channelOpenMs
+ * @property {Record<string, number>} [candidateTypes] connections per selected candidate pair type
+ * @property {Record<string, Stats | null>} [setupBytes] sent, received, packetsSent, packetsReceived
+ */
+
+/**
+ * The data channel parameters the clients read back (lab/aggregate.js aggregateChannel).
+ *
+ * @typedef {object} ChannelParams
+ * @property {boolean | null} [ordered]
+ * @property {number | null} [maxRetransmits]
+ * @property {number | null} [maxPacketLifeTime]
+ * @property {boolean | null} [uniform]
+ * @property {number} [clients] clients that reported these
+ */
+
+/**
+ * A mixed fleet's figures per browser (lab/aggregate.js byBrowserOf).
+ *
+ * @typedef {object} BrowserFigures
+ * @property {number} [clients]
+ * @property {Stats | null} [rt]
+ * @property {number | null} [lossPct]
+ * @property {number | null} [dups]
+ * @property {number | null} [reorders]
+ * @property {number | null} [jitterMs]
+ */
+
+/**
+ * Freshness at the receivers (docs/architecture.md "Freshness"; lab/aggregate.js freshnessOf).
+ *
+ * @typedef {object} FreshnessFigures
+ * @property {number | null} [updatesPerStreamPerS]
+ * @property {{ p50?: number | null, p99?: number | null, max?: number | null } | null} [freezeMs]
+ * @property {number | null} [frozenPct]
+ * @property {number} [streams]
+ * @property {number} [gaps]
+ */
+
+/**
+ * A run on several relays joined through NATS (lab/cluster.js clusterRunFields).
+ *
+ * @typedef {object} ClusterFigures
+ * @property {number | null} [nodes]
+ * @property {string} [placement]
+ * @property {number | null} [crossNodeUpdates]
+ * @property {number | null} [crossNodePct]
+ * @property {number} [remoteUpdatesDelivered]
+ * @property {number} [acksRouted]
+ * @property {number} [brokerMessages]
+ * @property {string | null} [natsVersion]
+ * @property {string} [natsUrl]
+ * @property {number | null} [natsCpuPct]
+ * @property {(number | null)[]} [relayCpuPct]
+ * @property {number} [unknownSender]
+ */
+
+/**
+ * A relay killed mid-run (lab/cluster.js clusterRunFields).
+ *
+ * @typedef {object} FailoverFigures
+ * @property {number} [killedAtS]
+ * @property {number} [relayPid]
+ * @property {number | null} [clientsMoved]
+ * @property {{ p50?: number | null, p99?: number | null, max?: number | null } | null} [reconnectMs]
+ * @property {number | null} [lostUpdates]
+ * @property {number} [stillDown]
+ * @property {string} [note]
+ */
+
+/**
+ * Clients that lost the relay and reconnected (lab/aggregate.js outageOf).
+ *
+ * @typedef {object} OutageFigures
+ * @property {number} clientsReconnected
+ * @property {number} reconnects
+ * @property {number} stillDown
+ * @property {Stats} outageMs
+ * @property {number} updatesLost
+ * @property {number} abandoned
+ * @property {number} pausedCycles
+ */
+
+/**
+ * One run as docs/architecture.md's results.json holds it. Every value may be null or
+ * missing (older files, failed points) and runs may carry more fields than these;
+ * lab/sim.js, lab/bench.js, lab/cluster.js and the browsers study (lab/browsers/) add
+ * the optional ones.
  *
  * @typedef {object} Run
  * @property {string} transport
- * @property {number | null} clients
- * @property {number | null} group
- * @property {number | null} cycleMs
- * @property {unknown} [browser]
- * @property {Record<string, any>} [byBrowser] per browser of a mixed fleet (aggregate.js byBrowserOf)
- * @property {unknown} [sim]
- * @property {unknown} [net] network profile record (--net), or its name on a failed point
+ * @property {number | null} [clients]
+ * @property {number | null} [group]
+ * @property {number | null} [cycleMs]
+ * @property {string | null} [cycleMode] 'pipelined' | 'gated' (docs/architecture.md "The action cycle")
+ * @property {unknown} [browser] what drove a bench: a name, names joined by '+', or older shapes ({@link describeDriver})
+ * @property {unknown} [sim] what drove a sim: `{ workers, generator, clientsPerProcess }` in lab/sim.js
+ * @property {string | import('./net/report.js').NetRecord} [net] network profile record (--net), or its name on a failed point
+ * @property {Record<string, BrowserFigures>} [byBrowser] per browser of a mixed fleet (aggregate.js byBrowserOf)
  * @property {Stats | null} [rt]
- * @property {{ mean?: number | null, max?: number | null } | null} [rts]
+ * @property {Stats | null} [rtWarmup] RTs of warm-up updates, reported apart
+ * @property {{ mean?: number | null, max?: number | null, n?: number } | null} [rts]
  * @property {{ server?: number | null, clients?: number | null } | null} [cpu]
+ * @property {number | null} [serverCpuUsPerUpdate]
  * @property {number | null} [lossPct]
  * @property {number | null} [ackLossPct]
  * @property {number | null} [dups]
  * @property {number | null} [reorders]
  * @property {number | null} [jitterMs]
- * @property {Record<string, Stats | null> | null} [setupMs]
- * @property {{ ordered?: boolean | null, maxRetransmits?: number | null, mixed?: any[] } | null} [channel]
+ * @property {FreshnessFigures | null} [freshness] at the receivers (docs/architecture.md "Freshness")
+ * @property {SetupDelays | null} [setupMs]
+ * @property {ChannelParams & { mixed?: ChannelParams[] } | null} [channel]
  *   `{ mixed: [...] }` when the clients' channels disagreed
+ * @property {number} [connected] clients that joined
+ * @property {Record<string, number | null>} [updates] sent, completed, ackTimeouts, skippedCycles, lateAcks, expected, received, lost
+ * @property {Record<string, unknown> | null} [relay] the relay's counters over the measured window
+ * @property {number | null} [durationS] measured window
+ * @property {number | null} [serverRssBytes]
+ * @property {boolean} [stoppedEarly]
+ * @property {import('./sim.js').TimelineBucket[]} [timeline] RT and server memory per bucket (lab/sim.js)
+ * @property {ReturnType<typeof import('./sim.js').stabilityOf>} [stability] RT drift and memory growth (lab/sim.js)
+ * @property {number} [serverFaults] faults the server child reported (lab/sim.js)
+ * @property {{ atS: number, serverDownMs: number, note?: string }} [restart] the relay restarted mid-run (--restart-at)
+ * @property {OutageFigures} [outage] clients that reconnected (lab/aggregate.js outageOf)
+ * @property {ClusterFigures | null} [cluster] runs on several relays joined through NATS (lab/cluster.js)
+ * @property {FailoverFigures | null} [failover] a relay killed mid-run (lab/cluster.js)
+ * @property {number | null} [peersPerPage] bench: client peers per browser page
+ * @property {string} [experiment] `carlab browsers`: the experiment (lab/browsers/)
+ * @property {string} [pair] `carlab browsers`: the browser pair, e.g. `C-F`
  * @property {string} [error] why the run failed (the runners keep the point and its error)
- * @property {string | null} [cycleMode] 'pipelined' | 'gated' (docs/architecture.md "The action cycle")
- * @property {{ updatesPerStreamPerS?: number | null, freezeMs?: Stats | null, frozenPct?: number | null } | null} [freshness]
- *   at the receivers (docs/architecture.md "Freshness")
- * @property {Record<string, any> | null} [cluster] runs on several relays joined through NATS (lab/sim.js)
- * @property {Record<string, any> | null} [failover] a relay killed mid-run (lab/sim.js)
  */
 
 /**
@@ -487,7 +596,7 @@ const PER_BROWSER_LEGEND = 'A fleet of several browsers split by browser: RT of 
 
 /**
  * One row per browser of a mixed-fleet run (`byBrowser`, lab/aggregate.js).
- * @param {any} run
+ * @param {Run} run
  * @returns {string[][]}
  */
 export function perBrowserRows(run) {
@@ -508,11 +617,11 @@ export function perBrowserRows(run) {
 export function markdownTable(header, rows, align) {
   const cells = [header, ...rows].map((row) => row.map(mdCell));
   const widths = header.map((_, i) => Math.max(3, ...cells.map((row) => [...(row[i] ?? '')].length)));
-  const pad = (text, i) => {
+  const pad = (/** @type {string} */ text, /** @type {number} */ i) => {
     const gap = ' '.repeat(widths[i] - [...text].length);
     return align[i] === 'right' ? gap + text : text + gap;
   };
-  const line = (row) => `| ${header.map((_, i) => pad(row[i] ?? '', i)).join(' | ')} |`;
+  const line = (/** @type {string[]} */ row) => `| ${header.map((_, i) => pad(row[i] ?? '', i)).join(' | ')} |`;
   const rule = `| ${widths.map((width, i) => (align[i] === 'right' ? `${'-'.repeat(width - 1)}:` : '-'.repeat(width))).join(' | ')} |`;
   return [line(cells[0]), rule, ...cells.slice(1).map(line)].join('\n');
 }
@@ -565,10 +674,10 @@ export function renderSummaryLine(run) {
   const parts = [
     `RT ${fmt(rt.mean)} ± ${fmt(rt.dev)} ms${rtDetail.length ? ` (${rtDetail.join(', ')})` : ''}`,
   ];
-  if (num(r.rts?.mean) !== null) parts.push(`RTS ${fmt(r.rts.mean, 1)} ms`);
+  if (num(r.rts?.mean) !== null) parts.push(`RTS ${fmt(r.rts?.mean, 1)} ms`);
   const cpu = [
-    num(r.cpu?.server) !== null ? `server ${fmt(r.cpu.server, 1)} %` : '',
-    num(r.cpu?.clients) !== null ? `clients ${fmt(r.cpu.clients, 1)} %` : '',
+    num(r.cpu?.server) !== null ? `server ${fmt(r.cpu?.server, 1)} %` : '',
+    num(r.cpu?.clients) !== null ? `clients ${fmt(r.cpu?.clients, 1)} %` : '',
   ].filter(Boolean);
   if (cpu.length) parts.push(`CPU ${cpu.join(', ')}`);
   parts.push(`loss ${fmt(r.lossPct, 2)} %${num(r.ackLossPct) ? ` (ACK ${fmt(r.ackLossPct, 2)} %)` : ''}`);
@@ -580,8 +689,9 @@ export function renderSummaryLine(run) {
   }
   if (isObject(r.setupMs)) {
     const setup = Object.entries(r.setupMs)
-      .filter(([, stats]) => num(stats?.p50 ?? stats?.mean) !== null)
-      .map(([phase, stats]) => `${mdText(phase)} ${fmt(stats.p50 ?? stats.mean)}`);
+      .map(([phase, stats]) => /** @type {const} */ ([phase, isObject(stats) ? num(stats.p50 ?? stats.mean) : null]))
+      .filter(([, ms]) => ms !== null)
+      .map(([phase, ms]) => `${mdText(phase)} ${fmt(ms)}`);
     if (setup.length) parts.push(`setup ${setup.join(', ')} ms`);
   }
   const verdict = runPasses(r) ? '' : ` · over limit (RT ≥ ${RT_LIMIT_MS} ms${isUnreliable(r) ? ` or loss ≥ ${LOSS_LIMIT_PCT} %` : ''})`;
@@ -661,7 +771,7 @@ export function renderCsv(results) {
   /** First-seen index of every key prefix, to keep related columns together. */
   /** @type {Map<string, number>} */
   const seen = new Map();
-  const note = (key) => {
+  const note = (/** @type {string} */ key) => {
     const parts = key.split('.');
     for (let i = 1; i <= parts.length; i++) {
       const prefix = parts.slice(0, i).join('.');
@@ -768,7 +878,7 @@ async function writeAtomic(file, text) {
 
 /**
  * @param {unknown} value
- * @returns {value is Record<string, any>}
+ * @returns {value is Record<string, unknown>}
  */
 function isObject(value) {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

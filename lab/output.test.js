@@ -22,7 +22,14 @@ import {
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-output-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
-/** A run with defaults; `over` replaces fields. */
+/** @typedef {import('./output.js').Run} Run */
+/** @typedef {import('./output.js').Results} Results */
+
+/**
+ * A run with defaults; `over` replaces fields.
+ * @param {Partial<Run>} [over]
+ * @returns {Run}
+ */
 function makeRun(over = {}) {
   return {
     transport: 'relay',
@@ -44,9 +51,14 @@ function makeRun(over = {}) {
   };
 }
 
-/** A minimal RFC 4180 parser, for round trips. */
+/**
+ * A minimal RFC 4180 parser, for round trips.
+ * @param {string} text
+ * @returns {string[][]}
+ */
 function parseCsv(text) {
   const rows = [];
+  /** @type {string[]} */
   let row = [];
   let field = '';
   let quoted = false;
@@ -134,11 +146,11 @@ describe('supportedClients', () => {
   });
 
   test('unreliable runs must also lose < 2 %; reliable runs ignore loss', () => {
-    const udp = (clients, lossPct) => makeRun({ transport: 'relay-udp', clients, lossPct, rt: { mean: 100 } });
+    const udp = (/** @type {number} */ clients, /** @type {number | null} */ lossPct) => makeRun({ transport: 'relay-udp', clients, lossPct, rt: { mean: 100 } });
     const [entry] = supportedClients([udp(100, 0.5), udp(200, 1.99), udp(300, 2), udp(400, null)]);
     assert.equal(entry.unreliable, true);
     assert.equal(entry.supported, 200);
-    const p2p = (clients, lossPct) =>
+    const p2p = (/** @type {number} */ clients, /** @type {number} */ lossPct) =>
       makeRun({ transport: 'p2p', clients, lossPct, rt: { mean: 100 }, channel: { ordered: false, maxRetransmits: 0 } });
     assert.equal(supportedClients([p2p(10, 0), p2p(20, 5)])[0].supported, 10);
     const [reliable] = supportedClients([makeRun({ clients: 100, lossPct: 7 })]);
@@ -171,7 +183,7 @@ describe('supportedClients', () => {
     supportedClients(runs);
     assert.deepEqual(runs, copy);
     assert.deepEqual(supportedClients([]), []);
-    assert.deepEqual(supportedClients(/** @type {any} */ (null)), []);
+    assert.deepEqual(supportedClients(/** @type {Run[]} */ (/** @type {unknown} */ (null))), []);
   });
 });
 
@@ -198,7 +210,7 @@ describe('renderTables', () => {
     assert.equal(table.length, 4);
     assert.match(table[0], /^\| Size \| +RT \| +Dev \| +CPU \| +RTS \| % loss \|$/);
     assert.match(table[1], /^\| -+: \|/);
-    const cells = (line) => line.split('|').slice(1, -1).map((cell) => cell.trim());
+    const cells = (/** @type {string} */ line) => line.split('|').slice(1, -1).map((cell) => cell.trim());
     assert.deepEqual(cells(table[2]), ['100', '73', '25', '31.0', '1.8', '0.00']);
     assert.deepEqual(cells(table[3]), ['300', '168', '71', '74.3', '3.9', '0.00']);
     const udp = md.split('### relay-udp · group 5 · cycle 167 ms\n\n')[1].split('\n\n')[0].split('\n');
@@ -301,7 +313,7 @@ describe('CSV', () => {
     );
     // Unknown fields follow, related columns together.
     assert.deepEqual(header.slice(-3), ['rtWarmup.mean', 'rtWarmup.n', 'peersPerPage']);
-    const get = (row, column) => row[header.indexOf(column)];
+    const get = (/** @type {string[]} */ row, /** @type {string} */ column) => row[header.indexOf(column)];
     assert.equal(get(relay, 'rt.mean'), '50');
     assert.equal(get(relay, 'rts.mean'), '1.25');
     assert.equal(get(relay, 'sim'), 'true');
@@ -344,10 +356,10 @@ describe('renderSummaryLine', () => {
     assert.match(line, /setup signaling 12, peer 150 ms/);
     assert.match(line, /over limit \(RT ≥ 250 ms or loss ≥ 2 %\)$/);
     assert.equal(
-      renderSummaryLine(/** @type {any} */ ({ transport: 'relay', clients: 700, group: 25, cycleMs: 167, sim: {}, error: 'boom' })),
+      renderSummaryLine({ transport: 'relay', clients: 700, group: 25, cycleMs: 167, sim: {}, error: 'boom' }),
       'relay (sim) 700 clients · group 25 · 167 ms · failed: boom',
     );
-    assert.match(renderSummaryLine(/** @type {any} */ ({ transport: 'relay' })), /^relay – clients · group – · – ms · RT – ± – ms · loss – %/);
+    assert.match(renderSummaryLine({ transport: 'relay' }), /^relay – clients · group – · – ms · RT – ± – ms · loss – %/);
   });
 });
 
@@ -385,7 +397,7 @@ describe('writeResults', () => {
   });
 
   test('rejects what is not a results object', async () => {
-    await assert.rejects(writeResults(path.join(base, 'bad'), /** @type {any} */ ({ runs: 'no' })), TypeError);
+    await assert.rejects(writeResults(path.join(base, 'bad'), /** @type {Results} */ (/** @type {unknown} */ ({ runs: 'no' }))), TypeError);
     assert.equal(validateResults(null), 'results must be a JSON object');
     assert.equal(validateResults({ runs: [1] }), 'runs[0] is not an object');
     assert.equal(validateResults({ env: [], runs: [] }), '"env" must be an object');

@@ -9,6 +9,33 @@ import { transportInfo } from '../../core/transports.js';
 
 const GRID = 'rgba(15, 23, 42, 0.08)';
 
+/** @typedef {import('../output.js').Run} Run */
+
+/**
+ * One link direction: a profile's target or what calibration achieved.
+ * @typedef {{ lossPct?: number | null, rateKbit?: number | null, delayMs?: number | null, jitterMs?: number | null }} NetLink
+ */
+
+/**
+ * A run's `net` record (lab/net/network.js netRecord) as results.json holds it.
+ * @typedef {object} NetRecord
+ * @property {string} profile
+ * @property {string} [description]
+ * @property {string} [shape]
+ * @property {{ up?: NetLink, down?: NetLink }} [target]
+ * @property {number} [links]
+ * @property {number[]} [peersPerLink]
+ * @property {{ up?: NetLink, down?: NetLink, flagged?: boolean, flags: string[] }} [calibration]
+ * @property {boolean} [flagged] calibration more than 20 % off the target
+ */
+
+/**
+ * The run's network record, when it has one (a failed point keeps only the profile's name).
+ * @param {Pick<Run, 'net'>} run
+ * @returns {NetRecord | null}
+ */
+const netOf = (run) => (run.net && typeof run.net === 'object' ? run.net : null);
+
 /** Columns of the network table. */
 export const NET_COLUMNS = Object.freeze([
   'Profile', 'Transport', 'Mode', 'Clients', 'RT mean', 'RT p99', '% loss', 'Jitter', 'ACKed/s', 'Fresh/s', 'Freeze p99',
@@ -30,7 +57,7 @@ export const NET_LEGEND = 'RT in ms. % loss: updates lost (ACKs apart). Jitter: 
 
 /**
  * Updates per client per second that got every neighbour's ACK in the measured window.
- * @param {any} run
+ * @param {Pick<Run, 'rt' | 'durationS' | 'clients'>} run
  * @returns {number | null}
  */
 export function ackedRate(run) {
@@ -40,23 +67,23 @@ export function ackedRate(run) {
   return n === null || !s || !c ? null : n / s / c;
 }
 
-/** Runs that ran under a network profile (--net). @param {any[]} runs */
+/** Runs that ran under a network profile (--net). @param {Run[]} runs */
 export const netRuns = (runs) => runs.filter((r) => netName(r) !== null);
 
-/** Achieved rate per peer where the profile sets one (else the link is not rate-limited). @param {any} run @param {'up' | 'down'} d */
-const rateOf = (run, d) => (run.net?.target?.[d]?.rateKbit == null ? null : run.net?.calibration?.[d]?.rateKbit ?? null);
+/** Achieved rate per peer where the profile sets one (else the link is not rate-limited). @param {Run} run @param {'up' | 'down'} d */
+const rateOf = (run, d) => (netOf(run)?.target?.[d]?.rateKbit == null ? null : netOf(run)?.calibration?.[d]?.rateKbit ?? null);
 
-/** @param {any} a @param {any} b @param {number} digits */
+/** @param {number | null | undefined} a @param {number | null | undefined} b @param {number} digits */
 const pair = (a, b, digits) => (a === null && b === null ? '–' : `${fmt(a, digits)} / ${fmt(b, digits)}`);
 
 /**
  * One row of the network table.
- * @param {any} run
+ * @param {Run} run
  * @returns {{ cells: string[], flagged: boolean }}
  */
 export function netRow(run) {
-  const cal = run?.net?.calibration;
-  const flagged = Boolean(run?.net?.flagged);
+  const cal = netOf(run)?.calibration;
+  const flagged = Boolean(netOf(run)?.flagged);
   return {
     flagged,
     cells: [
@@ -78,7 +105,7 @@ export function netRow(run) {
   };
 }
 
-/** Profiles in the order they ran, then rows in transport order. @param {any[]} runs */
+/** Profiles in the order they ran, then rows in transport order. @param {Run[]} runs */
 function ordered(runs) {
   const profiles = [...new Set(runs.map(netName))];
   return [...runs].sort((a, b) => profiles.indexOf(netName(a)) - profiles.indexOf(netName(b))
@@ -88,7 +115,7 @@ function ordered(runs) {
 
 /**
  * The markdown section; empty when no run used --net.
- * @param {any[]} runs
+ * @param {Run[]} runs
  */
 export function renderNetTables(runs) {
   const rs = netRuns(runs);
@@ -105,18 +132,18 @@ function esc(v) {
 
 /**
  * A run's series in the charts: its transport, and its cycle mode when it has one.
- * @param {any} run
+ * @param {Run} run
  */
 const seriesName = (run) => `${run.transport}${typeof run.cycleMode === 'string' ? ` · ${run.cycleMode}` : ''}`;
 
 /**
  * Grouped bars: one group per profile, one bar per transport (x cycle mode).
- * @param {any[]} rs
+ * @param {Run[]} rs
  * @param {string} kind
  * @param {string} title
  * @param {string} subtitle
  * @param {string} yTitle
- * @param {(run: any) => number | null} value
+ * @param {(run: Run) => number | null} value
  */
 function barChart(rs, kind, title, subtitle, yTitle, value) {
   const profiles = [...new Set(rs.map(netName))];
@@ -151,8 +178,8 @@ function barChart(rs, kind, title, subtitle, yTitle, value) {
 
 /**
  * The report.html section: charts per profile x transport and the table.
- * @param {any[]} runs
- * @returns {{ html: string, nav: { href: string, label: string }[], charts: any[] } | null}
+ * @param {Run[]} runs
+ * @returns {{ html: string, nav: { href: string, label: string }[], charts: (ReturnType<typeof barChart> & { id: string })[] } | null}
  */
 export function netReportSection(runs) {
   const rs = netRuns(runs);

@@ -3,6 +3,15 @@ import assert from 'node:assert/strict';
 import { ackedRate, netReportSection, netRow, renderNetTables } from './report.js';
 import { renderTables, supportedClients } from '../output.js';
 
+/** @typedef {import('./report.js').NetRecord} NetRecord */
+
+/**
+ * A run under a network profile; `extra` replaces fields.
+ * @param {string} transport
+ * @param {string} profile
+ * @param {Partial<Omit<import('../output.js').Run, 'net'>>} [extra]
+ * @returns {import('../output.js').Run & { net: NetRecord & { calibration: NonNullable<NetRecord['calibration']> } }}
+ */
 const run = (transport, profile, extra = {}) => ({
   transport, clients: 10, group: 5, cycleMs: 167, sim: {}, durationS: 10,
   rt: { mean: 20, dev: 5, p50: 18, p95: 40, p99: 90, max: 120, n: 500 }, rts: null, cpu: { server: 5, clients: 10 },
