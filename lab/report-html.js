@@ -50,6 +50,8 @@ import { netReportSection } from './net/report.js';
 
 /** @typedef {import('./output.js').Results} Results */
 /** @typedef {import('./output.js').Run} Run */
+/** @typedef {import('./output.js').Stats} Stats */
+/** @typedef {Record<string, unknown>} StatsRecord a statistics object as a run holds it (mean, dev, p50, ..., some with min) */
 
 /**
  * @typedef {object} ChartSpec one chart of the report
@@ -256,6 +258,26 @@ function axis(type, title) {
 }
 
 /**
+ * Whether a run has a client count (the charts' x axis).
+ *
+ * @param {Run} run
+ * @returns {run is Run & { clients: number }}
+ */
+function hasClients(run) {
+  return num(run.clients) !== null;
+}
+
+/**
+ * Whether a run has a loss figure.
+ *
+ * @param {Run} run
+ * @returns {run is Run & { lossPct: number }}
+ */
+function hasLoss(run) {
+  return num(run.lossPct) !== null;
+}
+
+/**
  * Distinct finite values, ascending.
  *
  * @param {unknown[]} values
@@ -273,6 +295,7 @@ function distinctNumbers(values) {
  */
 function byCycle(runs) {
   const cycles = distinctNumbers(runs.map((run) => run.cycleMs));
+  /** @type {{ cycleMs: number | null, runs: Run[] }[]} */
   const buckets = cycles.map((cycleMs) => ({ cycleMs, runs: runs.filter((run) => num(run.cycleMs) === cycleMs) }));
   const none = runs.filter((run) => num(run.cycleMs) === null);
   if (none.length) buckets.push({ cycleMs: null, runs: none });
@@ -370,7 +393,7 @@ function cycleSuffix(cycleMs, many) {
  *
  * @param {Run[]} runs
  * @param {Map<string, string>} colors
- * @returns {{ label: string, runs: Run[], style: Record<string, any>, color: string }[]}
+ * @returns {{ label: string, runs: (Run & { clients: number })[], style: Record<string, any>, color: string }[]}
  */
 function seriesOf(runs, colors) {
   const groups = distinctNumbers(runs.map((run) => run.group));
@@ -385,7 +408,7 @@ function seriesOf(runs, colors) {
     if (modes.size > 1 && entry.cycleMode) parts.push(entry.cycleMode);
     return {
       label: parts.join(' · '),
-      runs: [...entry.runs].filter((run) => num(run.clients) !== null).sort((a, b) => a.clients - b.clients),
+      runs: [...entry.runs].filter(hasClients).sort((a, b) => a.clients - b.clients),
       style: seriesStyle(color, groupIndex, Math.max(groups.length, 1)),
       color,
     };
@@ -404,16 +427,19 @@ function rtChart(runs, cycleMs, colors, many) {
   const xs = [];
   const ys = [RT_LIMIT_MS];
   for (const series of seriesOf(runs, colors)) {
-    const points = series.runs.filter((run) => num(run.rt?.mean) !== null);
+    const points = series.runs.flatMap((run) => {
+      const mean = num(run.rt?.mean);
+      return run.rt && mean !== null ? [{ run, rt: run.rt, mean }] : [];
+    });
     if (!points.length) continue;
-    xs.push(...points.map((run) => run.clients));
-    ys.push(...points.map((run) => run.rt.mean));
+    xs.push(...points.map(({ run }) => run.clients));
+    ys.push(...points.map(({ mean }) => mean));
     datasets.push({
       label: series.label,
-      data: points.map((run) => ({ x: run.clients, y: round(run.rt.mean) })),
-      tips: points.map((run) => [
-        `Dev ${fmt(run.rt.dev)} ms · p95 ${fmt(run.rt.p95)} · p99 ${fmt(run.rt.p99)} · max ${fmt(run.rt.max)} ms`,
-        `n ${fmt(run.rt.n)}${describeDriver(run) ? ` · ${describeDriver(run)}` : ''}`,
+      data: points.map(({ run, mean }) => ({ x: run.clients, y: round(mean) })),
+      tips: points.map(({ run, rt }) => [
+        `Dev ${fmt(rt.dev)} ms · p95 ${fmt(rt.p95)} · p99 ${fmt(rt.p99)} · max ${fmt(rt.max)} ms`,
+        `n ${fmt(rt.n)}${describeDriver(run) ? ` · ${describeDriver(run)}` : ''}`,
       ]),
       ...series.style,
     });
@@ -523,7 +549,7 @@ function groupedBarOptions(xLabel, yLabel) {
  * @returns {Omit<ChartSpec, 'id' | 'kind'> | null}
  */
 function lossChart(runs, cycleMs, colors, many) {
-  const withLoss = runs.filter((run) => num(run.lossPct) !== null);
+  const withLoss = runs.filter(hasLoss);
   if (!withLoss.length) return null;
   const groups = distinctNumbers(withLoss.map((run) => run.group));
   const hasNoGroup = withLoss.some((run) => num(run.group) === null);
@@ -558,10 +584,10 @@ const PHASE_NAMES = { offerAnswerMs: 'offer/answer', iceConnectedMs: 'ICE connec
  * Whether a value is a statistics object with something to plot.
  *
  * @param {unknown} value
- * @returns {value is Record<string, any>}
+ * @returns {value is StatsRecord}
  */
 function isStats(value) {
-  return Boolean(value) && typeof value === 'object' && ['p50', 'p95', 'mean', 'max'].some((key) => num(value[key]) !== null);
+  return value !== null && typeof value === 'object' && ['p50', 'p95', 'mean', 'max'].some((key) => num(/** @type {StatsRecord} */ (value)[key]) !== null);
 }
 
 /**
@@ -571,16 +597,16 @@ function isStats(value) {
  * setup bytes) are left out.
  *
  * @param {unknown} setupMs a run's setupMs
- * @returns {[string, Record<string, any>][]}
+ * @returns {[string, StatsRecord][]}
  */
 export function setupPhases(setupMs) {
   if (!setupMs || typeof setupMs !== 'object') return [];
-  const setup = /** @type {Record<string, any>} */ (setupMs);
-  const phases = setup.phases && typeof setup.phases === 'object' ? setup.phases : {};
-  /** @type {[string, Record<string, any>][]} */
+  const setup = /** @type {StatsRecord} */ (setupMs);
+  const phases = /** @type {StatsRecord} */ (setup.phases && typeof setup.phases === 'object' ? setup.phases : {});
+  /** @type {[string, StatsRecord][]} */
   const out = [];
   if (isStats(setup.signaling)) out.push(['signaling', setup.signaling]);
-  for (const key of ['offerAnswerMs', 'iceConnectedMs', 'dtlsConnectedMs']) if (isStats(phases[key])) out.push([PHASE_NAMES[key], phases[key]]);
+  for (const key of /** @type {const} */ (['offerAnswerMs', 'iceConnectedMs', 'dtlsConnectedMs'])) if (isStats(phases[key])) out.push([PHASE_NAMES[key], phases[key]]);
   if (isStats(setup.peer)) out.push([Object.keys(phases).length ? 'peer (channel open)' : 'peer', setup.peer]);
   else if (isStats(phases.channelOpenMs)) out.push([PHASE_NAMES.channelOpenMs, phases.channelOpenMs]);
   for (const [key, value] of Object.entries(setup)) {
@@ -601,7 +627,7 @@ export function setupPhases(setupMs) {
  */
 function setupChart(runs) {
   const setupRuns = runs.filter((run) => setupPhases(run.setupMs).length > 0);
-  /** @type {{ label: string | string[], stats: Record<string, any>, run: Run }[]} */
+  /** @type {{ label: string | string[], stats: StatsRecord, run: Run }[]} */
   const rows = [];
   for (const run of setupRuns) {
     const who = [run.transport, describeDriver(run), num(run.clients) !== null ? `${run.clients} clients` : '']
@@ -610,7 +636,10 @@ function setupChart(runs) {
     for (const [phase, stats] of setupPhases(run.setupMs)) rows.push({ label: setupRuns.length > 1 ? [phase, who] : phase, stats, run });
   }
   if (!rows.length) return null;
-  const value = (/** @type {Record<string, any>} */ stats, /** @type {string} */ key) => (num(stats[key]) === null ? null : round(stats[key]));
+  const value = (/** @type {StatsRecord} */ stats, /** @type {string} */ key) => {
+    const v = num(stats[key]);
+    return v === null ? null : round(v);
+  };
   const box = rows.map(({ stats }) => {
     const lo = value(stats, 'p50');
     const hi = value(stats, 'p95');
@@ -685,12 +714,15 @@ function cpuChart(runs, cycleMs, colors, many) {
   const datasets = [];
   for (const series of seriesOf(runs, colors)) {
     for (const side of /** @type {const} */ (['server', 'clients'])) {
-      const points = series.runs.filter((run) => num(run.cpu?.[side]) !== null);
+      const points = series.runs.flatMap((run) => {
+        const cpu = num(run.cpu?.[side]);
+        return cpu === null ? [] : [{ run, cpu }];
+      });
       if (!points.length) continue;
       datasets.push({
         label: `${series.label} · ${side}`,
-        data: points.map((run) => ({ x: run.clients, y: round(run.cpu[side], 1) })),
-        tips: points.map((run) => [`${side === 'server' ? 'relay/server process' : 'browsers and generators'}${describeDriver(run) ? ` · ${describeDriver(run)}` : ''}`]),
+        data: points.map(({ run, cpu }) => ({ x: run.clients, y: round(cpu, 1) })),
+        tips: points.map(({ run }) => [`${side === 'server' ? 'relay/server process' : 'browsers and generators'}${describeDriver(run) ? ` · ${describeDriver(run)}` : ''}`]),
         ...series.style,
         ...(side === 'clients' ? { borderDash: [5, 4], backgroundColor: '#ffffff' } : {}),
       });
@@ -781,8 +813,7 @@ function runsTable(runs) {
     if (!types || typeof types !== 'object') return NONE;
     return Object.entries(types).map(([type, count]) => `${type} ${count}`).join(', ') || NONE;
   };
-  /** @typedef {Run & { peersPerPage?: number | null, durationS?: number | null }} RunWithExtras bench and sim runs add these */
-  /** @type {{ header: string, value: (run: RunWithExtras) => string, numeric?: boolean, className?: string, present: (run: RunWithExtras) => boolean }[]} */
+  /** @type {{ header: string, value: (run: Run) => string, numeric?: boolean, className?: string, present: (run: Run) => boolean }[]} */
   const optionalColumns = [
     { header: 'Candidates', value: candidates, numeric: false, present: (run) => candidates(run) !== NONE },
     { header: 'Peers/page', value: (run) => fmt(run.peersPerPage), present: (run) => num(run.peersPerPage) !== null },
@@ -790,7 +821,7 @@ function runsTable(runs) {
     { header: 'Error', value: (run) => String(run.error ?? ''), numeric: false, className: 'err', present: (run) => Boolean(run.error) },
   ];
   const optional = optionalColumns.filter(({ present }) => runs.some(present));
-  const setup = (/** @type {Run} */ run, /** @type {string} */ phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
+  const setup = (/** @type {Run} */ run, /** @type {'signaling' | 'peer'} */ phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
   /** @type {{ header: string, value: (run: Run) => string, numeric?: boolean, flag?: 'rt' | 'loss', className?: string }[]} */
   const columns = [
     { header: 'Transport', value: (run) => String(run.transport ?? '?') },
@@ -976,8 +1007,8 @@ const CLIENT_SCRIPT = `
  * @returns {string}
  */
 function labSummary(runs) {
-  const experiments = [...new Set(runs.map((run) => /** @type {any} */ (run).experiment).filter(Boolean))];
-  const pairs = [...new Set(runs.map((run) => /** @type {any} */ (run).pair).filter(Boolean))];
+  const experiments = [...new Set(runs.map((run) => run.experiment).filter(Boolean))];
+  const pairs = [...new Set(runs.map((run) => run.pair).filter(Boolean))];
   return `${runs.length} run${runs.length === 1 ? '' : 's'} · ${experiments.join(', ')}${pairs.length ? ` · ${pairs.join(', ')}` : ''}`;
 }
 
