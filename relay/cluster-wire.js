@@ -25,7 +25,7 @@ export const HEARTBEAT_SUBJECT = `${SUBJECT_PREFIX}.hb`;
 export const EnvelopeKind = Object.freeze({
   /** an UPDATE body for the group's members on this node */
   UPDATE: 1,
-  /** an ACK body for the update's sender, who lives on this node */
+  /** an ACK for the update's sender, who lives on this node: 12 bytes (sender, seq, acker) */
   ACK: 2,
   /** a destination here will never ACK an update of a sender there */
   DROP: 3,
@@ -97,6 +97,28 @@ export function dropPayload(senderId, seq, destId) {
   view.setUint32(4, seq);
   view.setUint32(8, destId);
   return out;
+}
+
+/**
+ * The payload of an ACK envelope: the three ids, not the protocol body, so
+ * the sender's node reads them without decoding a frame per ACK.
+ *
+ * @param {number} senderId @param {number} seq @param {number} ackerId
+ * @returns {Uint8Array}
+ */
+export function ackPayload(senderId, seq, ackerId) {
+  return dropPayload(senderId, seq, ackerId); // same layout: three u32
+}
+
+/**
+ * Reads an ACK payload.
+ *
+ * @param {Uint8Array} payload
+ * @returns {{ senderId: number, seq: number, ackerId: number } | null}
+ */
+export function readAckPayload(payload) {
+  const ids = readDropPayload(payload);
+  return ids && { senderId: ids.senderId, seq: ids.seq, ackerId: ids.destId };
 }
 
 /**

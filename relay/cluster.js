@@ -14,10 +14,10 @@
 
 import { createHash } from 'node:crypto';
 
-import { CloseCode, MsgType, ProtocolError, decode, frameOfBody } from '../core/protocol.js';
+import { CloseCode, MsgType, ProtocolError, decode, encode, frameOfBody } from '../core/protocol.js';
 import { NodeDirectory } from './cluster-nodes.js';
 import {
-  EnvelopeBatcher, EnvelopeKind, MEMBERSHIP_SUBJECT, dropPayload, encodeEnvelope,
+  EnvelopeBatcher, EnvelopeKind, MEMBERSHIP_SUBJECT, ackPayload, dropPayload, encodeEnvelope, readAckPayload,
   groupSubject, jsonBytes, nodeSubject, parseJsonBytes, readDropPayload, unpackEnvelopes,
 } from './cluster-wire.js';
 
@@ -202,12 +202,12 @@ export class ClusterLink {
    * A local member ACKed an update of a member on another node.
    *
    * @param {RemoteMember} sender
-   * @param {Uint8Array} body the ACK's body
+   * @param {{ seq: number, acker: number }} ack
    */
-  routeAck(sender, body) {
+  routeAck(sender, ack) {
     this.stats.acksRouted++;
     const group = /** @type {import('./groups.js').Group} */ (sender.group);
-    this.batcher.add(nodeSubject(sender.node), encodeEnvelope(EnvelopeKind.ACK, group.key, body));
+    this.batcher.add(nodeSubject(sender.node), encodeEnvelope(EnvelopeKind.ACK, group.key, ackPayload(sender.id, ack.seq, ack.acker)));
   }
 
   /**
@@ -316,14 +316,18 @@ export class ClusterLink {
     this.groups.deliverRemote(sender, msg.seq, body);
   }
 
-  /** @param {string} groupKey @param {Uint8Array} body */
-  onRemoteAck(groupKey, body) {
-    const msg = decode(frameOfBody(body));
-    if (msg instanceof ProtocolError || msg.type !== MsgType.ACK) return;
-    const acker = this.groups.groups.get(groupKey)?.members.get(msg.acker);
-    if (!(acker instanceof RemoteMember)) return;
+  /** @param {string} groupKey @param {Uint8Array} payload */
+  onRemoteAck(groupKey, payload) {
+    const ids = readAckPayload(payload);
+    const acker = ids && this.groups.groups.get(groupKey)?.members.get(ids.ackerId);
+    if (!ids || !(acker instanceof RemoteMember)) return;
     this.stats.acksReceived++;
-    this.groups.ack(acker, /** @type {import('../core/protocol.js').AckMsg & { body: Uint8Array }} */ (msg));
+    /** @type {import('../core/protocol.js').AckMsg} */
+    const ack = { type: MsgType.ACK, sender: ids.senderId, seq: ids.seq, acker: ids.ackerId };
+    // The body is only needed by a relay-faithful sender (every ACK forwarded): made on demand.
+    const withBody = /** @type {import('../core/protocol.js').AckMsg & { body: Uint8Array }} */ (
+      Object.defineProperty(ack, 'body', { get: () => encode(ack).subarray(1) }));
+    this.groups.ack(acker, withBody);
   }
 
   /** @param {string} groupKey @param {Uint8Array} payload */

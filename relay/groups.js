@@ -346,7 +346,7 @@ export class GroupRegistry {
     }
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
     if (sender instanceof RemoteMember) {
-      this.cluster?.routeAck(sender, msg.body);
+      this.cluster?.routeAck(sender, msg);
       return;
     }
     const entry = sender?.pending.get(msg.seq);
