@@ -159,7 +159,7 @@ export const NONE = '–';
  * @property {number | null} [reorders]
  * @property {number | null} [jitterMs]
  * @property {FreshnessFigures | null} [freshness] at the receivers (docs/architecture.md "Freshness")
- * @property {SetupDelays | null} [setupMs]
+ * @property {(SetupDelays & Record<string, unknown>) | null} [setupMs] other keys: further delay statistics ({@link SetupDelays})
  * @property {ChannelParams & { mixed?: ChannelParams[] } | null} [channel]
  *   `{ mixed: [...] }` when the clients' channels disagreed
  * @property {number} [connected] clients that joined

@@ -14,13 +14,40 @@ const SCREENSHOT = '/tmp/carlab-report.png';
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-report-html-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
+/** @typedef {import('./output.js').Results} Results */
+/** @typedef {import('./report-html.js').ChartSpec} ChartSpec */
+/** A Chart.js dataset as the tests read it. @typedef {{ label: string, data: unknown[] }} Dataset */
+
+/**
+ * report.html's window once its script ran: Chart.js and the charts it drew.
+ * @typedef {Window & typeof globalThis & {
+ *   Chart: { instances: Record<string, unknown> },
+ *   carlabCharts: { canvas: HTMLCanvasElement, data: { datasets: unknown[] }, getDatasetMeta(i: number): { data: unknown[] } }[],
+ * }} ReportWindow
+ */
+
+/**
+ * The chart of a kind; throws when there is none.
+ * @param {ChartSpec[]} charts
+ * @param {ChartSpec['kind']} kind
+ * @returns {ChartSpec}
+ */
+function chartOf(charts, kind) {
+  const chart = charts.find((c) => c.kind === kind);
+  if (!chart) throw new Error(`no ${kind} chart`);
+  return chart;
+}
+
 /**
  * A realistic results object: relay and relay-udp, 100/300/500 clients,
  * groups of 5 and 25 on the 167 ms cycle, and one p2p browser run with
  * setup delays.
+ * @returns {Results}
  */
 function sampleResults() {
+  /** @param {number} mean @param {number} dev @param {number} n */
   const rt = (mean, dev, n) => ({ mean, dev, p50: mean * 0.92, p95: mean + 1.9 * dev, p99: mean + 2.6 * dev, max: mean + 4 * dev, n });
+  /** @param {number} clients @param {number} group @param {number} rtMean @param {number} dev @param {number} cpu @param {number} rts */
   const relay = (clients, group, rtMean, dev, cpu, rts) => ({
     transport: 'relay',
     clients,
@@ -40,6 +67,7 @@ function sampleResults() {
     channel: null,
     durationS: 10,
   });
+  /** @param {number} clients @param {number} group @param {number} rtMean @param {number} dev @param {number} cpu @param {number} rts @param {number} lossPct */
   const udp = (clients, group, rtMean, dev, cpu, rts, lossPct) => ({
     ...relay(clients, group, rtMean, dev, cpu, rts),
     transport: 'relay-udp',
@@ -167,16 +195,16 @@ describe('buildCharts', () => {
     assert.deepEqual(charts.map((c) => c.kind), ['rt', 'supported', 'loss', 'setup', 'cpu']);
     assert.equal(new Set(charts.map((c) => c.id)).size, charts.length);
     const rt = charts[0].config;
-    const labels = rt.data.datasets.map((d) => d.label);
+    const labels = rt.data.datasets.map((/** @type {Dataset} */ d) => d.label);
     assert.deepEqual(labels, ['relay · group 5', 'relay · group 25', 'relay-udp · group 5', 'relay-udp · group 25', 'p2p · group 5', '250 ms limit']);
     const limit = rt.data.datasets.at(-1);
     assert.deepEqual(limit.data, [{ x: 0, y: 250 }, { x: 500, y: 250 }]);
     assert.ok(limit.borderDash.length);
-    assert.deepEqual(rt.data.datasets[1].data.map((p) => p.x), [100, 300, 500]);
+    assert.deepEqual(rt.data.datasets[1].data.map((/** @type {{ x: number }} */ p) => p.x), [100, 300, 500]);
 
     const loss = charts[2].config;
     assert.deepEqual(loss.data.labels, ['group 5', 'group 25']);
-    const udpLoss = loss.data.datasets.find((d) => d.label === 'relay-udp');
+    const udpLoss = loss.data.datasets.find((/** @type {Dataset} */ d) => d.label === 'relay-udp');
     assert.deepEqual(udpLoss.data, [0.35, 1.4]);
 
     const setup = charts[3].config;
@@ -188,11 +216,11 @@ describe('buildCharts', () => {
   });
 
   test('supported clients: grouped bars, transport x group size (x cycle when several)', () => {
-    const supported = buildCharts(sampleResults()).find((c) => c.kind === 'supported').config;
+    const supported = chartOf(buildCharts(sampleResults()), 'supported').config;
     assert.equal(supported.type, 'bar');
     assert.deepEqual(supported.data.labels, ['group 5', 'group 25']);
     // relay at group 25 fails at 500 (291 ms); relay-udp at 500 loses 1.4 %, under the 2 % bar.
-    assert.deepEqual(supported.data.datasets.map((d) => [d.label, d.data]), [
+    assert.deepEqual(supported.data.datasets.map((/** @type {Dataset} */ d) => [d.label, d.data]), [
       ['relay', [500, 300]],
       ['relay-udp', [500, 500]],
       ['p2p', [10, null]],
@@ -204,7 +232,7 @@ describe('buildCharts', () => {
     const results = sampleResults();
     results.runs = results.runs.filter((run) => run.transport === 'relay');
     results.runs.push({ ...results.runs[0], clients: 200, group: 5, cycleMs: 698, rt: { ...results.runs[0].rt, mean: 260 } });
-    const byCycle = buildCharts(results).find((c) => c.kind === 'supported').config;
+    const byCycle = chartOf(buildCharts(results), 'supported').config;
     assert.deepEqual(byCycle.data.labels, ['group 5 · 167 ms', 'group 25 · 167 ms', 'group 5 · 698 ms']);
     assert.deepEqual(byCycle.data.datasets[0].data, [500, 300, 0]);
     assert.deepEqual(byCycle.data.datasets[0].tips[2], ['tested 200 clients', 'none passed (supported < 200)']);
@@ -285,8 +313,11 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
     });
     try {
       const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+      /** @type {string[]} */
       const errors = [];
+      /** @type {string[]} */
       const failed = [];
+      /** @type {string[]} */
       const requests = [];
       page.on('console', (msg) => {
         if (msg.type() === 'error' || msg.type() === 'warning') errors.push(`${msg.type()}: ${msg.text()}`);
@@ -295,22 +326,29 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
       page.on('requestfailed', (req) => failed.push(`${req.url()} ${req.failure()?.errorText}`));
       page.on('request', (req) => requests.push(req.url()));
 
+      if (!html) throw new Error('writeResults wrote no report.html');
       const url = pathToFileURL(html).href;
       await page.goto(url, { waitUntil: 'load' });
-      await page.waitForFunction(() => Array.isArray(window.carlabCharts) && window.carlabCharts.length > 0);
+      await page.waitForFunction(() => {
+        const { carlabCharts } = /** @type {ReportWindow} */ (window);
+        return Array.isArray(carlabCharts) && carlabCharts.length > 0;
+      });
 
       const state = await page.evaluate(() => {
-        const canvases = [...document.querySelectorAll('canvas')];
+        const w = /** @type {ReportWindow} */ (window);
+        const canvases = Array.from(document.querySelectorAll('canvas'));
         return {
           pwned: 'pwned' in window,
-          chartInstances: Object.keys(window.Chart.instances).length,
-          charts: window.carlabCharts.map((chart) => ({
+          chartInstances: Object.keys(w.Chart.instances).length,
+          charts: w.carlabCharts.map((chart) => ({
             id: chart.canvas.id,
-            points: chart.data.datasets.reduce((sum, _, i) => sum + chart.getDatasetMeta(i).data.length, 0),
+            points: chart.data.datasets.reduce((/** @type {number} */ sum, _, i) => sum + chart.getDatasetMeta(i).data.length, 0),
           })),
           canvases: canvases.map((canvas) => {
             const { width, height } = canvas;
-            const data = canvas.getContext('2d').getImageData(0, 0, width, height).data;
+            const context = canvas.getContext('2d');
+            if (!context) throw new Error(`${canvas.id}: no 2d context`);
+            const data = context.getImageData(0, 0, width, height).data;
             let painted = 0;
             const colors = new Set();
             for (let i = 0; i < data.length; i += 4) {
@@ -402,8 +440,8 @@ test('report.html: freshness charts per transport x mode and the freshness secti
   const freeze = charts.find((c) => c.kind === 'freeze');
   assert.ok(fresh && freeze);
   assert.deepEqual(fresh.config.data.labels, ['lossy-5 · 20 clients · group 5']);
-  assert.deepEqual(fresh.config.data.datasets.map((/** @type {any} */ d) => [d.label, d.data[0]]), [['relay-udp · gated', 0.4], ['relay-udp · pipelined', 5.66]]);
-  assert.deepEqual(freeze.config.data.datasets.map((/** @type {any} */ d) => d.data[0]), [20000, 334]);
+  assert.deepEqual(fresh.config.data.datasets.map((/** @type {Dataset} */ d) => [d.label, d.data[0]]), [['relay-udp · gated', 0.4], ['relay-udp · pipelined', 5.66]]);
+  assert.deepEqual(freeze.config.data.datasets.map((/** @type {Dataset} */ d) => d.data[0]), [20000, 334]);
   const html = renderReportHtml(freshResults);
   assert.match(html, /<section id="freshness">/);
   assert.match(html, /href="#freshness"/);
