@@ -24,6 +24,7 @@ export function aggregateSetup(clients) {
   const phases = { offerAnswerMs: [], iceConnectedMs: [], dtlsConnectedMs: [], channelOpenMs: [] };
   /** @type {Record<string, number>} */
   const candidateTypes = {};
+  /** @type {Record<'sent' | 'received' | 'packetsSent' | 'packetsReceived', number[]>} */
   const bytes = { sent: [], received: [], packetsSent: [], packetsReceived: [] };
   for (const c of clients) {
     if (!c.setup) continue;
@@ -72,7 +73,8 @@ export function aggregateChannel(clients) {
 /**
  * One run record.
  * @param {object} input
- * @param {import('./flags.js').SweepPoint} input.point
+ * @param {Pick<import('./flags.js').SweepPoint, 'transport' | 'clients' | 'group' | 'cycleMs'> & { cycleMode?: string }} input.point
+ *   the sweep point (only these fields are read)
  * @param {any[]} input.clients every client's CarClient.stats()
  * @param {any} input.relay relay metrics over the measured window, or null
  * @param {{ server: number | null, clients: number | null }} input.cpu mean CPU % (100 = one core)
@@ -190,14 +192,14 @@ export function byBrowserOf(clients) {
  * reconnected (a relay restart): how many, how long each was without it
  * (detection to rejoin, on its own clock) and what the run lost meanwhile.
  * Nothing when nobody reconnected.
- * @param {any[]} clients
+ * @param {{ reconnects?: number, reconnecting?: boolean, outages?: { at: number, ms: number, code?: number }[], abandoned?: number, pausedCycles?: number }[]} clients
  * @param {ReturnType<typeof aggregateStreams>} streams
  */
 export function outageOf(clients, streams) {
   const reconnected = clients.filter((c) => (c.reconnects ?? 0) > 0);
   const down = clients.filter((c) => c.reconnecting);
   if (reconnected.length === 0 && down.length === 0) return {};
-  const outages = clients.flatMap((c) => (c.outages ?? []).map((/** @type {any} */ x) => x.ms));
+  const outages = clients.flatMap((c) => (c.outages ?? []).map((x) => x.ms));
   return {
     outage: {
       clientsReconnected: reconnected.length,

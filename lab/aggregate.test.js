@@ -2,6 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { aggregateChannel, aggregateRun, aggregateSetup, assignGroups, byBrowserOf, cycleModeOf } from './aggregate.js';
 
+/**
+ * A client record as CarClient.stats() gives it; `extra` replaces fields.
+ * @param {number} id
+ * @param {Record<string, unknown>} [extra]
+ */
 const client = (id, extra = {}) => ({
   id, group: 'g', rt: [], rtWarmup: [], sentTo: {}, acksFrom: {}, recv: {},
   updatesSent: 0, completed: 0, ackTimeouts: 0, skippedCycles: 0, channel: null, setup: null, ...extra,
@@ -38,7 +43,7 @@ test('a run record has the schema docs/architecture.md fixes, with RT over every
 });
 
 test('setup delays and channel parameters aggregate over clients', () => {
-  const peer = (ms, type) => ({ channelOpenMs: ms, offerAnswerMs: ms / 2, iceConnectedMs: ms - 5, dtlsConnectedMs: ms - 2, candidateType: type, setupBytesSent: 3000, setupBytesReceived: 4000 });
+  const peer = (/** @type {number} */ ms, /** @type {string} */ type) => ({ channelOpenMs: ms, offerAnswerMs: ms / 2, iceConnectedMs: ms - 5, dtlsConnectedMs: ms - 2, candidateType: type, setupBytesSent: 3000, setupBytesReceived: 4000 });
   const a = client(1, {
     setup: { signalingMs: 20, peers: [peer(100, 'host/host'), peer(120, 'host/host')] },
     channel: { kind: 'rtcdatachannel', ordered: false, maxRetransmits: 0, maxPacketLifeTime: null, channels: 2, uniform: true },
@@ -64,7 +69,7 @@ test('populations split into working groups of G; the last may be smaller', () =
 });
 
 test('a mixed fleet is split per browser: RT as sender, loss and jitter as receiver', () => {
-  const recv = (received, jitterMs) => ({ received, duplicates: 0, reorders: 0, jitterMs, acksSent: received });
+  const recv = (/** @type {number} */ received, /** @type {number} */ jitterMs) => ({ received, duplicates: 0, reorders: 0, jitterMs, acksSent: received });
   const clients = [
     // chromium 1 sends 4 to firefox 2, which got 3; firefox 2 sends 2 to chromium 1, which got both
     client(1, { browser: 'chromium', rt: [10, 30], sentTo: { 2: 4 }, recv: { 2: recv(2, 1) } }),

@@ -80,6 +80,6 @@ export function resultsSchemaProblems(results) {
   if (!results.env || typeof results.env !== 'object') p.push('env is missing');
   else if (typeof results.env.cpus !== 'number') p.push('env.cpus is missing');
   if (!Array.isArray(results.runs)) return [...p, 'runs is not an array'];
-  results.runs.forEach((run, i) => { for (const q of runSchemaProblems(run)) p.push(`runs[${i}]: ${q}`); });
+  results.runs.forEach((/** @type {unknown} */ run, /** @type {number} */ i) => { for (const q of runSchemaProblems(run)) p.push(`runs[${i}]: ${q}`); });
   return p;
 }
