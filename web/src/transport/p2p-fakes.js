@@ -162,6 +162,12 @@ export class FakeNetwork {
     this.autoOpen = true;
     /** New peers emit 'open' (registered at the PeerServer) a microtask after they are made. */
     this.openPeers = true;
+    /**
+     * The direct path is blocked (UDP dropped, no TURN): channels never open.
+     * 'silent': ICE just never connects; 'fail': both ends report ICE failed.
+     * @type {false | 'silent' | 'fail'}
+     */
+    this.blockDirect = false;
   }
 
   /** A Peer class bound to this network, as the transport's `Peer` option. */
@@ -219,7 +225,11 @@ export class FakePeer extends Emitter {
       queueMicrotask(() => {
         const answer = new FakeDataConnection(this.id, options.metadata);
         remote.emit('connection', answer);
-        if (this.network.autoOpen && conn.channel && answer.channel) this.network.openPair(conn, answer);
+        if (this.network.blockDirect === 'fail') {
+          for (const pc of [conn.pc, answer.pc]) pc.set('iceConnectionState', 'failed');
+        } else if (!this.network.blockDirect && this.network.autoOpen && conn.channel && answer.channel) {
+          this.network.openPair(conn, answer);
+        }
       });
     }
     return conn;
@@ -248,6 +258,8 @@ export class FakeRelay {
     this.keepIds = true;
     /** @type {FakeWebSocket[]} */
     this.sockets = [];
+    /** Every LINK the members sent (the fallback path). @type {import('../../../core/protocol.js').LinkMsg[]} */
+    this.links = [];
   }
 
   /** A WebSocket class bound to this relay, as the transport's `WebSocket` option. */
@@ -262,7 +274,14 @@ export class FakeRelay {
   /** @param {FakeWebSocket} socket @param {Uint8Array} bytes */
   receive(socket, bytes) {
     const m = decode(bytes);
-    if (m instanceof ProtocolError || m.type !== MsgType.HELLO) return;
+    if (m instanceof ProtocolError) return;
+    if (m.type === MsgType.LINK) {
+      // The relay hands each named member the carried UPDATE or ACK itself (relay/link.js).
+      this.links.push(m);
+      for (const id of m.peers) this.members.get(id)?.socket.deliver(encode(m.message));
+      return;
+    }
+    if (m.type !== MsgType.HELLO) return;
     const id = (this.keepIds && m.clientId) || this.nextId++;
     const others = [...this.members].map(([mid, x]) => ({ id: mid, name: x.name }));
     this.members.set(id, { socket, name: m.name });

@@ -45,7 +45,7 @@ describe('sending', () => {
       { reported: true, channel: asChannel(a) }, { reported: true, channel: asChannel(b) },
       { reported: true, channel: asChannel(closed) }, { reported: false, channel: asChannel(unreported) },
       { reported: true, channel: null },
-    ];
+    ].map((l, i) => ({ ...l, id: i + 1, path: 'direct' }));
     fanOutUpdate(links, update(7, 3), counters);
     assert.equal(a.sent.length, 1);
     assert.equal(a.sent[0], b.sent[0], 'encoded once');
@@ -56,7 +56,7 @@ describe('sending', () => {
 
   test('sendAck: an ACK frame on the sender\'s channel', () => {
     const c = openChannel();
-    sendAck(asChannel(c), 4, 11, 7, { sendErrors: 0 });
+    sendAck({ id: 4, reported: true, path: 'direct', channel: asChannel(c) }, 4, 11, 7, { sendErrors: 0 });
     const m = /** @type {import('../../../core/protocol.js').AckMsg} */ (decode(c.sent[0]));
     assert.deepEqual([m.type, m.sender, m.seq, m.acker], [MsgType.ACK, 4, 11, 7]);
   });

@@ -43,6 +43,14 @@ export const SETUP_TIMEOUT_MS = 15000;
 /** @typedef {ReturnType<typeof setTimeout>} Timer */
 
 /**
+ * How a neighbour's updates travel now: `connecting` (no path yet: the client
+ * core has not heard of it), `direct` (our data channel, host or STUN
+ * candidates), `turn` (our data channel over a TURN relay candidate, read
+ * from getStats) or `relay` (the fallback: LINK through the relay WebSocket).
+ * @typedef {'connecting' | 'direct' | 'turn' | 'relay'} LinkPath
+ */
+
+/**
  * One neighbour. The fields are public: the mesh drives them, and the
  * transport exposes its links for inspection.
  */
@@ -70,6 +78,16 @@ export class P2PLink {
     this.setupTimer = null;
     /** @type {LinkSetup} */
     this.setup = {};
+    /** @type {LinkPath} */
+    this.path = 'connecting';
+    /** When the link was made (mesh clock): the fallback bound counts from here. */
+    this.createdAt = 0;
+    /** When `path` last changed (mesh clock). */
+    this.pathSince = 0;
+    /** Moves the relay fallback after the bound if no channel opened. @type {Timer | null} */
+    this.fallbackTimer = null;
+    /** A channel of this link was open at some point (a later failure is a link that died). */
+    this.everOpen = false;
   }
 
   /**
@@ -94,6 +112,7 @@ export class P2PLink {
       clearTimeout(this.setupTimer ?? undefined);
       setup.channelOpenMs = now() - t0;
       this.attempts = 0;
+      this.everOpen = true;
       Object.assign(setup, readChannel(channel));
       events.onOpen();
       try {

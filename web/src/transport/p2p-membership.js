@@ -29,6 +29,8 @@ export function createMembership(options) {
  * @property {() => { code: number, reason: string } | null} fatal why the transport closed
  *   itself, reported instead of the membership socket's own close
  * @property {() => void} onIdChanged a rejoin was welcomed under another client id
+ * @property {(fromId: number, m: import('../../../core/protocol.js').Message, arrival: number) => void} deliver
+ *   an UPDATE or ACK a neighbour sent through the relay, for the receiving side
  */
 
 /**
@@ -41,8 +43,10 @@ export function createMembership(options) {
  */
 export function membershipHandlers(mesh, h, hooks) {
   return {
-    onUpdate: () => {},
-    onAck: () => {},
+    // Only a neighbour on the relay fallback sends us UPDATEs and ACKs here
+    // (LINK, docs/protocol.md §14.1); the relay checked their sender/acker.
+    onUpdate: (m, arrival) => { if (mesh.relayedFrom(m.sender)) hooks.deliver(m.sender, m, arrival); },
+    onAck: (m) => { if (mesh.relayedFrom(m.acker)) hooks.deliver(m.acker, m, 0); },
     onAckedAll: () => {},
     onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name),
     onMemberLeft: (id) => mesh.memberGone(id),

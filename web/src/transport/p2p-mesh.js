@@ -18,6 +18,33 @@ export const RETRY_MAX_MS = 15000;
  * rejoin before we drop it (a member that really left closes its channel).
  */
 export const MEMBERSHIP_GRACE_MS = 20000;
+/**
+ * The fallback bound: a neighbour whose channel is not open this long after
+ * the link was made (or whose ICE failed, or whose open channel died) gets
+ * its updates and ACKs through the relay (LINK, docs/protocol.md §14.1) until
+ * a later attempt opens a channel. A LAN link opens in well under 1 s and a
+ * TURN one in 1-2 s even with 20 browsers on one machine; a person sees a
+ * neighbour freeze past 1 s, so a link never waits much longer than this.
+ */
+export const FALLBACK_AFTER_MS = 4000;
+
+/**
+ * What a link's path change records, for setupInfo(): the path it got onto
+ * and how long after the link was made (`setupMs`).
+ * @typedef {object} PathRecord
+ * @property {number} id the neighbour
+ * @property {boolean} initiator we dial it (count a link once: its dialling end)
+ * @property {import('./p2p-link.js').LinkPath} path
+ * @property {number} setupMs ms from the link being made (relay) or from connect (direct, turn)
+ * @property {string} [why] why the link fell back
+ */
+
+/**
+ * The relay fallback: how the mesh sends a LINK on the membership WebSocket.
+ * @typedef {object} FallbackOptions
+ * @property {(msg: import('../../../core/protocol.js').LinkMsg) => void} send
+ * @property {number} [afterMs] the bound, default FALLBACK_AFTER_MS
+ */
 
 /**
  * PeerJS id of a client: group-scoped so ids of different groups never meet.
@@ -47,6 +74,8 @@ export function peerIdOf(group, clientId) {
  * @property {number} failures connections that failed or closed while the member stayed
  * @property {number} retries redials scheduled
  * @property {number} membershipRejoins the relay's WELCOMEs after a membership reconnect
+ * @property {number} [fallbacks] links moved onto the relay fallback
+ * @property {number} [recoveries] links moved back from it onto a data channel
  */
 
 /**
@@ -57,6 +86,8 @@ export function peerIdOf(group, clientId) {
  * @property {() => Dialer | null} peer the PeerJS Peer, once created
  * @property {(link: P2PLink, data: any) => void} onMessage a frame on a link's channel
  * @property {() => number} [random] [0, 1) for the retry jitter, default Math.random
+ * @property {FallbackOptions | null} [fallback] carry a link's traffic through the relay when it
+ *   cannot be made or dies; none: such a neighbour is missing until its channel opens
  */
 
 /** The links of a group's neighbours and the members the relay reports. */
@@ -78,6 +109,71 @@ export class P2PMesh {
     this.closed = false;
     /** Setup records of every channel that opened, in order. @type {import('./p2p-link.js').LinkSetup[]} */
     this.setupPeers = [];
+    /** Every path a link got onto, in order (kept to the last 1000). @type {PathRecord[]} */
+    this.pathRecords = [];
+    this.fallback = options.fallback ?? null;
+  }
+
+  /**
+   * A new link: its fallback bound starts now.
+   * @param {number} id @param {string} name @param {boolean} initiator
+   */
+  makeLink(id, name, initiator) {
+    const link = new P2PLink(id, name, initiator);
+    link.createdAt = this.options.now();
+    link.pathSince = link.createdAt;
+    this.links.set(id, link);
+    if (this.fallback) {
+      const afterMs = this.fallback.afterMs ?? FALLBACK_AFTER_MS;
+      link.fallbackTimer = setTimeout(() => {
+        link.fallbackTimer = null;
+        if (this.links.get(id) === link && link.channel?.readyState !== 'open') this.toRelay(link, `no channel after ${afterMs} ms`);
+      }, afterMs);
+    }
+    return link;
+  }
+
+  /**
+   * @param {import('./p2p-link.js').P2PLink} link
+   * @param {import('./p2p-link.js').LinkPath} path
+   * @param {number} setupMs
+   * @param {string} [why]
+   */
+  setPath(link, path, setupMs, why) {
+    if (link.path === path) return;
+    link.path = path;
+    link.pathSince = this.options.now();
+    /** @type {PathRecord} */
+    const record = { id: link.id, initiator: link.initiator, path, setupMs };
+    if (why) record.why = why;
+    this.pathRecords.push(record);
+    if (this.pathRecords.length > 1000) this.pathRecords.shift();
+  }
+
+  /**
+   * The link's traffic goes through the relay from now on: the neighbour is
+   * (still) reported to the client core, its channel attempts go on.
+   * @param {P2PLink} link
+   * @param {string} why
+   */
+  toRelay(link, why) {
+    if (!this.fallback || this.closed || link.path === 'relay' || !this.members.has(link.id)) return;
+    this.counters.fallbacks = (this.counters.fallbacks ?? 0) + 1;
+    this.setPath(link, 'relay', this.options.now() - link.createdAt, why);
+    this.report(link);
+  }
+
+  /**
+   * The neighbour sent us something through the relay: it has given up on
+   * the direct path, so we stop waiting for it too (unless our channel is open).
+   * @param {number} id
+   * @returns {P2PLink | null} its link, reported, or null if it is no member of ours
+   */
+  relayedFrom(id) {
+    const link = this.links.get(id);
+    if (!link || !this.members.has(id)) return null;
+    if (link.channel?.readyState !== 'open') this.toRelay(link, 'the neighbour uses the relay');
+    return link.reported ? link : null;
   }
 
   /** Tells the client core the neighbour joined (once its channel is open). @param {P2PLink} link */
@@ -106,7 +202,14 @@ export class P2PMesh {
     if (this.closed || this.links.get(link.id) !== link) return;
     this.counters.failures++;
     link.setup.lastError = why;
-    this.unreport(link);
+    // A link that dies, or whose ICE or DTLS failed, falls back at once; a
+    // signaling hiccup (peer not registered yet) waits for the bound.
+    const hard = link.everOpen || /failed|closed/.test(why);
+    if (this.fallback && this.members.has(link.id)) {
+      if (hard) this.toRelay(link, why);
+    } else {
+      this.unreport(link);
+    }
     link.teardown();
     if (!this.members.has(link.id) || !link.initiator) return; // the other side retries
     const random = this.options.random ?? Math.random;
@@ -124,8 +227,26 @@ export class P2PMesh {
       mode: this.options.mode,
       now: this.options.now,
       onFailed: (why) => this.failed(link, why),
-      onOpen: () => this.report(link),
-      onSetup: (setup) => { this.setupPeers.push(setup); },
+      onOpen: () => {
+        if (link.fallbackTimer !== null) clearTimeout(link.fallbackTimer);
+        link.fallbackTimer = null;
+        if (link.path === 'relay') this.counters.recoveries = (this.counters.recoveries ?? 0) + 1;
+        this.setPath(link, 'direct', link.setup.channelOpenMs ?? 0);
+        this.report(link);
+      },
+      onSetup: (setup) => {
+        this.setupPeers.push(setup);
+        // The selected pair's local or remote candidate is a TURN allocation.
+        if (link.path === 'direct' && /(^|\/)relay/.test(setup.candidateType ?? '')) {
+          link.path = 'turn';
+          for (let i = this.pathRecords.length - 1; i >= 0; i--) {
+            const r = this.pathRecords[i];
+            if (r.id !== link.id) continue;
+            if (r.path === 'direct') r.path = 'turn';
+            break;
+          }
+        }
+      },
       onMessage: (data) => this.options.onMessage(link, data),
     });
   }
@@ -152,8 +273,7 @@ export class P2PMesh {
       if (existing.initiator && !existing.conn && existing.retryTimer === null) this.initiate(existing);
       return;
     }
-    const link = new P2PLink(id, name, this.myId > id);
-    this.links.set(id, link);
+    const link = this.makeLink(id, name, this.myId > id);
     // The newer member (larger id) dials; the other side answers.
     if (link.initiator) this.initiate(link);
   }
@@ -166,6 +286,7 @@ export class P2PMesh {
     const link = this.links.get(id);
     if (!link) return;
     this.links.delete(id);
+    if (link.fallbackTimer !== null) clearTimeout(link.fallbackTimer);
     this.unreport(link);
     link.teardown();
   }
@@ -216,10 +337,11 @@ export class P2PMesh {
     let link = this.links.get(id);
     if (!link) {
       // Its MEMBER_JOINED may still be on its way.
-      link = new P2PLink(id, this.members.get(id) ?? '', false);
-      this.links.set(id, link);
+      link = this.makeLink(id, this.members.get(id) ?? '', false);
     } else {
-      this.unreport(link);
+      // A new attempt of a link: with the fallback, the neighbour stays (on the relay meanwhile).
+      if (this.fallback && link.reported && this.members.has(id)) this.toRelay(link, 'the neighbour dialled again');
+      else this.unreport(link);
       link.teardown();
     }
     this.attach(link, conn);
@@ -242,8 +364,20 @@ export class P2PMesh {
     this.closed = true;
     for (const timer of this.graceTimers.values()) clearTimeout(timer);
     this.graceTimers.clear();
-    for (const link of this.links.values()) link.teardown();
+    for (const link of this.links.values()) {
+      if (link.fallbackTimer !== null) clearTimeout(link.fallbackTimer);
+      link.teardown();
+    }
     this.links.clear();
+  }
+
+  /**
+   * Per neighbour, how its updates travel now (for the HUD and the stats).
+   * @returns {{ id: number, name: string, path: import('./p2p-link.js').LinkPath, sinceMs: number }[]}
+   */
+  linkPaths() {
+    const now = this.options.now();
+    return [...this.links.values()].map((l) => ({ id: l.id, name: l.name, path: l.path, sinceMs: now - l.pathSince }));
   }
 
   /** The channels that are open now. */

@@ -48,19 +48,29 @@ export class P2PReceiver {
     const frame = decode(data);
     if (frame instanceof ProtocolError) return;
     const messages = frame.type === MsgType.BATCH ? frame.messages : [frame];
-    for (const m of messages) {
-      if (m.type === MsgType.UPDATE) {
-        if (m.sender !== fromId) continue;
-        this.counters.updatesSeen++;
-        if (this.discardEvery && this.counters.updatesSeen % this.discardEvery === 0) {
-          this.counters.discarded++;
-          continue;
-        }
-        sink.onUpdate(m, arrival);
-      } else if (m.type === MsgType.ACK) {
-        if (m.acker !== fromId) continue;
-        sink.onAck(m);
+    for (const m of messages) this.deliver(fromId, m, arrival, sink);
+  }
+
+  /**
+   * One decoded message from neighbour `fromId` (from its channel, or from
+   * the relay on the fallback path): checked and passed on, the same way for both.
+   * @param {number} fromId
+   * @param {import('../../../core/protocol.js').Message} m
+   * @param {number} arrival
+   * @param {ReceiveSink} sink
+   */
+  deliver(fromId, m, arrival, sink) {
+    if (m.type === MsgType.UPDATE) {
+      if (m.sender !== fromId) return;
+      this.counters.updatesSeen++;
+      if (this.discardEvery && this.counters.updatesSeen % this.discardEvery === 0) {
+        this.counters.discarded++;
+        return;
       }
+      sink.onUpdate(m, arrival);
+    } else if (m.type === MsgType.ACK) {
+      if (m.acker !== fromId) return;
+      sink.onAck(m);
     }
   }
 }

@@ -31,7 +31,7 @@ import { createMembership, membershipHandlers } from './p2p-membership.js';
 
 export { CARLAB_CHANNEL_ID, CHANNEL_PARAMS, readChannel, setupStats } from './p2p-channel.js';
 export { SETUP_TIMEOUT_MS } from './p2p-link.js';
-export { MEMBERSHIP_GRACE_MS, RETRY_BASE_MS, RETRY_MAX_MS, peerIdOf } from './p2p-mesh.js';
+export { FALLBACK_AFTER_MS, MEMBERSHIP_GRACE_MS, RETRY_BASE_MS, RETRY_MAX_MS, peerIdOf } from './p2p-mesh.js';
 export { SIGNALING_RECONNECT } from './p2p-signaling.js';
 
 /**
@@ -48,6 +48,9 @@ export { SIGNALING_RECONNECT } from './p2p-signaling.js';
  * @property {number} [discardIncomingFraction] test knob: drop this fraction of
  *   received updates before they reach the client (deterministically, every
  *   round(1/f)-th), to prove loss is counted; counted in `discarded`
+ * @property {boolean | { afterMs?: number }} [fallback] a link that cannot be made within
+ *   `afterMs` (default FALLBACK_AFTER_MS), whose ICE fails or that dies carries its updates and
+ *   ACKs through the relay until a channel opens (default true; false: the neighbour is missing)
  */
 
 /** One neighbour (see p2p-link.js). @typedef {import('./p2p-link.js').P2PLink} Link */
@@ -63,6 +66,8 @@ function createCounters() {
     signalingLost: 0, signalingAttempts: 0, signalingReconnects: 0,
     // relay (membership): rejoins after it went away
     membershipRejoins: 0,
+    // the relay fallback: links moved onto it and back, UPDATE copies and ACKs sent through it
+    fallbacks: 0, recoveries: 0, relayedUpdates: 0, relayedAcks: 0,
   };
 }
 
@@ -73,6 +78,7 @@ function createCounters() {
  *   counters: P2PCounters,
  *   links: Map<number, Link>,
  *   readonly peer: import('./p2p-signaling.js').PeerLike | null,
+ *   linkPaths: () => ReturnType<P2PMesh['linkPaths']>,
  * }} P2PTransport
  */
 
@@ -91,11 +97,17 @@ export function createP2PTransport(options) {
   const receiver = new P2PReceiver({ counters, now, discardIncomingFraction: options.discardIncomingFraction });
   /** @type {import('../../../core/client.js').TransportHandlers | null} */
   let handlers = null;
+  /** A LINK on the membership WebSocket (sendSignal sends any message as it is). @param {import('../../../core/protocol.js').LinkMsg} msg */
+  const relaySend = (msg) => membership.sendSignal(/** @type {any} */ (msg));
+  const fallbackOption = options.fallback ?? true;
   const mesh = new P2PMesh({
     mode, now, counters,
     peer: () => signaling.peer,
     onMessage: (link, data) => { if (handlers) receiver.receive(link.id, data, handlers); },
+    fallback: fallbackOption === false ? null
+      : { send: relaySend, afterMs: typeof fallbackOption === 'object' ? fallbackOption.afterMs : undefined },
   });
+  const relayPath = mesh.fallback ? relaySend : null;
   /** @type {number | null} */
   let signalingMs = null;
   /** Why we closed ourselves, reported instead of the membership socket's own 1000. */
@@ -118,6 +130,7 @@ export function createP2PTransport(options) {
       mesh.group = join.group;
       const welcome = await membership.connect(join, membershipHandlers(mesh, h, {
         fatal: () => fatal,
+        deliver: (fromId, m, arrival) => { if (handlers) receiver.deliver(fromId, m, arrival || now(), handlers); },
         onIdChanged: () => {
           // Our PeerJS id names the old client id: others could no longer dial us.
           fatal = { code: CloseCode.ID_TAKEN, reason: 'rejoined the group with another id' };
@@ -135,13 +148,20 @@ export function createP2PTransport(options) {
       return { ...welcome, members: welcome.members.filter((m) => m.id === mesh.myId) };
     },
     sendUpdate(update) {
-      fanOutUpdate(mesh.links.values(), update, counters);
+      fanOutUpdate(mesh.links.values(), update, counters, relayPath);
     },
     sendAck(sender, seq, acker) {
-      sendAck(mesh.links.get(sender)?.channel ?? null, sender, seq, acker, counters);
+      sendAck(mesh.links.get(sender) ?? null, sender, seq, acker, counters, relayPath);
     },
-    channelInfo: () => summarizeChannels(mesh.openChannels(), mode),
-    setupInfo: () => ({ signalingMs, peers: mesh.setupPeers.slice(), counters: { ...counters } }),
+    linkPaths: () => mesh.linkPaths(),
+    // `links`: per neighbour, how its updates travel now (direct, turn, relay, connecting).
+    channelInfo: () => ({ ...summarizeChannels(mesh.openChannels(), mode), links: mesh.linkPaths() }),
+    setupInfo: () => ({
+      signalingMs, peers: mesh.setupPeers.slice(), counters: { ...counters },
+      // every path a link got onto and how long it took (results.json setupMs.paths)
+      paths: mesh.pathRecords.slice(),
+      links: mesh.linkPaths(),
+    }),
     close,
   };
 }
