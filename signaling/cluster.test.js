@@ -97,6 +97,8 @@ describe('PeerServer on two nodes joined by NATS', () => {
   });
 
   test('an id held on one node is taken on the other; with the same token the newer socket wins', async () => {
+    // The first test's peers are released everywhere first, so the count below means this one's.
+    await until(() => nodes.every((n) => (n.signaling.metrics().cluster?.remotePeers ?? 0) === 0));
     const owner = await peer(nodes[0].url('shared-id', 'token-1'));
     await until(() => (nodes[1].signaling.metrics().cluster?.remotePeers ?? 0) >= 1);
     const thief = await peer(nodes[1].url('shared-id', 'token-2'));
