@@ -42,6 +42,7 @@ export class UsageError extends Error {
  * @property {string} [cert] certificate file; with `key`, replaces the self-signed one
  * @property {string} [key] private key file
  * @property {IceServer[]} iceServers handed to browsers through /config.json
+ * @property {boolean} [turn] run coturn beside the server (server/turn.js)
  * @property {string} peerjsPath
  * @property {string} peerjsKey
  * @property {string} relayPath
@@ -104,6 +105,7 @@ const FLAGS = {
   cert: { type: 'string', placeholder: '<file>', help: 'PEM certificate to use instead of the generated self-signed one' },
   key: { type: 'string', placeholder: '<file>', help: 'PEM private key belonging to --cert' },
   'ice-servers': { type: 'string', placeholder: '<json|file>', help: 'JSON array of RTCIceServer, or a file holding one (default [])' },
+  turn: { type: 'boolean', help: 'also run coturn (turnserver) on port 3478 with short-lived TURN REST credentials in /config.json (docs/turn.md)' },
   'peerjs-path': { type: 'string', placeholder: '<path>', help: 'mount path of the PeerJS server (default /peerjs)' },
   'peerjs-key': { type: 'string', placeholder: '<key>', help: 'PeerJS API key (default peerjs)' },
   'relay-path': { type: 'string', placeholder: '<path>', help: 'WebSocket path of the relay (default /relay)' },
@@ -279,6 +281,8 @@ export function readStartOptions({ stringOf, booleanOf }, readFile) {
     cert: cert.raw,
     key: key.raw,
     iceServers: iceServers.raw === undefined ? [] : parseIceServersArgument(iceServers.label, iceServers.raw, readFile),
+    // only when asked, so the options of a plain start stay as they were
+    ...(booleanOf('turn') ? { turn: true } : {}),
     peerjsPath: peerjsPath.raw === undefined ? '/peerjs' : parseUrlPath(peerjsPath.label, peerjsPath.raw),
     peerjsKey: peerjsKey.raw === undefined ? 'peerjs' : parsePeerjsKey(peerjsKey.label, peerjsKey.raw),
     relayPath: relayPath.raw === undefined ? '/relay' : parseUrlPath(relayPath.label, relayPath.raw),

@@ -17,9 +17,10 @@ import { NodeDirectory, createRelay, pathnameOf } from '../relay/index.js';
 import { createSignaling } from '../signaling/index.js';
 import { silentLogger } from './log.js';
 import { createMetrics, wantsJson } from './metrics.js';
-import { formatUrl, isWildcardHost, listLanUrls } from './net.js';
+import { formatUrl, isWildcardHost, listLanAddresses, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
 import { loadTlsCertificate } from './tls.js';
+import { startTurnServer } from './turn.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -72,6 +73,9 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {string[]} [extraWebRoots] folders served at `/` for paths `webRoot` has no file
  *   for, in order (the lab serves its own pages this way; `carlab start` has none)
  * @property {IceServer[]} [iceServers] for /config.json; default []
+ * @property {boolean | { port?: number, ttlS?: number }} [turn] also run coturn (server/turn.js)
+ *   beside the server, stopped with it; /config.json then adds a TURN entry with fresh
+ *   short-lived credentials on every request
  * @property {string} [relayPath] default `/relay`
  * @property {string} [peerjsPath] default `/peerjs`
  * @property {string} [peerjsKey] default `peerjs`
@@ -124,12 +128,18 @@ export async function createCarlabServer(options = {}) {
   const { server, tls } = await createHttpServer(options);
   const sockets = trackSockets(server);
   const metrics = createMetrics();
+  // TURN first: a missing turnserver fails the start before anything listens.
+  const turnOptions = typeof options.turn === 'object' ? options.turn : {};
+  const turn = options.turn
+    ? await startTurnServer({ host: isWildcardHost(host) ? '0.0.0.0' : host, publicHost: isWildcardHost(host) ? listLanAddresses()[0] ?? '127.0.0.1' : undefined, ...turnOptions })
+    : null;
   const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer });
   metrics.attach({ relay, signaling });
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
   let draining = false;
   const jsonRoutes = createJsonRoutes({
-    relay, signaling, iceServers, startedAt: performance.now(), cpuMeter: createCpuMeter(),
+    relay, signaling, iceServers: turn ? () => [...iceServers, ...turn.iceServers()] : iceServers,
+    startedAt: performance.now(), cpuMeter: createCpuMeter(),
     hasWebBuild: () => existsSync(path.join(webRoot, 'index.html')),
     isDraining: () => draining,
   });
@@ -142,7 +152,7 @@ export async function createCarlabServer(options = {}) {
   try {
     await listen(server, port, host);
   } catch (err) {
-    await Promise.allSettled([relay.close(), signaling.close()]);
+    await Promise.allSettled([relay.close(), signaling.close(), turn?.close()]);
     throw err;
   }
 
@@ -164,7 +174,8 @@ export async function createCarlabServer(options = {}) {
         draining = true;
         logger.info({ event: 'drain', clients: relay.wss.clients.size, timeoutMs: closeTimeoutMs }, 'draining: clients are told 1001 and reconnect');
         const startedAt = performance.now();
-        closing = closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs }).finally(() => {
+        closing = closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs }).finally(async () => {
+          await turn?.close();
           logger.info({ event: 'closed', ms: Math.round(performance.now() - startedAt) }, 'closed');
         });
       }
@@ -319,7 +330,8 @@ export class JsonAnswer {
  * @param {object} parts
  * @param {{ path: string, metrics(): object, readiness?(): { ready: boolean, reason: string } }} parts.relay
  * @param {{ path: string, key: string, metrics(): object }} parts.signaling
- * @param {IceServer[]} parts.iceServers handed to browsers by /config.json
+ * @param {IceServer[] | (() => IceServer[])} parts.iceServers handed to browsers by /config.json
+ *   (a function: asked on every request, so TURN credentials are fresh)
  * @param {number} parts.startedAt performance.now() at start, for /healthz's uptime
  * @param {() => number} parts.cpuMeter this process's CPU % since the last call
  * @param {() => boolean} [parts.hasWebBuild] whether the pages are there to serve
@@ -340,7 +352,7 @@ export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuM
       process: { pid: process.pid, rssBytes: process.memoryUsage.rss(), cpuPct: cpuMeter() },
     }),
     '/config.json': () => ({
-      iceServers,
+      iceServers: typeof iceServers === 'function' ? iceServers() : iceServers,
       relayPath: relay.path,
       peerjs: { path: signaling.path, key: signaling.key },
     }),

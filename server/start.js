@@ -142,6 +142,7 @@ async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
       webRoot: outDir,
       extraWebRoots: extras.extraWebRoots,
       iceServers: options.iceServers,
+      turn: options.turn,
       relayPath: options.relayPath,
       peerjsPath: options.peerjsPath,
       peerjsKey: options.peerjsKey,
