@@ -40,6 +40,7 @@ export function aggregateSetup(clients) {
   }
   if (signaling.length === 0 && phases.channelOpenMs.length === 0) return null;
   return {
+    paths: aggregatePaths(clients),
     signaling: summaryOrNull(signaling),
     peer: summaryOrNull(phases.channelOpenMs),
     phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, summaryOrNull(v)])),
@@ -49,6 +50,32 @@ export function aggregateSetup(clients) {
       packetsSent: summaryOrNull(bytes.packetsSent), packetsReceived: summaryOrNull(bytes.packetsReceived),
     },
   };
+}
+
+/**
+ * The p2p links by path (docs/turn.md): how many ended direct, via TURN or on
+ * the relay fallback (counted once, at the dialling end; from setupInfo().paths),
+ * and the setup time of each kind (every record: connect -> channel open for
+ * direct and turn, link made -> fallback for relay).
+ * @param {any[]} clients
+ */
+export function aggregatePaths(clients) {
+  /** @type {Record<string, { links: number, setup: number[] }>} */
+  const kinds = { direct: { links: 0, setup: [] }, turn: { links: 0, setup: [] }, relay: { links: 0, setup: [] } };
+  let any = false;
+  for (const c of clients) {
+    /** @type {Map<number, string>} */
+    const last = new Map();
+    for (const r of c.setup?.paths ?? []) {
+      any = true;
+      if (!kinds[r.path]) continue;
+      if (typeof r.setupMs === 'number') kinds[r.path].setup.push(r.setupMs);
+      if (r.initiator) last.set(r.id, r.path);
+    }
+    for (const path of last.values()) if (kinds[path]) kinds[path].links++;
+  }
+  if (!any) return null;
+  return Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, { links: v.links, setupMs: summaryOrNull(v.setup) }]));
 }
 
 /**

@@ -214,7 +214,8 @@ async function collectPeerStats(pages) {
 async function startBenchSystem(o) {
   const net = o.net ?? null;
   if (o.url) return { server: null, cluster: null, baseUrls: [o.url.replace(/\/$/, '')] };
-  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}) };
+  // A --net profile with `turn` runs coturn beside the server (server/turn.js), in its namespace.
+  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}), ...(net?.turn ? { turn: true } : {}) };
   const serverPlace = net ? { netns: net.serverNs } : {};
   if (o.point.relays > 0) {
     const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats ?? null, serverOptions, serverPlace });

@@ -182,3 +182,32 @@ export function namespaceWrapperScript(ns, executable, ipPath = 'ip') {
   const q = (/** @type {string} */ s) => `'${s.replace(/'/g, `'\\''`)}'`;
   return `#!/bin/sh\n# carlab: run ${executable} in network namespace ${ns}\nexec ${q(ipPath)} netns exec ${q(ns)} ${q(executable)} "$@"\n`;
 }
+
+/**
+ * The firewall of a profile's `block` (docs/turn.md), for the server
+ * namespace, where every client link meets on the bridge: 'client-udp' drops
+ * UDP the bridge would forward from one client link to another (a direct
+ * p2p path; UDP to the server, TURN included, still passes); 'udp' also drops
+ * UDP addressed to the server namespace itself (STUN, TURN over UDP,
+ * relay-udp). TCP is untouched: the relay WebSocket and TURN over TCP work.
+ * @param {'client-udp' | 'udp'} block
+ * @returns {string} an nft script
+ */
+export function blockRuleset(block) {
+  let script = 'table bridge carlab_block {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto udp drop\n  }\n}\n';
+  if (block === 'udp') {
+    script += 'table inet carlab_block {\n  chain input {\n    type filter hook input priority 0; policy accept;\n    meta l4proto udp drop\n  }\n}\n';
+  }
+  return script;
+}
+
+/**
+ * The command that applies a profile's block, or none.
+ * @param {Topology} t
+ * @param {{ block?: 'client-udp' | 'udp' | null }} profile
+ * @returns {Command[]}
+ */
+export function blockCommands(t, profile) {
+  if (!profile.block) return [];
+  return [{ argv: ['ip', 'netns', 'exec', t.serverNs, 'nft', '-f', '-'], input: blockRuleset(profile.block) }];
+}

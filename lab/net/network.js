@@ -3,7 +3,7 @@
 // the links, calibrate them, run the point inside, and always remove it all.
 
 import { existsSync } from 'node:fs';
-import { planTopology, shapingCommands } from './commands.js';
+import { blockCommands, planTopology, shapingCommands } from './commands.js';
 import { calibrate } from './calibrate.js';
 import { ProfileError, describeProfile, loadProfiles, needsLoss, needsNetem, needsRate, selectProfiles } from './profiles.js';
 import { NetUnavailableError, checkCapabilities, createTopology, destroyTopology, runCommand, sweepStaleNamespaces } from './system.js';
@@ -57,6 +57,7 @@ export function forkInNamespace(ns, execArgv = []) {
  * @property {string} serverNs
  * @property {string} serverIp the server listens here; clients connect to it
  * @property {string[]} clientNs one per link
+ * @property {boolean} [turn] the profile wants coturn beside the server (docs/turn.md)
  */
 
 let seq = 0;
@@ -77,7 +78,9 @@ export async function withNetwork(profile, peersPerLink, run, hooks = {}) {
     for (const cmd of shapingCommands(t, profile, peersPerLink)) runCommand(cmd);
     hooks.onPhase?.(`calibrating ${profile.name}`);
     const calibration = await calibrate(t, profile, peersPerLink);
-    const record = await run({ serverNs: t.serverNs, serverIp: t.serverIp, clientNs: t.clientNs });
+    // The firewall comes after calibration: it measures the links, whose UDP probe a block would stop.
+    for (const cmd of blockCommands(t, profile)) runCommand(cmd);
+    const record = await run({ serverNs: t.serverNs, serverIp: t.serverIp, clientNs: t.clientNs, ...(profile.turn ? { turn: true } : {}) });
     return { ...record, net: netRecord(profile, peersPerLink, calibration) };
   } finally {
     destroyTopology(t);
@@ -96,6 +99,8 @@ export function netRecord(profile, peersPerLink, calibration) {
     profile: profile.name,
     description: profile.description || describeProfile(profile),
     shape: describeProfile(profile),
+    block: profile.block ?? null,
+    turn: Boolean(profile.turn),
     target: { up: target(profile.up), down: target(profile.down) },
     links: peersPerLink.length,
     peersPerLink,

@@ -39,9 +39,14 @@ export class ProfileError extends Error {
  * @property {string} description
  * @property {LinkShape} up peer -> network
  * @property {LinkShape} down network -> peer
+ * @property {'client-udp' | 'udp' | null} [block] a firewall applied after calibration: drop UDP
+ *   between client namespaces (phones on networks that cannot reach each other directly), or
+ *   every UDP packet (a network that blocks UDP) (docs/turn.md)
+ * @property {boolean} [turn] run coturn beside the server and hand out TURN credentials
  */
 
-const FIELDS = ['description', 'loss', 'rate', 'delay', 'jitter', 'queue'];
+const FIELDS = ['description', 'loss', 'rate', 'delay', 'jitter', 'queue', 'block', 'turn'];
+const BLOCKS = ['client-udp', 'udp'];
 
 /**
  * Parses a rate: "256kbit", "21mbit", "1gbit", "500bit" or a number of kbit/s.
@@ -133,7 +138,13 @@ export function normalizeProfile(name, spec) {
       queueMs: queue[d] ?? DEFAULT_QUEUE_MS,
     };
   };
-  return { name, description: typeof s.description === 'string' ? s.description : '', up: side('up'), down: side('down') };
+  if (s.block !== undefined && !BLOCKS.includes(/** @type {string} */ (s.block))) throw new ProfileError(`${at} block: "${s.block}" is not one of ${BLOCKS.join(', ')}`);
+  if (s.turn !== undefined && typeof s.turn !== 'boolean') throw new ProfileError(`${at} turn: true or false`);
+  /** @type {NetProfile} */
+  const profile = { name, description: typeof s.description === 'string' ? s.description : '', up: side('up'), down: side('down') };
+  if (s.block !== undefined) profile.block = /** @type {'client-udp' | 'udp'} */ (s.block);
+  if (s.turn) profile.turn = true;
+  return profile;
 }
 
 /**
@@ -202,7 +213,7 @@ export const needsNetem = (p) => [p.up, p.down].some((s) => s.delayMs !== null |
 /** @param {NetProfile} p */
 export const needsRate = (p) => [p.up, p.down].some((s) => s.rateKbit !== null);
 /** @param {NetProfile} p */
-export const needsLoss = (p) => [p.up, p.down].some((s) => s.lossPct > 0);
+export const needsLoss = (p) => [p.up, p.down].some((s) => s.lossPct > 0) || Boolean(p.block);
 
 /**
  * A short human summary: "loss 2 %/2 %, rate 256/256 kbit/s".
@@ -216,5 +227,8 @@ export function describeProfile(p) {
   if (needsRate(p)) parts.push(`rate ${pair(p.up.rateKbit, p.down.rateKbit, ' kbit/s')} per peer`);
   if (p.up.delayMs !== null || p.down.delayMs !== null) parts.push(`delay ${pair(p.up.delayMs, p.down.delayMs, ' ms')}`);
   if (p.up.jitterMs !== null || p.down.jitterMs !== null) parts.push(`jitter ${pair(p.up.jitterMs, p.down.jitterMs, ' ms')}`);
+  if (p.block === 'client-udp') parts.push('UDP between clients dropped');
+  if (p.block === 'udp') parts.push('all UDP dropped');
+  if (p.turn) parts.push('TURN');
   return parts.length ? parts.join(', ') : 'unshaped';
 }
