@@ -64,7 +64,8 @@ export function workerArgv(argv, natsUrl) {
  * Runs the primary: NATS (ours unless given), N workers, restarts of workers
  * that die, and on SIGTERM/SIGINT an orderly stop of all of them, NATS last.
  *
- * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream }} o
+ * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, logger: import('./log.js').Logger }} o
+ *   logger: the primary logs like its workers (JSON lines unless on a terminal)
  * @returns {Promise<number>} exit code
  */
 export async function runClusterPrimary(o) {
@@ -75,23 +76,23 @@ export async function runClusterPrimary(o) {
     try {
       nats = await startNatsServer();
     } catch (err) {
-      o.stderr.write(`carlab start: ${/** @type {Error} */ (err).message}\n`);
+      o.logger.error({ event: 'nats-start-failed' }, /** @type {Error} */ (err).message);
       return 1;
     }
     natsUrl = nats.url;
-    o.stdout.write(`carlab: nats-server ${nats.version} on ${natsUrl} (pid ${nats.pid})\n`);
+    o.logger.info({ event: 'nats-started', natsUrl, version: nats.version, pid: nats.pid }, `nats-server ${nats.version} on ${natsUrl} (pid ${nats.pid})`);
   }
   cluster.setupPrimary({ exec: CARLAB_BIN, args: [o.command, ...workerArgv(o.argv, natsUrl)], silent: false });
-  const pool = createWorkerPool(o.workers, o.stderr);
+  const pool = createWorkerPool(o.workers, o.logger);
   const firstUp = await pool.started;
   if (!firstUp) {
     await pool.stop();
     await nats?.stop();
-    o.stderr.write('carlab start: no worker came up; see the errors above\n');
+    o.logger.error({ event: 'no-worker' }, 'no worker came up; see the errors above');
     return 1;
   }
-  o.stdout.write(`carlab: ${o.workers} relay processes serve the port, joined through ${natsUrl}\nPress Ctrl+C to stop.\n`);
-  const code = await waitForSignal(o.stderr);
+  o.logger.info({ event: 'cluster-up', workers: o.workers, natsUrl }, `${o.workers} relay processes serve the port, joined through ${natsUrl}. Press Ctrl+C to stop.`);
+  const code = await waitForSignal(o.logger);
   await pool.stop();
   await nats?.stop();
   return code;
@@ -101,9 +102,9 @@ export async function runClusterPrimary(o) {
  * N workers, each replaced when it dies (not while stopping).
  *
  * @param {number} count
- * @param {NodeJS.WritableStream} stderr
+ * @param {import('./log.js').Logger} logger
  */
-function createWorkerPool(count, stderr) {
+function createWorkerPool(count, logger) {
   let stopping = false;
   let listening = 0;
   /** @type {(ok: boolean) => void} */
@@ -117,7 +118,7 @@ function createWorkerPool(count, stderr) {
     worker.once('listening', () => { if (++listening === count) settle(true); });
     worker.once('exit', (code, signal) => {
       if (stopping) return;
-      stderr.write(`carlab: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`);
+      logger.warn({ event: 'worker-exit', pid: worker.process.pid, code, signal }, `worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
       if (listening < count && Date.now() - bornAt < RESTART_BACKOFF_MS) { settle(false); return; }
       setTimeout(() => { if (!stopping) spawnWorker(slot); }, Math.max(0, RESTART_BACKOFF_MS - (Date.now() - bornAt)));
     });
@@ -143,20 +144,20 @@ function createWorkerPool(count, stderr) {
 /**
  * Resolves with 0 on the first SIGINT/SIGTERM; a second one exits at once.
  *
- * @param {NodeJS.WritableStream} stderr
+ * @param {import('./log.js').Logger} logger
  * @returns {Promise<number>}
  */
-function waitForSignal(stderr) {
+function waitForSignal(logger) {
   return new Promise((resolve) => {
     let stopping = false;
     /** @param {NodeJS.Signals} signal */
     const onSignal = (signal) => {
       if (stopping) {
-        stderr.write(`carlab: ${signal} again, exiting without waiting\n`);
+        logger.warn({ event: 'signal', signal }, `${signal} again, exiting without waiting`);
         process.exit(130);
       }
       stopping = true;
-      stderr.write(`\ncarlab: ${signal}, stopping the workers and NATS (again to force)...\n`);
+      logger.info({ event: 'signal', signal }, `${signal}, stopping the workers and NATS (again to force)...`);
       resolve(0);
     };
     process.on('SIGINT', onSignal);

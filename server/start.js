@@ -90,7 +90,7 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
     // The certificate is made once here, so the workers all reuse one.
     if (!options.http) await loadTlsCertificate({ certPath: options.cert, keyPath: options.key });
     return runClusterPrimary({
-      argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, stdout, stderr,
+      argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, logger,
     });
   }
   return serveNode(options, outDir, extras, { stdout, stderr, logger });
