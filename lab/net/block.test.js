@@ -8,7 +8,7 @@ test('client-udp drops only bridged UDP; udp also UDP to the server namespace', 
   const clients = blockRuleset('client-udp');
   assert.match(clients, /table bridge carlab_block[\s\S]*hook forward[\s\S]*meta l4proto udp drop/);
   assert.doesNotMatch(clients, /hook input/);
-  assert.match(blockRuleset('udp'), /table inet carlab_block[\s\S]*hook input[\s\S]*meta l4proto udp drop/);
+  assert.match(blockRuleset('udp'), /table inet carlab_block[\s\S]*hook input[\s\S]*iifname "br0" meta l4proto udp drop/);
   const t = planTopology({ pid: 1, seq: 1, links: 2 });
   assert.deepEqual(blockCommands(t, { block: null }), []);
   assert.deepEqual(blockCommands(t, { block: 'udp' })[0].argv, ['ip', 'netns', 'exec', t.serverNs, 'nft', '-f', '-']);

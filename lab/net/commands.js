@@ -196,7 +196,8 @@ export function namespaceWrapperScript(ns, executable, ipPath = 'ip') {
 export function blockRuleset(block) {
   let script = 'table bridge carlab_block {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto udp drop\n  }\n}\n';
   if (block === 'udp') {
-    script += 'table inet carlab_block {\n  chain input {\n    type filter hook input priority 0; policy accept;\n    meta l4proto udp drop\n  }\n}\n';
+    // Only what comes in from the links (br0): coturn relays between two allocations over lo.
+    script += 'table inet carlab_block {\n  chain input {\n    type filter hook input priority 0; policy accept;\n    iifname "br0" meta l4proto udp drop\n  }\n}\n';
   }
   return script;
 }
