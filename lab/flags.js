@@ -163,95 +163,121 @@ export function expandSweep(lists) {
 export function parseLabFlags(argv, spec) {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        // no parseArgs defaults: explicit flags win over a --preset, which wins over the defaults
-        transport: { type: 'string' },
-        clients: { type: 'string' },
-        group: { type: 'string' },
-        cycle: { type: 'string' },
-        duration: { type: 'string' },
-        updates: { type: 'string' },
-        warmup: { type: 'string' },
-        'ack-timeout': { type: 'string' },
-        preset: { type: 'string' },
-        out: { type: 'string' },
-        'fail-if': { type: 'string' },
-        url: { type: 'string' },
-        net: { type: 'string' },
-        'net-file': { type: 'string' },
-        'cycle-mode': { type: 'string' },
-        relays: { type: 'string' },
-        placement: { type: 'string' },
-        nats: { type: 'string' },
-        'kill-relay-at': { type: 'string' },
-        'no-progress': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-        ...(spec.extra ?? {}),
-      },
-    });
+    parsed = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { ...LAB_FLAG_SPECS, ...(spec.extra ?? {}) } });
   } catch (err) {
     return { kind: 'error', error: new UsageError(/** @type {Error} */ (err).message) };
   }
   const v = /** @type {Record<string, any>} */ (parsed.values);
   if (v.help) return { kind: 'help' };
   try {
-    if (v.preset !== undefined && !spec.presets?.[v.preset]) {
-      const known = Object.keys(spec.presets ?? {});
-      throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
-    }
-    const preset = v.preset ? (spec.presets ?? {})[v.preset] : {};
-    /** @type {Record<string, string>} */
-    const fallback = {
-      cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS),
-      'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', ...spec.defaults, ...preset,
-    };
-    for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
-    const num = (/** @type {string} */ name, min = 0) => {
-      const n = Number(v[name]);
-      if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name}: "${v[name]}" is not a number >= ${min}`);
-      return n;
-    };
-    const options = {
-      transports: parseNameList(/** @type {string} */ (v.transport), '--transport', spec.transports),
-      clients: parseNumberList(/** @type {string} */ (v.clients), '--clients').map(Math.round),
-      groups: parseNumberList(/** @type {string} */ (v.group), '--group').map(Math.round),
-      cycles: parseNumberList(/** @type {string} */ (v.cycle), '--cycle'),
-      durationS: num('duration', 1),
-      updates: Math.round(num('updates', 0)),
-      warmupS: num('warmup', 0),
-      ackTimeoutMs: num('ack-timeout', 1),
-      out: v.out ?? null,
-      failIf: v['fail-if'] ? parseFailIf(/** @type {string} */ (v['fail-if'])) : [],
-      url: v.url ?? null,
-      progress: !v['no-progress'],
-      preset: v.preset ?? null,
-      // profile names; checked against the profiles file by the command (lab/net)
-      nets: v.net === undefined ? null : String(v.net).split(',').map((x) => x.trim()).filter(Boolean),
-      netFile: v['net-file'] ?? null,
-      cycleModes: /** @type {CycleMode[]} */ (parseNameList(String(v['cycle-mode']), '--cycle-mode', CYCLE_MODES)),
-      relays: parseRelayCounts(String(v.relays)),
-      placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
-      nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
-      killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
-      values: v,
-    };
-    if (options.killRelayAtS !== null && options.relays.every((n) => n < 2)) {
-      throw new UsageError('--kill-relay-at needs --relays 2 or more (a relay to kill and one to move to)');
-    }
-    if (options.nats && options.relays.every((n) => n === 0)) throw new UsageError('--nats needs --relays N (the relays that join it)');
-    if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
-    if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
-    if (options.url) {
-      try { new URL(options.url); } catch { throw new UsageError(`--url: "${options.url}" is not a URL`); }
-    }
+    applyDefaults(v, spec);
+    const options = readLabOptions(v, spec.transports);
+    checkLabOptions(options);
     return { kind: 'options', options };
   } catch (err) {
     if (err instanceof UsageError) return { kind: 'error', error: err };
     throw err;
+  }
+}
+
+/**
+ * The shared flags for util.parseArgs. No parseArgs defaults: explicit flags
+ * win over a --preset, which wins over the defaults (applyDefaults).
+ * @type {Record<string, { type: 'string' | 'boolean', short?: string, default?: boolean }>}
+ */
+const LAB_FLAG_SPECS = {
+  transport: { type: 'string' },
+  clients: { type: 'string' },
+  group: { type: 'string' },
+  cycle: { type: 'string' },
+  duration: { type: 'string' },
+  updates: { type: 'string' },
+  warmup: { type: 'string' },
+  'ack-timeout': { type: 'string' },
+  preset: { type: 'string' },
+  out: { type: 'string' },
+  'fail-if': { type: 'string' },
+  url: { type: 'string' },
+  net: { type: 'string' },
+  'net-file': { type: 'string' },
+  'cycle-mode': { type: 'string' },
+  relays: { type: 'string' },
+  placement: { type: 'string' },
+  nats: { type: 'string' },
+  'kill-relay-at': { type: 'string' },
+  'no-progress': { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+};
+
+/**
+ * Fills the flags not given: the preset's value, else the command's default, else ours.
+ * @param {Record<string, any>} v parsed flag values (changed in place)
+ * @param {{ defaults: Record<string, string>, presets?: Record<string, Record<string, string>> }} spec
+ */
+function applyDefaults(v, spec) {
+  if (v.preset !== undefined && !spec.presets?.[v.preset]) {
+    const known = Object.keys(spec.presets ?? {});
+    throw new UsageError(`--preset: unknown "${v.preset}"${known.length ? ` (one of ${known.join(', ')})` : ''}`);
+  }
+  const preset = v.preset ? (spec.presets ?? {})[v.preset] : {};
+  /** @type {Record<string, string>} */
+  const fallback = {
+    cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS),
+    'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', ...spec.defaults, ...preset,
+  };
+  for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
+}
+
+/**
+ * The options of a lab command from its flag values, each checked on its own.
+ * @param {Record<string, any>} v
+ * @param {readonly string[]} transports what --transport may name
+ */
+function readLabOptions(v, transports) {
+  const num = (/** @type {string} */ name, min = 0) => {
+    const n = Number(v[name]);
+    if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name}: "${v[name]}" is not a number >= ${min}`);
+    return n;
+  };
+  return {
+    transports: parseNameList(/** @type {string} */ (v.transport), '--transport', transports),
+    clients: parseNumberList(/** @type {string} */ (v.clients), '--clients').map(Math.round),
+    groups: parseNumberList(/** @type {string} */ (v.group), '--group').map(Math.round),
+    cycles: parseNumberList(/** @type {string} */ (v.cycle), '--cycle'),
+    durationS: num('duration', 1),
+    updates: Math.round(num('updates', 0)),
+    warmupS: num('warmup', 0),
+    ackTimeoutMs: num('ack-timeout', 1),
+    out: v.out ?? null,
+    failIf: v['fail-if'] ? parseFailIf(/** @type {string} */ (v['fail-if'])) : [],
+    url: v.url ?? null,
+    progress: !v['no-progress'],
+    preset: v.preset ?? null,
+    // profile names; checked against the profiles file by the command (lab/net)
+    nets: v.net === undefined ? null : String(v.net).split(',').map((x) => x.trim()).filter(Boolean),
+    netFile: v['net-file'] ?? null,
+    cycleModes: /** @type {CycleMode[]} */ (parseNameList(String(v['cycle-mode']), '--cycle-mode', CYCLE_MODES)),
+    relays: parseRelayCounts(String(v.relays)),
+    placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
+    nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
+    killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
+    values: v,
+  };
+}
+
+/**
+ * The options checked against each other.
+ * @param {ReturnType<typeof readLabOptions>} options
+ */
+function checkLabOptions(options) {
+  if (options.killRelayAtS !== null && options.relays.every((n) => n < 2)) {
+    throw new UsageError('--kill-relay-at needs --relays 2 or more (a relay to kill and one to move to)');
+  }
+  if (options.nats && options.relays.every((n) => n === 0)) throw new UsageError('--nats needs --relays N (the relays that join it)');
+  if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
+  if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
+  if (options.url) {
+    try { new URL(options.url); } catch { throw new UsageError(`--url: "${options.url}" is not a URL`); }
   }
 }
 

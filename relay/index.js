@@ -161,17 +161,7 @@ export function createRelay(options = {}) {
     udp.drop(s);
   }
 
-  wss.on('connection', (ws) => {
-    const session = new Session(ws, ctx);
-    // Binary frames arrive as one Buffer: the server sets no binaryType.
-    ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
-    ws.on('close', () => detach(session));
-    ws.on('error', (err) => {
-      // e.g. 1009 too big: ws closes it itself, so this is the one place to say so.
-      if (!session.closed) options.logger?.warn(closeFields(session, wsErrorCloseCode(err), err.message), 'relay closed a socket');
-      detach(session);
-    });
-  });
+  wss.on('connection', (ws) => acceptSession(ws, { ctx, intake, detach, logger: options.logger }));
 
   const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
   const unlisten = options.server ? listenForUpgrades(options.server, opts.path, handleUpgrade) : null;
@@ -206,6 +196,25 @@ export function createRelay(options = {}) {
       return closing;
     },
   };
+}
+
+/**
+ * A new WebSocket becomes a session: its frames go to the intake, its close
+ * or error detaches it.
+ * @param {import('ws').WebSocket} ws
+ * @param {{ ctx: RelayContext, intake: import('./intake.js').IntakeDeps, detach: (s: Session) => void,
+ *   logger?: RelayOptions['logger'] }} deps
+ */
+function acceptSession(ws, { ctx, intake, detach, logger }) {
+  const session = new Session(ws, ctx);
+  // Binary frames arrive as one Buffer: the server sets no binaryType.
+  ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
+  ws.on('close', () => detach(session));
+  ws.on('error', (err) => {
+    // e.g. 1009 too big: ws closes it itself, so this is the one place to say so.
+    if (!session.closed) logger?.warn(closeFields(session, wsErrorCloseCode(err), err.message), 'relay closed a socket');
+    detach(session);
+  });
 }
 
 /** The options a relay runs with: RelayOptions over RELAY_DEFAULTS. @typedef {RelayContext['options']} ResolvedRelayOptions */
