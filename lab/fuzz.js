@@ -15,7 +15,9 @@ import { aggregateStreams } from '../core/metrics.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { RELAY_DEFAULTS } from '../relay/index.js';
 import { SIGNALING_DEFAULTS } from '../signaling/index.js';
+import { HTTP_TIMEOUTS } from '../server/server.js';
 import { PROBE, expectPeer, expectRelay, generateCase, makeWorld, seedOf, unitsOf } from './fuzz-cases.js';
+import { SCENARIO_NAMES, failedScenario, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
 import { startServerChild } from './sim.js';
 
 /**
@@ -26,7 +28,9 @@ import { startServerChild } from './sim.js';
  * @property {number} [maxRssGrowthBytes] server RSS may grow this much over its start (default 96 MiB)
  * @property {number} [caseTimeoutMs] a case that has not ended by then is a failure (default 5000)
  * @property {string[]} [only] run only cases with these names or targets (the others are skipped,
- *   not sent): to home in on one kind of failure with the same seed
+ *   not sent), and only these scenarios (by name, or `scenario` for all): to home in on one kind
+ *   of failure with the same seed
+ * @property {number} [floodSeconds] how long the fair-flood scenarios' steady flood lasts (default 8)
  * @property {(p: { units: number, target: number, cases: number, failures: number, elapsedS: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  */
@@ -502,6 +506,59 @@ export function fuzzProblems({ exit, faults, failureCount, rss, maxRssGrowthByte
 }
 
 /**
+ * Whether `only` (the --only list) leaves scenario `name` in: no list, its
+ * name, or `scenario` (all of them).
+ * @param {string[] | undefined} only @param {string} name
+ */
+export function scenarioSelected(only, name) {
+  return !only || only.includes(name) || only.includes('scenario');
+}
+
+/**
+ * Whether `only` leaves any fuzz case in (a list of scenario names only does
+ * not: the lanes would skip every index without end).
+ * @param {string[] | undefined} only
+ */
+export function casesSelected(only) {
+  return !only || only.some((x) => x !== 'scenario' && !SCENARIO_NAMES.includes(x));
+}
+
+/**
+ * The scenario lanes (lab/fuzz-scenarios.js) of one run. peer-takeover runs
+ * at once and alone, since it counts the PeerServer's live sockets; `during()`
+ * starts the others, which run beside the case lanes (the relay and the HTTP
+ * server are under fuzz while they check their promises) and resolve with
+ * every scenario's result.
+ * @param {FuzzOptions} o
+ * @param {{ seed: number, world: import('./fuzz-cases.js').FuzzWorld, server: import('./sim.js').ServerChild, port: number }} run
+ */
+async function startScenarios(o, { seed, world, server, port }) {
+  const limits = {
+    updatesPerSecond: RELAY_DEFAULTS.maxUpdatesPerSecond, updateBurst: RELAY_DEFAULTS.maxUpdatesBurst,
+    headersTimeoutMs: HTTP_TIMEOUTS.headersTimeoutMs, checkIntervalMs: HTTP_TIMEOUTS.checkIntervalMs,
+  };
+  const plan = scenarioPlan(seed, limits, { floodSeconds: o.floodSeconds });
+  const wsBase = `ws://127.0.0.1:${port}`;
+  const metrics = () => server.metrics();
+  /** @param {string} name @param {() => Promise<import('./fuzz-scenarios.js').ScenarioResult>} go */
+  const guarded = (name, go) => (scenarioSelected(o.only, name) ? go().catch((err) => failedScenario(name, err)) : null);
+  const takeover = await guarded('peer-takeover', () => runPeerTakeover({ wsBase, peerKey: world.peerKey, plan: plan.takeover, metrics }));
+  return {
+    during() {
+      const RTCPeerConnection = world.udpAvailable ? import('node-datachannel/polyfill').then((m) => m.RTCPeerConnection) : null;
+      const pending = [
+        guarded('fair-flood', () => runFairFlood({ wsBase, plan: plan.flood, limits, udp: false, metrics })),
+        guarded('fair-flood-udp', async () => (RTCPeerConnection
+          ? runFairFlood({ wsBase, plan: plan.floodUdp, limits, udp: true, RTCPeerConnection: await RTCPeerConnection, metrics })
+          : skippedScenario('fair-flood-udp', 'relay-udp is not available (node-datachannel)'))),
+        guarded('slow-headers', () => runSlowHeaders({ port, plan: plan.slow })),
+      ];
+      return Promise.all(pending).then((done) => [takeover, ...done].filter((x) => x !== null));
+    },
+  };
+}
+
+/**
  * Runs the fuzz and returns its report; `report.ok` says whether every promise held.
  * (A little over 80 lines: the report literal at its end is the report's schema, kept whole.)
  * @param {FuzzOptions} [o]
@@ -530,7 +587,12 @@ export async function runFuzz(o = {}) {
   rss.start = first?.rssBytes ?? 0;
   const sampler = setInterval(() => { void sampleRss(); }, 500);
 
-  const tally = await runLanes(o, { world, server, port, target, lanes: o.lanes ?? 8, timeoutMs: o.caseTimeoutMs ?? 5000, started });
+  const scenarioLanes = await startScenarios(o, { seed, world, server, port });
+  const scenariosDone = scenarioLanes.during();
+  const tally = casesSelected(o.only)
+    ? await runLanes(o, { world, server, port, target, lanes: o.lanes ?? 8, timeoutMs: o.caseTimeoutMs ?? 5000, started })
+    : createFuzzTally();
+  const scenarios = await scenariosDone;
   const fuzzS = (performance.now() - started) / 1000;
   clearInterval(sampler);
 
@@ -547,10 +609,14 @@ export async function runFuzz(o = {}) {
   await server.close();
 
   const faults = server.faults;
-  const problems = fuzzProblems({ exit, faults, failureCount: tally.failureCount, rss, maxRssGrowthBytes, streams, stats, goodClosed, sentinel, after });
+  const problems = [
+    ...fuzzProblems({ exit, faults, failureCount: tally.failureCount, rss, maxRssGrowthBytes, streams, stats, goodClosed, sentinel, after }),
+    ...scenarios.flatMap((sc) => sc.problems.map((p) => `scenario ${sc.name}: ${p}`)),
+  ];
   return {
     ok: problems.length === 0,
     problems,
+    scenarios,
     seed,
     target,
     units: tally.units,
@@ -622,6 +688,10 @@ export function formatFuzzReport(r) {
     `  PeerJS peers    ${r.good.sentinel.received}/${r.good.sentinel.sent} offers in order, still open: ${r.good.sentinel.open}`,
     `  after           ${JSON.stringify(r.server.after)}`,
   ];
+  for (const sc of r.scenarios) {
+    lines.push(`  ${sc.name.padEnd(15)} ${sc.skipped ? 'skipped' : sc.ok ? 'as documented' : 'BROKEN'}: ${sc.summary}`);
+    for (const note of sc.notes) lines.push(`    note: ${note}`);
+  }
   for (const f of r.failures) lines.push(`  FAIL #${f.index} ${f.target}/${f.name}: expected ${f.expected}, got ${f.got}${f.detail ? ` — ${f.detail}` : ''}`);
   lines.push(r.ok ? 'every promise held' : `BROKEN:\n  ${r.problems.join('\n  ')}`);
   return `${lines.join('\n')}\n`;

@@ -18,7 +18,15 @@ cases at it: malformed, truncated, oversized, random and valid-but-wrong
 relay frames (bad version, unknown type, spoofed ids, pre-HELLO messages,
 nested batches, huge counts, floods, text frames), garbage on the PeerServer
 WebSocket, broken WebSocket handshakes and framing, and odd HTTP requests
-under /peerjs. Every socket must end as documented; the server must not
+under /peerjs. Beside them four scenarios (docs/security.md): fair-flood
+(two members of a group of 5 flood UPDATEs at 75 % of the limit, then one
+bursts over it, while three send one per 167 ms and ACK: no innocent is
+closed or starved, the one over its limit is closed 4005), fair-flood-udp
+(the same on relay-udp: the excess is dropped, nobody closed), peer-takeover
+(a same-token second claim of a PeerJS id closes the older socket 4007;
+another token gets ID-TAKEN) and slow-headers (requests whose headers never
+end are cut off within the headers timeout, others still answered).
+Every socket must end as documented; the server must not
 crash or report an unhandled rejection and must keep its memory bounded; the
 good clients must see no gap, duplicate or reorder. Exit 0 when every
 promise held, 1 otherwise, 2 on bad flags.
@@ -28,7 +36,9 @@ Flags:
   --seed S             a number or any string: the same seed sends the same cases (default 1)
   --lanes N            cases in flight at once (default 8)
   --max-rss-growth MB  server RSS may grow this much over its start (default 96)
-  --only LIST          run only these case names or targets (relay, peer, raw, http), comma-separated
+  --only LIST          run only these case names or targets (relay, peer, raw, http) and
+                       scenarios (fair-flood, fair-flood-udp, peer-takeover, slow-headers,
+                       or scenario for all four), comma-separated
   --json FILE          also write the full report as JSON
   -h, --help           this help
 
