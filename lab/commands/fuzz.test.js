@@ -77,6 +77,56 @@ describe('cases', () => {
   });
 });
 
+/**
+ * The scenario lanes' promises, read from their facts (not only their own
+ * verdicts): a judge that went lenient would still fail here.
+ * @param {any[]} scenarios
+ */
+function assertScenarios(scenarios) {
+  const by = Object.fromEntries(scenarios.map((sc) => [sc.name, sc]));
+  assert.deepEqual(Object.keys(by).sort(), ['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
+  for (const sc of scenarios) assert.deepEqual(sc.problems, [], `${sc.name}: ${sc.summary}`);
+
+  // Two flood at 75 % of their UPDATE limit, three behave: no innocent closed or starved.
+  const flood = by['fair-flood'].facts;
+  assert.equal(flood.good.length, 3);
+  for (const g of flood.good) {
+    assert.equal(g.closed, null, `well-behaved ${g.id} closed`);
+    for (const gap of Object.values(g.gapMs)) assert.ok(/** @type {number} */ (gap) <= 1000, `well-behaved ${g.id}: a gap of ${gap} ms`);
+  }
+  const steady = flood.floods.find((/** @type {any} */ f) => f.role === 'steady');
+  const burster = flood.floods.find((/** @type {any} */ f) => f.role === 'burster');
+  assert.equal(steady.closed, null, 'the flooder within its limit stays');
+  assert.equal(burster.closed?.code, CloseCode.RATE_LIMITED, 'the flooder over its limit is closed 4005');
+  assert.match(burster.closed.reason, /over 60 UPDATEs\/s/);
+
+  // relay-udp: the over-limit UPDATEs are dropped, nobody is closed.
+  const udp = by['fair-flood-udp'];
+  if (!udp.skipped) {
+    for (const g of udp.facts.good) assert.equal(g.closed, null);
+    for (const f of udp.facts.floods) assert.equal(f.closed, null, `relay-udp flooder ${f.role} closed`);
+    assert.ok(udp.facts.udpDropped > 0, 'over-limit UPDATEs counted in metrics().budget.udpDroppedUpdates');
+  }
+
+  // A same-token second claim takes the id over; another token is refused.
+  const take = by['peer-takeover'].facts;
+  assert.deepEqual(take.olderClosed, { code: CloseCode.ID_TAKEN, reason: 'id claimed again by a newer connection' });
+  assert.equal(take.newerOpen, true);
+  assert.deepEqual(take.offersToNewer, [1, 2]);
+  assert.equal(take.thiefFirst, 'ID-TAKEN');
+  assert.equal(take.thiefClosed?.code, CloseCode.ID_TAKEN);
+  assert.deepEqual(take.liveForId, [1, 1, 1], 'exactly one live socket for the id after every claim');
+
+  // Headers never finished: cut off within the headers timeout; the server kept answering others.
+  const slow = by['slow-headers'].facts;
+  assert.ok(slow.sockets.length >= 3);
+  for (const s of slow.sockets) {
+    assert.ok(['408', 'closed'].includes(s.outcome), `slow socket ended ${s.outcome}`);
+    assert.ok(s.ms <= slow.boundMs, `slow socket cut off after ${s.ms} ms`);
+  }
+  assert.ok(slow.others.ok > 0 && slow.others.failed.length === 0);
+}
+
 describe('carlab fuzz', () => {
   test('is a carlab command', () => {
     assert.ok(COMMANDS.fuzz?.load);
@@ -108,6 +158,7 @@ describe('carlab fuzz', () => {
       assert.ok(r.outcomes.peer['4000'] > 0 && r.outcomes.peer['4006'] > 0 && r.outcomes.peer['4007'] > 0);
       assert.ok(r.outcomes.raw['400'] > 0 && r.outcomes.raw['ws:1002'] > 0);
       assert.deepEqual(r.server.after, { clients: 0, groups: 0, pending: 0, queued: 0, peerSockets: 0 });
+      assertScenarios(r.scenarios);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
