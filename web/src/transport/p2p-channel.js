@@ -48,13 +48,74 @@ export function readChannel(channel) {
 }
 
 /**
- * Selected candidate-pair type and setup bytes/packets from getStats.
- * Chromium names the selected pair on the transport; Firefox marks it
- * `selected`; bytes are summed over all candidate pairs (Firefox has no
- * transport totals).
- * @param {RTCPeerConnection} pc
+ * The IP addresses of the TURN servers in an ICE server list (`turn:` and
+ * `turns:` URLs whose host is an IPv4 or IPv6 literal): a TURN server hands
+ * out relayed addresses on its own IP, with any port. A host name is left
+ * out: a page cannot resolve it, and the relay candidates in getStats name
+ * the relayed address anyway (setupStats).
+ * @param {RTCIceServer[]} iceServers
+ * @returns {Set<string>}
  */
-export async function setupStats(pc) {
+export function turnServerIps(iceServers) {
+  const ips = new Set();
+  for (const server of iceServers) {
+    for (const url of [server.urls].flat()) {
+      const m = /^turns?:(?:\[([0-9a-f:.]+)\]|([^:?/]+))/i.exec(String(url).trim());
+      if (!m) continue;
+      const host = (m[1] ?? m[2]).toLowerCase();
+      if (m[1] || /^\d{1,3}(\.\d{1,3}){3}$/.test(host)) ips.add(host);
+    }
+  }
+  return ips;
+}
+
+/**
+ * A candidate's address as getStats names it (`address`; Chromium's
+ * deprecated `ip`; old Firefox's `ipAddress`).
+ * @param {any} candidate an RTCIceCandidateStats
+ * @returns {string | null}
+ */
+function addressOf(candidate) {
+  const a = candidate?.address ?? candidate?.ip ?? candidate?.ipAddress;
+  return typeof a === 'string' ? a.toLowerCase() : null;
+}
+
+/**
+ * Is a candidate of the selected pair a TURN relayed address? Its type says
+ * `relay` (old Firefox: `relayed`), or it is a peer- or server-reflexive
+ * candidate on a TURN server's IP: a connectivity check from the other
+ * side's allocation can arrive before that side's relay candidate was
+ * signalled, and the browser then learns it as `prflx` (Chromium did in the
+ * p2p-blocked run, docs/turn.md). A `host` candidate is a machine's own
+ * interface: on the TURN server's own machine it shares the IP and is still direct.
+ * @param {any} candidate an RTCIceCandidateStats, or undefined
+ * @param {Set<string>} relayIps
+ */
+function isTurnCandidate(candidate, relayIps) {
+  if (!candidate) return false;
+  const type = candidate.candidateType;
+  if (type === 'relay' || type === 'relayed') return true;
+  if (type === 'host') return false;
+  const address = addressOf(candidate);
+  return address !== null && relayIps.has(address);
+}
+
+/**
+ * Selected candidate-pair type, whether it goes through TURN, and setup
+ * bytes/packets from getStats. Chromium names the selected pair on the
+ * transport; Firefox marks it `selected`; bytes are summed over all
+ * candidate pairs (Firefox has no transport totals).
+ *
+ * `viaTurn`: either candidate of the selected pair is a TURN relayed address
+ * (isTurnCandidate), where the TURN servers' IPs are those of the ICE servers
+ * in use (the peer connection's configuration unless given) plus the address
+ * of every relay candidate the report lists, ours and the other side's (the
+ * relayed address is what the server hands out, also when the URL names a
+ * host name or the server relays from another address than it listens on).
+ * @param {RTCPeerConnection} pc
+ * @param {RTCIceServer[]} [iceServers] default: pc.getConfiguration().iceServers
+ */
+export async function setupStats(pc, iceServers) {
   const report = await pc.getStats();
   // Stats entries differ by `type`; the lib's RTCStats lists only the common fields.
   /** @type {Map<string, any>} */
@@ -62,6 +123,8 @@ export async function setupStats(pc) {
   report.forEach((s) => byId.set(s.id, s));
   let selected = null;
   let bytesSent = 0; let bytesReceived = 0; let packetsSent = 0; let packetsReceived = 0;
+  const servers = iceServers ?? (typeof pc.getConfiguration === 'function' ? pc.getConfiguration().iceServers : undefined) ?? [];
+  const relayIps = turnServerIps(servers);
   for (const s of byId.values()) {
     if (s.type === 'transport' && s.selectedCandidatePairId) selected = byId.get(s.selectedCandidatePairId);
     if (s.type === 'candidate-pair') {
@@ -71,11 +134,16 @@ export async function setupStats(pc) {
       packetsSent += s.packetsSent ?? 0;
       packetsReceived += s.packetsReceived ?? 0;
     }
+    if ((s.type === 'local-candidate' || s.type === 'remote-candidate') && (s.candidateType === 'relay' || s.candidateType === 'relayed')) {
+      const address = addressOf(s);
+      if (address !== null) relayIps.add(address);
+    }
   }
   const local = selected && byId.get(selected.localCandidateId);
   const remote = selected && byId.get(selected.remoteCandidateId);
   return {
     candidateType: local ? `${local.candidateType}/${remote?.candidateType ?? '?'}` : null,
+    viaTurn: Boolean(selected) && (isTurnCandidate(local, relayIps) || isTurnCandidate(remote, relayIps)),
     setupBytesSent: bytesSent,
     setupBytesReceived: bytesReceived,
     setupPacketsSent: packetsSent,

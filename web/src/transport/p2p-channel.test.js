@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, setupStats, summarizeChannels, timeSetupPhases,
+  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, setupStats, summarizeChannels, timeSetupPhases, turnServerIps,
 } from './p2p-channel.js';
 import { FakeChannel, FakePeerConnection } from './p2p-fakes.js';
 
@@ -76,7 +76,7 @@ test('setupStats: the selected pair (Chromium: named on the transport; Firefox: 
     { id: 'R2', type: 'remote-candidate', candidateType: 'srflx' },
   ];
   assert.deepEqual(await setupStats(asPc(chromium)), {
-    candidateType: 'host/srflx', setupBytesSent: 100, setupBytesReceived: 10, setupPacketsSent: 4, setupPacketsReceived: 3,
+    candidateType: 'host/srflx', viaTurn: false, setupBytesSent: 100, setupBytesReceived: 10, setupPacketsSent: 4, setupPacketsReceived: 3,
   });
   const firefox = new FakePeerConnection();
   firefox.stats = [
@@ -85,4 +85,100 @@ test('setupStats: the selected pair (Chromium: named on the transport; Firefox: 
   ];
   assert.equal((await setupStats(asPc(firefox))).candidateType, 'relay/?');
   assert.equal((await setupStats(asPc(new FakePeerConnection()))).candidateType, null);
+});
+
+test('turnServerIps: IP literals of turn: and turns: URLs, any port or transport; no STUN, no host names', () => {
+  const ips = turnServerIps([
+    { urls: 'stun:192.0.2.1:3478' },
+    { urls: ['turn:203.0.113.10:3478?transport=udp', 'turn:203.0.113.10:3478?transport=tcp'], username: 'u', credential: 'c' },
+    { urls: 'TURNS:[2001:DB8::1]:5349' },
+    { urls: 'turn:198.51.100.7' },
+    { urls: 'turns:turn.example.org:5349' },
+  ]);
+  assert.deepEqual([...ips].sort(), ['198.51.100.7', '2001:db8::1', '203.0.113.10']);
+  assert.deepEqual([...turnServerIps([])], []);
+});
+
+/** A fake peer connection with a getStats report and the ICE servers it was configured with. @param {object[]} stats @param {RTCIceServer[]} [iceServers] */
+function withStats(stats, iceServers = []) {
+  const pc = new FakePeerConnection();
+  pc.stats = stats;
+  Object.assign(pc, { getConfiguration: () => ({ iceServers }) });
+  return asPc(pc);
+}
+
+const TURN = [{ urls: ['turn:10.201.0.1:3478?transport=udp', 'turn:10.201.0.1:3478?transport=tcp'], username: '1:carlab', credential: 'x' }];
+
+test('setupStats viaTurn, Chromium shape: a relay candidate on either side, or a prflx on the TURN server\'s IP (any port)', async () => {
+  /** @param {object} local @param {object} remote */
+  const chromium = (local, remote) => [
+    { id: 'T', type: 'transport', selectedCandidatePairId: 'P' },
+    { id: 'P', type: 'candidate-pair', localCandidateId: 'L', remoteCandidateId: 'R', state: 'succeeded', nominated: true },
+    { id: 'L', type: 'local-candidate', transportId: 'T', protocol: 'udp', ...local },
+    { id: 'R', type: 'remote-candidate', transportId: 'T', protocol: 'udp', ...remote },
+  ];
+  const host = { candidateType: 'host', address: '10.201.1.2', port: 51000 };
+  const relayed = { candidateType: 'relay', address: '10.201.0.1', port: 49160, relayProtocol: 'udp' };
+  // the other side's allocation, learnt from its connectivity check before its candidate was signalled
+  const prflxOnTurn = { candidateType: 'prflx', address: '10.201.0.1', port: 62011 };
+  const peer = { candidateType: 'host', address: '10.201.1.3', port: 52000 };
+
+  assert.equal((await setupStats(withStats(chromium(relayed, peer), TURN))).viaTurn, true, 'relay/host');
+  assert.equal((await setupStats(withStats(chromium(host, { ...relayed, port: 49170 }), TURN))).viaTurn, true, 'host/relay');
+  const learnt = await setupStats(withStats(chromium(host, prflxOnTurn), TURN));
+  assert.deepEqual([learnt.candidateType, learnt.viaTurn], ['host/prflx', true]);
+  // the same pair without TURN servers in use: a peer-reflexive neighbour, direct
+  assert.equal((await setupStats(withStats(chromium(host, prflxOnTurn), []))).viaTurn, false);
+  // a prflx at a neighbour's own address is direct, TURN or not
+  assert.equal((await setupStats(withStats(chromium(host, { ...peer, candidateType: 'prflx' }), TURN))).viaTurn, false);
+  assert.equal((await setupStats(withStats(chromium(host, peer), TURN))).viaTurn, false, 'host/host');
+  // a host on the TURN server's own machine shares its IP and is still direct
+  assert.equal((await setupStats(withStats(chromium(host, { ...peer, address: '10.201.0.1' }), TURN))).viaTurn, false);
+  // Chromium's deprecated `ip` field
+  assert.equal((await setupStats(withStats(chromium(host, { candidateType: 'prflx', ip: '10.201.0.1', port: 1 }), TURN))).viaTurn, true);
+  // no selected pair yet: nothing to say
+  assert.equal((await setupStats(withStats([{ id: 'L', type: 'local-candidate', ...relayed }], TURN))).viaTurn, false);
+});
+
+test('setupStats viaTurn: the TURN server named by host name is known by the relay candidates the report lists', async () => {
+  const byName = [{ urls: 'turn:turn.example.org:3478', username: 'u', credential: 'c' }];
+  const stats = [
+    { id: 'T', type: 'transport', selectedCandidatePairId: 'P' },
+    { id: 'P', type: 'candidate-pair', localCandidateId: 'L1', remoteCandidateId: 'R1' },
+    { id: 'L1', type: 'local-candidate', candidateType: 'host', address: '192.168.1.20', port: 50000 },
+    { id: 'L2', type: 'local-candidate', candidateType: 'relay', address: '198.51.100.9', port: 49200 },
+    { id: 'R1', type: 'remote-candidate', candidateType: 'prflx', address: '198.51.100.9', port: 49377 },
+  ];
+  assert.equal((await setupStats(withStats(stats, byName))).viaTurn, true);
+  // the remote side's relay candidate names its TURN server too
+  const remoteOnly = stats.map((s) => (s.id === 'L2' ? { ...s, type: 'remote-candidate', id: 'R2' } : s));
+  assert.equal((await setupStats(withStats(remoteOnly, []))).viaTurn, true);
+  // ICE servers given explicitly win over the configuration
+  const bare = stats.filter((s) => s.id !== 'L2');
+  assert.equal((await setupStats(withStats(bare, []), [{ urls: 'turn:198.51.100.9' }])).viaTurn, true);
+  assert.equal((await setupStats(withStats(bare, byName))).viaTurn, false);
+});
+
+test('setupStats viaTurn, Firefox shape: the pair marked selected, relay, prflx on the TURN server, old field names', async () => {
+  /** @param {object} local @param {object} remote */
+  const firefox = (local, remote) => [
+    { id: 'P', type: 'candidate-pair', selected: true, nominated: true, state: 'succeeded', localCandidateId: 'L', remoteCandidateId: 'R' },
+    { id: 'P0', type: 'candidate-pair', selected: false, localCandidateId: 'L0', remoteCandidateId: 'R' },
+    { id: 'L0', type: 'local-candidate', candidateType: 'host', address: '10.201.1.2', port: 50001, protocol: 'udp' },
+    { id: 'L', type: 'local-candidate', protocol: 'udp', ...local },
+    { id: 'R', type: 'remote-candidate', protocol: 'udp', ...remote },
+  ];
+  const relayTcp = { candidateType: 'relay', address: '10.201.0.1', port: 49300, relayProtocol: 'tcp' };
+  const host = { candidateType: 'host', address: '10.201.1.2', port: 50000 };
+  const ffRelay = await setupStats(withStats(firefox(relayTcp, { candidateType: 'relay', address: '10.201.0.1', port: 49301 }), TURN));
+  assert.deepEqual([ffRelay.candidateType, ffRelay.viaTurn], ['relay/relay', true]);
+  assert.equal((await setupStats(withStats(firefox(host, { candidateType: 'prflx', address: '10.201.0.1', port: 60000 }), TURN))).viaTurn, true);
+  assert.equal((await setupStats(withStats(firefox(host, { candidateType: 'host', address: '10.201.1.3', port: 50002 }), TURN))).viaTurn, false);
+  // Firefox before the spec's names: ipAddress/portNumber, 'relayed' and 'peerreflexive'
+  assert.equal((await setupStats(withStats(firefox({ candidateType: 'relayed', ipAddress: '10.201.0.1', portNumber: 1 }, host), TURN))).viaTurn, true);
+  assert.equal((await setupStats(withStats(firefox(host, { candidateType: 'peerreflexive', ipAddress: '10.201.0.1', portNumber: 2 }), TURN))).viaTurn, true);
+  // a peer connection without getConfiguration (the fakes' default): only the report counts
+  const bare = new FakePeerConnection();
+  bare.stats = firefox(host, { candidateType: 'prflx', address: '10.201.0.1', port: 60000 });
+  assert.equal((await setupStats(asPc(bare))).viaTurn, false);
 });

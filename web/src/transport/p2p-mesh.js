@@ -236,8 +236,10 @@ export class P2PMesh {
       },
       onSetup: (setup) => {
         this.setupPeers.push(setup);
-        // The selected pair's local or remote candidate is a TURN allocation.
-        if (link.path === 'direct' && /(^|\/)relay/.test(setup.candidateType ?? '')) {
+        // The selected pair's local or remote candidate is a TURN relayed
+        // address (p2p-channel.js setupStats: by type, or by the TURN
+        // server's IP when the browser learnt it as peer-reflexive).
+        if (link.path === 'direct' && setup.viaTurn) {
           link.path = 'turn';
           for (let i = this.pathRecords.length - 1; i >= 0; i--) {
             const r = this.pathRecords[i];

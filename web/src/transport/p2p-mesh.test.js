@@ -76,10 +76,31 @@ describe('P2PMesh', () => {
     assert.equal(mesh.setupPeers.length, 1);
     assert.deepEqual(mesh.setupPeers[0], {
       id: 2, initiator: true, attempt: 1, channelOpenMs: 0, ordered: false, maxRetransmits: 7, maxPacketLifeTime: null, protocol: '',
-      negotiated: true, channelId: 10, label: 'carlab-p2p', candidateType: null, setupBytesSent: 0, setupBytesReceived: 0,
+      negotiated: true, channelId: 10, label: 'carlab-p2p', candidateType: null, viaTurn: false, setupBytesSent: 0, setupBytesReceived: 0,
       setupPacketsSent: 0, setupPacketsReceived: 0,
     });
     assert.deepEqual(mesh.openChannels(), [channel]);
+  });
+
+  test('a link whose selected pair reaches the TURN server\'s IP as peer-reflexive counts as turn', async () => {
+    const { mesh, peer } = makeMesh(5);
+    mesh.memberAppeared(2, 'old');
+    const conn = peer.dialled[0];
+    // Chromium's shape: the other side's allocation learnt as prflx before its relay candidate came.
+    Object.assign(/** @type {any} */ (conn.peerConnection), {
+      stats: [
+        { id: 'T', type: 'transport', selectedCandidatePairId: 'P' },
+        { id: 'P', type: 'candidate-pair', localCandidateId: 'L', remoteCandidateId: 'R' },
+        { id: 'L', type: 'local-candidate', candidateType: 'host', address: '10.201.1.2', port: 40000 },
+        { id: 'R', type: 'remote-candidate', candidateType: 'prflx', address: '10.201.0.1', port: 61000 },
+      ],
+      getConfiguration: () => ({ iceServers: [{ urls: 'turn:10.201.0.1:3478?transport=udp', username: 'u', credential: 'c' }] }),
+    });
+    conn.channel?.open();
+    await settle();
+    assert.equal(mesh.setupPeers[0].candidateType, 'host/prflx');
+    assert.equal(mesh.links.get(2)?.path, 'turn');
+    assert.deepEqual(mesh.pathRecords.map((r) => r.path), ['turn']);
   });
 
   test('frames on a link\'s channel go to onMessage with the link', () => {
