@@ -378,8 +378,8 @@ export async function runFairFlood(p) {
 export function judgeTakeover(f) {
   const problems = [];
   if (f.olderFirst !== 'OPEN') problems.push(`the first claim got ${f.olderFirst}, not OPEN`);
-  // Not judged: whether the newer socket gets OPEN (takeoverNotes says so);
-  // docs/security.md promises the takeover, not a second OPEN.
+  // The newer socket hears OPEN too (docs/security.md), so a PeerJS client reports 'open'.
+  if (f.newerFirst !== 'OPEN') problems.push(`the same-token second claim got ${f.newerFirst ?? 'no message'}, not OPEN`);
   if (f.olderClosed?.code !== CloseCode.ID_TAKEN || f.olderClosed.reason !== 'id claimed again by a newer connection') {
     problems.push(`the older socket ended ${f.olderClosed ? `${f.olderClosed.code} "${f.olderClosed.reason}"` : 'still open'}, not 4007 "id claimed again by a newer connection"`);
   }
@@ -391,18 +391,6 @@ export function judgeTakeover(f) {
   }
   if (f.liveForId.some((d) => d !== 1)) problems.push(`live sockets for the id (from peersConnected): ${f.liveForId.join(', ')}, not 1 each time`);
   return problems;
-}
-
-/**
- * What a peer-takeover run saw that no document promises either way, worth
- * a reader's eye: a PeerJS client waits for OPEN before it says it is open,
- * and the `peer` package sends none to a same-token claim of an id it still
- * holds (it only re-attaches the socket).
- * @param {TakeoverFacts} f
- * @returns {string[]}
- */
-export function takeoverNotes(f) {
-  return f.newerFirst === 'OPEN' ? [] : [`the same-token second claim got ${f.newerFirst ?? 'no message'} instead of OPEN (a reconnecting PeerJS client would not report 'open')`];
 }
 
 /**
@@ -447,7 +435,7 @@ export async function runPeerTakeover(p) {
     const liveForId = [await live() - base - 1];
     const newer = peerSocket(p.wsBase, { key: p.peerKey, id, token });
     all.push(newer);
-    const newerFirst = await firstType(newer, 1000); // an OPEN comes at once or not at all (takeoverNotes)
+    const newerFirst = await firstType(newer, 1000); // an OPEN comes at once or not at all
     await until(() => older.closed !== null, 2000);
     liveForId.push(await live() - base - 1);
     const offer = (/** @type {number} */ n) => callerSock.ws.send(JSON.stringify({ type: 'OFFER', dst: id, payload: { n } }));
@@ -468,7 +456,7 @@ export async function runPeerTakeover(p) {
     };
     const summary = `older ${older.closed ? `closed ${older.closed.code}` : 'open'}, newer ${facts.newerOpen ? 'open' : 'closed'} `
       + `with ${facts.offersToNewer.length}/2 offers, other token ${thiefFirst} ${thief.closed?.code ?? 'open'}, live sockets for the id ${liveForId.join('/')}`;
-    return { ...result('peer-takeover', judgeTakeover(facts), summary, facts), notes: takeoverNotes(facts) };
+    return { ...result('peer-takeover', judgeTakeover(facts), summary, facts), notes: [] };
   } finally {
     for (const s of all) s.ws.close(1000);
     await until(() => all.every((s) => s.closed !== null), 2000);

@@ -63,6 +63,8 @@ describe('one live socket per PeerJS id', () => {
     const second = await peer(base, { key: 'k1', id: 'car-1', token: 'tok1' });
     // At once, not after a timeout: exactly one live socket for the id, and it is counted.
     assert.equal(signaling.metrics().peersConnected, 1);
+    // The newer socket hears OPEN like a new peer does (PeerJS waits for it to report 'open').
+    await second.next('OPEN');
     const closed = await first.closing;
     assert.deepEqual(closed, { code: CloseCode.ID_TAKEN, reason: 'id claimed again by a newer connection' });
     assert.equal(signaling.metrics().peersConnected, 1);

@@ -272,6 +272,10 @@ export function peerUpgradeHandler(deps) {
         forget(sockets, id, ws, counters);
       });
       server.emit('connection', ws, req);
+      // The PeerServer re-attaches an id it still holds to the new socket
+      // without an OPEN (it only sends one for a new client): say it, or a
+      // PeerJS client that took its id over never reports 'open'.
+      if (older && ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'OPEN' }));
       // The PeerServer refuses what we did not check (its connection limit) by closing at once.
       if (id && ws.readyState === ws.OPEN) {
         tokens.set(ws, token);
