@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import WebSocket from 'ws';
 
-import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
+import { CloseCode, MsgType, decode, encode, unbatch } from '../core/protocol.js';
 import { ReconnectPolicy, isReconnectable } from '../web/src/transport/relay-reconnect.js';
 import { createLogger, formatReadable } from './log.js';
 import { createCarlabServer } from './server.js';
@@ -64,7 +64,13 @@ function join(url, group, clientId = 0) {
     const ws = new WebSocket(url);
     ws.on('error', reject);
     ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: 1, clientId, group, name: 'n', token: '' })));
-    ws.once('message', (d) => resolve({ ws, id: /** @type {import('../core/protocol.js').WelcomeMsg} */ (decode(/** @type {Buffer} */ (d))).clientId }));
+    // A batched client's first frame may be a BATCH (WELCOME and a MEMBER_JOINED in one turn).
+    ws.once('message', (d) => {
+      const first = decode(/** @type {Buffer} */ (d));
+      const welcome = first instanceof Error ? undefined : unbatch(first).find((m) => m.type === MsgType.WELCOME);
+      if (welcome?.type === MsgType.WELCOME) resolve({ ws, id: welcome.clientId });
+      else reject(new Error('the first frame held no WELCOME'));
+    });
     ws.once('close', (code) => reject(new Error(`closed ${code} before WELCOME`)));
   });
 }
