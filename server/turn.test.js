@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import net from 'node:net';
 import { createCarlabServer } from './server.js';
 import { startTurnServer, turnConfig, turnCredential, turnserverMissing } from './turn.js';
 
@@ -27,9 +29,27 @@ test('a missing turnserver is a clear error', async () => {
   await assert.rejects(startTurnServer({ host: '127.0.0.1', binary: '/nonexistent/turnserver' }), /apt-get install coturn/);
 });
 
+/**
+ * A port free for TCP and UDP below the ephemeral range (32768+), so no
+ * socket another test opens meanwhile can take it before coturn binds it.
+ * @returns {Promise<number>}
+ */
+async function freeTurnPort() {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const tcp = net.createServer();
+    const tcpOk = await new Promise((resolve) => { tcp.once('error', () => resolve(false)); tcp.listen(port, '127.0.0.1', () => resolve(true)); });
+    if (tcpOk) await new Promise((resolve) => tcp.close(() => resolve(undefined)));
+    const udp = dgram.createSocket('udp4');
+    const udpOk = await new Promise((resolve) => { udp.once('error', () => resolve(false)); udp.bind(port, '127.0.0.1', () => resolve(true)); });
+    udp.close();
+    if (tcpOk && udpOk) return port;
+  }
+}
+
 const noCoturn = turnserverMissing();
 test('createCarlabServer({ turn }): /config.json hands out fresh expiring credentials, never the secret; coturn stops with the server', { skip: noCoturn ?? false }, async () => {
-  const carlab = await createCarlabServer({ http: true, host: '127.0.0.1', port: 0, turn: { port: 34780 + (process.pid % 100) } });
+  const carlab = await createCarlabServer({ http: true, host: '127.0.0.1', port: 0, turn: { port: await freeTurnPort() } });
   let pid = 0;
   try {
     const config = await (await fetch(new URL("/config.json", carlab.url))).json();
