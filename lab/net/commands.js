@@ -190,6 +190,7 @@ export function namespaceWrapperScript(ns, executable, ipPath = 'ip') {
  * p2p path; UDP to the server, TURN included, still passes); 'udp' also drops
  * UDP addressed to the server namespace itself (STUN, TURN over UDP,
  * relay-udp). TCP is untouched: the relay WebSocket and TURN over TCP work.
+ * ('one-client-udp' is a client namespace's own rule: oneClientRuleset.)
  * @param {'client-udp' | 'udp'} block
  * @returns {string} an nft script
  */
@@ -203,12 +204,27 @@ export function blockRuleset(block) {
 }
 
 /**
+ * The firewall of 'one-client-udp', for the first client namespace alone:
+ * every UDP packet in or out of its link (eth0) is dropped, as on a phone
+ * whose network blocks UDP, while the other clients still reach each other
+ * directly. Applied inside the namespace rather than on the bridge so the
+ * rule names one phone, whatever its address; lo stays open.
+ * @returns {string} an nft script
+ */
+export function oneClientRuleset() {
+  return 'table inet carlab_block {\n'
+    + '  chain input {\n    type filter hook input priority 0; policy accept;\n    iifname "eth0" meta l4proto udp drop\n  }\n'
+    + '  chain output {\n    type filter hook output priority 0; policy accept;\n    oifname "eth0" meta l4proto udp drop\n  }\n}\n';
+}
+
+/**
  * The command that applies a profile's block, or none.
  * @param {Topology} t
- * @param {{ block?: 'client-udp' | 'udp' | null }} profile
+ * @param {{ block?: import('./profiles.js').BlockKind | null }} profile
  * @returns {Command[]}
  */
 export function blockCommands(t, profile) {
   if (!profile.block) return [];
+  if (profile.block === 'one-client-udp') return [{ argv: inNamespace(t.clientNs[0], ['nft', '-f', '-']), input: oneClientRuleset() }];
   return [{ argv: ['ip', 'netns', 'exec', t.serverNs, 'nft', '-f', '-'], input: blockRuleset(profile.block) }];
 }

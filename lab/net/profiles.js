@@ -39,14 +39,19 @@ export class ProfileError extends Error {
  * @property {string} description
  * @property {LinkShape} up peer -> network
  * @property {LinkShape} down network -> peer
- * @property {'client-udp' | 'udp' | null} [block] a firewall applied after calibration: drop UDP
- *   between client namespaces (phones on networks that cannot reach each other directly), or
- *   every UDP packet (a network that blocks UDP) (docs/turn.md)
+ * @property {BlockKind | null} [block] a firewall applied after calibration: drop UDP
+ *   between client namespaces (phones on networks that cannot reach each other directly),
+ *   every UDP packet (a network that blocks UDP), or every UDP packet of the first client
+ *   namespace only (one phone on such a network, the others on one Wi-Fi) (docs/turn.md)
  * @property {boolean} [turn] run coturn beside the server and hand out TURN credentials
  */
 
 const FIELDS = ['description', 'loss', 'rate', 'delay', 'jitter', 'queue', 'block', 'turn'];
-const BLOCKS = ['client-udp', 'udp'];
+/**
+ * What a profile's firewall drops (lab/net/commands.js, blockRuleset).
+ * @typedef {'client-udp' | 'udp' | 'one-client-udp'} BlockKind
+ */
+const BLOCKS = ['client-udp', 'udp', 'one-client-udp'];
 
 /**
  * Parses a rate: "256kbit", "21mbit", "1gbit", "500bit" or a number of kbit/s.
@@ -142,7 +147,7 @@ export function normalizeProfile(name, spec) {
   if (s.turn !== undefined && typeof s.turn !== 'boolean') throw new ProfileError(`${at} turn: true or false`);
   /** @type {NetProfile} */
   const profile = { name, description: typeof s.description === 'string' ? s.description : '', up: side('up'), down: side('down') };
-  if (s.block !== undefined) profile.block = /** @type {'client-udp' | 'udp'} */ (s.block);
+  if (s.block !== undefined) profile.block = /** @type {BlockKind} */ (s.block);
   if (s.turn) profile.turn = true;
   return profile;
 }
@@ -229,6 +234,7 @@ export function describeProfile(p) {
   if (p.up.jitterMs !== null || p.down.jitterMs !== null) parts.push(`jitter ${pair(p.up.jitterMs, p.down.jitterMs, ' ms')}`);
   if (p.block === 'client-udp') parts.push('UDP between clients dropped');
   if (p.block === 'udp') parts.push('all UDP dropped');
+  if (p.block === 'one-client-udp') parts.push('all UDP of the first client dropped');
   if (p.turn) parts.push('TURN');
   return parts.length ? parts.join(', ') : 'unshaped';
 }
