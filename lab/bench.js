@@ -5,9 +5,12 @@
 
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
 import { firefox } from 'playwright-core';
 import { TRANSPORTS } from '../core/transports.js';
-import { CHROMIUM_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
+import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
 import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
 import { ipPath } from './net/network.js';
@@ -36,7 +39,8 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
- *   net.serverNs, browser b in net.clientNs[b] (Chromium only); pages interleave peers
+ *   net.serverNs, browser b in net.clientNs[b] (Firefox with its BiDi port forwarded out,
+ *   runFirefoxInNamespace); pages interleave peers
  *   so a group's members sit in different namespaces
  */
 
@@ -88,7 +92,7 @@ export function fleetDrivers(browsers) {
  * Playwright's per-frame WebSocket instrumentation); Firefox through
  * Playwright over WebDriver BiDi.
  * @param {string} name
- * @param {string | null} [executablePath] e.g. a wrapper that starts Chromium in a namespace
+ * @param {string | null} [executablePath] e.g. a wrapper that starts the browser in a namespace
  * @returns {Promise<FleetBrowser>}
  */
 async function launchBrowser(name, executablePath = null) {
@@ -97,7 +101,9 @@ async function launchBrowser(name, executablePath = null) {
     return { name, pid: b.pid, version: b.version, newPage: () => b.newPage(), close: () => b.close() };
   }
   // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
-  const server = await firefox.launchServer(/** @type {any} */ ({ ...firefoxLaunchOptions(), handleSIGINT: false }));
+  const server = await firefox.launchServer(/** @type {any} */ ({
+    ...firefoxLaunchOptions(), ...(executablePath ? { executablePath } : {}), handleSIGINT: false,
+  }));
   const browser = await firefox.connect(server.wsEndpoint());
   return {
     name,
@@ -108,12 +114,96 @@ async function launchBrowser(name, executablePath = null) {
   };
 }
 
+/** What Firefox prints once its WebDriver BiDi server listens (Playwright waits for this line). */
+const BIDI_LISTENING = /WebDriver BiDi listening on ws:\/\/([^:/\s]+|\[[^\]]+\]):(\d+)/;
+
+/**
+ * Node code run inside the namespace for one forwarded connection: stdin to
+ * host:port (argv 1, 2) and back to stdout. Node cannot enter a namespace
+ * itself (no setns), so each connection gets a child under `ip netns exec`.
+ */
+const PIPE_CODE = "const s=require('net').connect(Number(process.argv[2]),process.argv[1].replace(/^\\[|\\]$/g,''));"
+  + "process.stdin.pipe(s);s.pipe(process.stdout);s.on('close',()=>process.exit(0));s.on('error',()=>process.exit(1));";
+
+/**
+ * A loopback TCP port in our own namespace that forwards every connection
+ * to host:port inside namespace `ns`: the same port number, since Firefox's
+ * BiDi server refuses a handshake whose Host header names another port (400)
+ * (the two namespaces have separate port spaces, so it is almost always free;
+ * if not, the launch fails with EADDRINUSE rather than hang).
+ * @param {string} ns
+ * @param {string} host
+ * @param {number} port
+ * @param {string} ip path of `ip`
+ * @returns {Promise<number>} the port in our namespace
+ */
+function forwardIntoNamespace(ns, host, port, ip) {
+  const server = createServer((socket) => {
+    const child = spawn(ip, ['netns', 'exec', ns, process.execPath, '-e', PIPE_CODE, host, String(port)], { stdio: ['pipe', 'pipe', 'ignore'] });
+    socket.pipe(child.stdin);
+    child.stdout.pipe(socket);
+    socket.on('error', () => child.kill());
+    socket.on('close', () => child.kill());
+    child.on('exit', () => socket.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.on('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(/** @type {import('node:net').AddressInfo} */ (server.address()).port));
+  });
+}
+
+/**
+ * The executable Playwright starts as "Firefox" under --net (the wrapper
+ * script runs this in our own namespace): Firefox itself in namespace `ns`,
+ * its output passed through, and its WebDriver BiDi port, which is a
+ * loopback port inside the namespace and so out of Playwright's reach,
+ * forwarded from the same port on our loopback (forwardIntoNamespace) before
+ * Playwright reads the line (which names 127.0.0.1 for any loopback host). Only Playwright's control connection crosses; the pages'
+ * traffic stays on the namespace's link. Exits with Firefox; Playwright's
+ * kill of the process group reaches Firefox and the forwarders too.
+ * @param {string} ns
+ * @param {string} executable Firefox
+ * @param {string[]} args Playwright's arguments for Firefox
+ * @param {string} ip path of `ip`
+ */
+export function runFirefoxInNamespace(ns, executable, args, ip) {
+  const child = spawn(ip, ['netns', 'exec', ns, executable, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
+    // Lines are written in order: one after the BiDi line waits for the forwarder.
+    let chain = Promise.resolve();
+    createInterface({ input: from }).on('line', (line) => {
+      chain = chain.then(async () => {
+        const m = BIDI_LISTENING.exec(line);
+        const out = m ? line.replace(`${m[1]}:${m[2]}`, `127.0.0.1:${await forwardIntoNamespace(ns, m[1], Number(m[2]), ip)}`) : line;
+        to.write(`${out}\n`);
+      });
+    });
+  }
+  for (const sig of /** @type {const} */ (['SIGTERM', 'SIGINT', 'SIGHUP'])) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+/**
+ * The wrapper script that Playwright starts as Firefox in namespace `ns`:
+ * Node runs runFirefoxInNamespace from this module.
+ * @param {string} ns
+ * @param {string} [executable] Firefox
+ * @param {string} [ip] path of `ip`
+ */
+export function firefoxNamespaceWrapperScript(ns, executable = FIREFOX_PATH, ip = 'ip') {
+  const q = (/** @type {string} */ s) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const code = `import(${JSON.stringify(import.meta.url)}).then((m) => m.runFirefoxInNamespace(process.argv[1], process.argv[2], process.argv.slice(4), process.argv[3]))`;
+  return `#!/bin/sh\n# carlab: Firefox in network namespace ${ns}, its WebDriver BiDi port forwarded out\n`
+    + `exec ${q(process.execPath)} --input-type=module -e ${q(code)} ${q(ns)} ${q(executable)} ${q(ip)} "$@"\n`;
+}
+
 /** A page of the fleet and the browser it runs in. @typedef {{ page: FleetPage, browser: string }} FleetPageOf */
 
 /**
  * Launches the fleet's browsers, pushing each into `browsers` as it comes up
  * (so the caller closes them even if a later one fails). Under --net each
- * Chromium starts through a wrapper in its client namespace.
+ * browser starts through a wrapper in its client namespace (Chromium keeps its
+ * DevTools pipe; Firefox's BiDi port is forwarded out: runFirefoxInNamespace).
  * @param {BenchPointOptions} o
  * @param {number} browserCount
  * @param {string | null} wrapperDir
@@ -123,12 +213,15 @@ async function launchFleet(o, browserCount, wrapperDir, browsers) {
   const net = o.net ?? null;
   for (let b = 0; b < browserCount; b++) {
     let executable = null;
+    const name = o.browsers[b % o.browsers.length];
     if (net && wrapperDir) {
-      executable = `${wrapperDir}/chromium-${b}`;
-      await writeFile(executable, namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
+      executable = `${wrapperDir}/${name}-${b}`;
+      await writeFile(executable, name === 'firefox'
+        ? firefoxNamespaceWrapperScript(net.clientNs[b], FIREFOX_PATH, ipPath())
+        : namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
       await chmod(executable, 0o755);
     }
-    browsers.push(await launchBrowser(o.browsers[b % o.browsers.length], executable));
+    browsers.push(await launchBrowser(name, executable));
   }
 }
 
