@@ -64,9 +64,6 @@ export const benchCommand = {
       if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
       o[key] = n;
     }
-    if (o.nets && o.browsers.includes('firefox')) {
-      return '--net runs Chromium only: Firefox\'s WebDriver BiDi connects to Playwright over a loopback port inside the browser\'s namespace, which the run cannot reach';
-    }
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
     return null;
   },
