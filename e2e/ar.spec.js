@@ -322,6 +322,12 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
         const c = await avatarOf(B.page, cId);
         expect(close(c.position, cPose.split(',').map(Number).slice(0, 3), 1e-4)).toBe(true);
         expect(c.name).toBe('Cy');
+        // p2p: the HUD says per neighbour how the link goes (here on one machine: direct)
+        if (transport === 'p2p') {
+          await expect.poll(() => B.page.evaluate(() => window.carlab.hudState().members.map((/** @type {{ path?: string }} */ m) => m.path)), { timeout: 10_000 })
+            .toEqual(expect.arrayContaining(['direct']));
+          await expect(B.page.locator('.hud-path[data-path=direct]').first()).toHaveText('direct');
+        }
 
         // screenshot: B's view with the two still avatars and the shared object on the marker,
         // taken again if the marker left the picture while it was taken

@@ -291,16 +291,19 @@ function hudState() {
     }
   }
   const ages = client ? client.freshnessAges() : new Map();
+  const channel = client ? /** @type {import('./hud.js').HudState['channel'] & { links?: { id: number, path: string }[] }} */ (client.transport.channelInfo()) : null;
+  // p2p transports say per neighbour how the link goes: direct, via TURN, or through the relay.
+  const paths = new Map((channel?.links ?? []).map((l) => [l.id, l.path]));
   return {
     connection: status.connection,
     links: [...links.values()],
     now: performance.now(),
     transport: settings.transport,
-    channel: client ? /** @type {import('./hud.js').HudState['channel']} */ (client.transport.channelInfo()) : null,
+    channel,
     clientId: client?.id ?? null,
     members: client ? [...client.members.values()].map((m) => ({
       id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
-      ageMs: ages.get(m.id)?.ageMs ?? null, stale: ages.get(m.id)?.stale ?? false,
+      ageMs: ages.get(m.id)?.ageMs ?? null, stale: ages.get(m.id)?.stale ?? false, path: paths.get(m.id),
     })) : [],
     rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
     lossPct: current ? liveLoss.lossPct(current.streams, (id) => current.members.has(id)) : null,

@@ -10,8 +10,9 @@
  * @property {number} [now] the clock of `links[].at`, now
  * @property {string} transport
  * @property {{ ordered?: boolean, maxRetransmits?: number | null, channels?: number } | null} channel
- * @property {{ id: number, name: string, colour: string, tracking: boolean, ageMs?: number | null, stale?: boolean }[]} members
- *   `ageMs`: how long ago the member's last fresh update arrived (null: none yet); `stale`: longer than 1 s
+ * @property {{ id: number, name: string, colour: string, tracking: boolean, ageMs?: number | null, stale?: boolean, path?: string }[]} members
+ *   `ageMs`: how long ago the member's last fresh update arrived (null: none yet); `stale`: longer than 1 s;
+ *   `path` (p2p): how the link to it goes, 'direct' | 'turn' | 'relay' | 'connecting'
  *   (core/metrics.js FREEZE_MS), its avatar stands still
  * @property {number | null} clientId
  * @property {{ last: number | null, mean: number | null, p95: number | null, n: number }} rt
@@ -46,6 +47,15 @@ export function connectionText(s) {
   if (retrying.length === 0) return s.connection === 'reconnecting' ? 'reconnecting…' : s.connection;
   if (s.connection === 'connected') return `connected · ${retrying.join(' · ')}`;
   return retrying.join(' · ');
+}
+
+/**
+ * How a p2p link to a member goes, in words a person reads at a glance.
+ * @param {string} path 'direct' | 'turn' | 'relay' | 'connecting'
+ * @returns {string}
+ */
+export function pathText(path) {
+  return path === 'turn' ? 'via TURN' : path === 'relay' ? 'via relay' : path;
 }
 
 /**
@@ -144,7 +154,8 @@ export class Hud {
     const members = s.members.length
       ? s.members.map((m) => `<span class="hud-member${m.stale ? ' hud-stale' : ''}" data-member="${m.id}" data-stale="${m.stale ? '1' : '0'}"`
         + ` style="--c:${m.colour}" title="last fresh update ${escapeHtml(ageText(m))}${m.stale ? ' ago: the avatar stands still' : ' ago'}">`
-        + `${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'} <span class="hud-age">${escapeHtml(ageText(m))}</span></span>`).join(' ')
+        + `${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'} <span class="hud-age">${escapeHtml(ageText(m))}</span>`
+        + `${m.path ? ` <span class="hud-path" data-path="${escapeHtml(m.path)}">${escapeHtml(pathText(m.path))}</span>` : ''}</span>`).join(' ')
       : '<span class="hud-muted">nobody else yet</span>';
     const rows = [
       ['connection', `${escapeHtml(line)}${s.clientId ? ` · id ${s.clientId}` : ''}`],

@@ -1,7 +1,7 @@
 // The HUD's connection line, driven by the transports' connection statuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ageText, connectionText } from './hud.js';
+import { ageText, connectionText, pathText } from './hud.js';
 
 /** @typedef {import('./hud.js').HudState} HudState */
 /** @typedef {NonNullable<HudState['links']>} Links */
@@ -34,4 +34,11 @@ test('a neighbour\'s age: seconds since its last fresh update, "stale" past 1 s,
   assert.equal(ageText({ ageMs: 3400, stale: true }), 'stale 3.4 s');
   assert.equal(ageText({ ageMs: 25_000, stale: true }), 'stale 25 s');
   assert.equal(ageText({ ageMs: null, stale: false }), 'no update yet');
+});
+
+test('a p2p link\'s path reads direct, via TURN or via relay', () => {
+  assert.equal(pathText('direct'), 'direct');
+  assert.equal(pathText('turn'), 'via TURN');
+  assert.equal(pathText('relay'), 'via relay');
+  assert.equal(pathText('connecting'), 'connecting');
 });
