@@ -105,6 +105,8 @@ export class ClusterLink {
     this.groupSubs = new Map();
     /** @type {import('./broker.js').BrokerSubscription[]} */
     this.subs = [];
+    /** Update subjects of groups with local members, by group key. @type {Map<string, string>} */
+    this.subjects = new Map();
     /** Open askHolder questions by nonce. @type {Map<string, (connected: boolean) => void>} */
     this.asks = new Map();
     this.nonce = 0;
@@ -157,7 +159,7 @@ export class ClusterLink {
       // Subscribed before the join is announced: a node that learns of the
       // member (same connection, in order) can only publish after our SUB.
       const key = group.key;
-      this.groupSubs.set(key, this.broker.subscribe(groupSubject(key), (data) => this.onData(data)));
+      this.groupSubs.set(key, this.broker.subscribe(this.subjectOf(key), (data) => this.onData(data)));
     }
     this.broker.publish(MEMBERSHIP_SUBJECT, jsonBytes({ t: 'joined', node: this.nodeId, ...this.memberRecord(session) }));
   }
@@ -184,6 +186,7 @@ export class ClusterLink {
     if (group.localCount === 0) {
       this.groupSubs.get(group.key)?.unsubscribe();
       this.groupSubs.delete(group.key);
+      this.subjects.delete(group.key);
     }
   }
 
@@ -195,7 +198,20 @@ export class ClusterLink {
    */
   publishUpdate(group, body) {
     this.stats.updatesPublished++;
-    this.batcher.add(groupSubject(group.key), encodeEnvelope(EnvelopeKind.UPDATE, group.key, body));
+    this.batcher.add(this.subjectOf(group.key), encodeEnvelope(EnvelopeKind.UPDATE, group.key, body));
+  }
+
+  /**
+   * A group's update subject, computed once per group while it has local
+   * members (publishUpdate is on the per-update path; base64 is not free).
+   *
+   * @param {string} key
+   * @returns {string}
+   */
+  subjectOf(key) {
+    let subject = this.subjects.get(key);
+    if (subject === undefined) this.subjects.set(key, (subject = groupSubject(key)));
+    return subject;
   }
 
   /**
