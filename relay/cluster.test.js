@@ -8,6 +8,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
+import { CloseCode, MsgType, encode } from '../core/protocol.js';
 import { connectNatsBroker, ERR_BROKER_UNREACHABLE } from './broker.js';
 import { HEARTBEAT_MS, NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
 import { CarClient } from '../core/client.js';
@@ -160,6 +161,22 @@ describe('a cluster of 3 relays through nats-server', () => {
     assert.ok(clients.every((c) => c.rt.length >= 18), 'ACKs crossed back');
     for (const c of clients) c.close();
     await until(() => nodes.every((n) => !n.relay.groups.groups.has('r:udp-span')));
+  });
+
+  test('bad input closes only its sender, also when its group spans nodes', async () => {
+    const clients = await spreadClients(nodes, { groups: 1, size: 3, batched: true, updates: 0, prefix: 'bad-' });
+    const bad = new WebSocket(nodes[0].url);
+    await once(bad, 'open');
+    bad.send(encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group: 'bad-0', name: 'bad', token: '' }));
+    await until(() => clients.every((c) => c.members.size === 3));
+    const closed = new Promise((resolve) => bad.once('close', (code) => resolve(code)));
+    bad.send(new Uint8Array([1, 250, 0, 0])); // version 1, an unknown message type
+    assert.equal(await closed, CloseCode.BAD_FRAME);
+    await until(() => clients.every((c) => c.members.size === 2));
+    for (const c of clients) c.start();
+    await until(() => clients.every((c) => c.cycle.completed >= 5));
+    assert.ok(clients.every((c) => c.closedWith === null), 'the others keep their sockets');
+    for (const c of clients) c.close();
   });
 
   test('membership is cluster-wide: ids unique, a taken id refused, tokens checked on every node', async () => {
