@@ -3,7 +3,12 @@
 // Nothing here imports the reference codec or client (core/, web/src/transport):
 // the encoder/decoder below is built from the tables in the document, with DataView,
 // and the socket is the plain `ws` package. If this test passes against the real relay,
-// the document is enough to write a compatible client.
+// the document is enough to write a compatible client. The one exception is MsgType,
+// read only to check that the document lists every type the codec has (§4); the
+// client never uses it.
+//
+// The document is also read as text, so that the sizes its prose states are checked
+// against its own tables: a client author trusts both.
 //
 // Run: node --test --test-force-exit relay/protocol-doc.test.js
 
@@ -11,9 +16,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
+import { MsgType } from '../core/protocol.js';
 
 // ---------------------------------------------------------------------------
 // Codec (docs/protocol.md §2–§5)
@@ -22,9 +29,10 @@ import { createRelay } from './index.js';
 const VERSION = 1; // §3
 const T = /** @type {const} */ ({
   HELLO: 1, WELCOME: 2, MEMBER_JOINED: 3, MEMBER_LEFT: 4, UPDATE: 5, ACK: 6,
-  ACKED_ALL: 7, BATCH: 8, ERROR: 9, STATS: 10, SIGNAL: 11,
+  ACKED_ALL: 7, BATCH: 8, ERROR: 9, STATS: 10, SIGNAL: 11, LINK: 12,
 }); // §4
 const HELLO_BATCHED = 1; // §5.1
+const HELLO_MEMBERSHIP_ONLY = 2; // §5.1
 const UPDATE_OBJECT = 1; // §5.5
 
 /**
@@ -87,6 +95,12 @@ const body = {
   /** @param {{ sender: number, seq: number, acked: number, dropped: number }} o */
   ackedAll: ({ sender, seq, acked, dropped }) =>
     new Writer().u8(T.ACKED_ALL).u32(sender).u32(seq).u16(acked).u16(dropped).done(),
+  /** A LINK, §5.12: `message` is a whole body (type byte included). @param {{ peers: number[], message: Uint8Array }} o */
+  link: ({ peers, message }) => {
+    const w = new Writer().u8(T.LINK).u16(peers.length);
+    for (const id of peers) w.u32(id);
+    return w.raw(message).done();
+  },
   /** @param {{ id: number }} o */
   memberLeft: ({ id }) => new Writer().u8(T.MEMBER_LEFT).u32(id).done(),
   /** @param {Member} o */
@@ -169,7 +183,7 @@ function decodeBody(bytes) {
     case T.ACKED_ALL: m = { type, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() }; break;
     case T.ERROR: m = { type, code: r.u16(), reason: r.str8() }; break;
     case T.BATCH: throw new DecodeError('NESTED_BATCH', 'BATCH inside BATCH');
-    case T.HELLO: case T.STATS: case T.SIGNAL:
+    case T.HELLO: case T.STATS: case T.SIGNAL: case T.LINK:
       throw new DecodeError('UNEXPECTED', `type ${type} is never sent by the relay`);
     default: throw new DecodeError('UNKNOWN_TYPE', `type ${type}`);
   }
@@ -224,12 +238,14 @@ async function until(cond, what, timeoutMs = 2000) {
 /** @typedef {{ code: number, reason: string }} Close */
 
 class DocClient {
-  /** @param {{ url: string, group: string, name: string, batched: boolean }} o */
-  constructor({ url, group, name, batched }) {
+  /** @param {{ url: string, group: string, name: string, batched: boolean, membershipOnly?: boolean, token?: string }} o */
+  constructor({ url, group, name, batched, membershipOnly = false, token = '' }) {
     this.url = url;
     this.group = group;
     this.name = name;
     this.batched = batched;
+    this.membershipOnly = membershipOnly;
+    this.token = token;
     this.id = 0;
     /** @type {WebSocket} the socket; set by connect(), used only after it */
     this.ws;
@@ -267,7 +283,8 @@ class DocClient {
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     await once(ws, 'open');
     // §6 step 2 / §12 step 3: HELLO, always alone in its frame.
-    ws.send(frame(body.hello({ flags: this.batched ? HELLO_BATCHED : 0, clientId: 0, group: this.group, name: this.name })));
+    const flags = (this.batched ? HELLO_BATCHED : 0) | (this.membershipOnly ? HELLO_MEMBERSHIP_ONLY : 0);
+    ws.send(frame(body.hello({ flags, clientId: 0, group: this.group, name: this.name, token: this.token })));
     await until(() => this.welcome, `WELCOME for ${this.name}`);
     return this;
   }
@@ -436,6 +453,324 @@ async function rawClose(url, frames, { text = false } = {}) {
 }
 
 // ---------------------------------------------------------------------------
+// The document read as text: sections, tables, stated sizes
+// ---------------------------------------------------------------------------
+
+const DOC = readFileSync(new URL('../docs/protocol.md', import.meta.url), 'utf8');
+
+/**
+ * One heading and the lines under it, up to the next heading of any level.
+ * @typedef {{ number: string, title: string, lines: string[] }} Section
+ *   number is '' for an unnumbered heading ("Strict decoding")
+ */
+
+/**
+ * Splits the document at its headings; `#` lines inside code fences are not headings.
+ * @param {string} md
+ * @returns {Section[]}
+ */
+function sectionsOf(md) {
+  /** @type {Section[]} */
+  const sections = [];
+  let fenced = false;
+  for (const line of md.split('\n')) {
+    if (line.trimStart().startsWith('```')) fenced = !fenced;
+    const heading = fenced ? null : /^#{2,6} (?:(\d+(?:\.\d+)*)\.? )?(.*)$/.exec(line);
+    if (heading) sections.push({ number: heading[1] ?? '', title: heading[2], lines: [] });
+    else sections.at(-1)?.lines.push(line);
+  }
+  return sections;
+}
+
+/**
+ * A Markdown table: its header cells, its body rows, and the index of its first line.
+ * @typedef {{ header: string[], rows: string[][], at: number }} Table
+ */
+
+/** The cells of one table line. @param {string} line */
+const cellsOf = (line) => line.slice(1, line.lastIndexOf('|')).split('|').map((c) => c.trim());
+
+/**
+ * The tables among a section's lines, in order.
+ * @param {string[]} lines
+ * @returns {Table[]}
+ */
+function tablesOf(lines) {
+  /** @type {Table[]} */
+  const tables = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!lines[i].startsWith('|') || lines[i - 1]?.startsWith('|')) continue;
+    /** @type {string[][]} */
+    const block = [];
+    for (let j = i; j < lines.length && lines[j].startsWith('|'); j++) block.push(cellsOf(lines[j]));
+    tables.push({ header: block[0], rows: block.slice(2), at: i }); // block[1] is the |---| line
+  }
+  return tables;
+}
+
+/**
+ * A byte count as the document writes it, a sum of terms ('10 + g + n + t',
+ * '4·count', 'Σ(5 + nᵢ)'): symbol → coefficient, the constant under ''.
+ * A Σ(…) is one opaque symbol: the document writes it the same way in a table
+ * and in the total below it.
+ * @typedef {Map<string, number>} Size
+ */
+
+/** One term of a size: a number, number·symbol, a symbol, or Σ(…). */
+const TERM = String.raw`(?:\d+(?:·\p{L}[\p{L}\p{N}]*)?|\p{L}[\p{L}\p{N}]*|Σ\([^)]*\))`;
+const SIZE_EXPR = `${TERM}(?: \\+ ${TERM})*`;
+const WHOLE_TERM = new RegExp(`^${TERM}$`, 'u');
+
+/**
+ * The terms of a sum, split at the `+` signs outside parentheses.
+ * @param {string} text
+ */
+function termsOf(text) {
+  const terms = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '(') depth++;
+    else if (text[i] === ')') depth--;
+    else if (text[i] === '+' && depth === 0) { terms.push(text.slice(start, i).trim()); start = i + 1; }
+  }
+  terms.push(text.slice(start).trim());
+  return terms;
+}
+
+/**
+ * Parses a size, or null if it is not a plain sum ('…' in a repeated list).
+ * @param {string} text
+ * @returns {Size | null}
+ */
+function parseSize(text) {
+  /** @type {Size} */
+  const size = new Map();
+  for (const term of termsOf(text)) {
+    if (!WHOLE_TERM.test(term)) return null;
+    // '4·count' → count: 4; '12' → '': 12; 'g' and 'Σ(5 + nᵢ)' → themselves: 1
+    const m = /** @type {RegExpExecArray} */ (/^(\d+)?·?(.*)$/u.exec(term));
+    const [symbol, coefficient] = m[2] === '' ? ['', Number(m[1])] : [m[2], m[1] ? Number(m[1]) : 1];
+    size.set(symbol, (size.get(symbol) ?? 0) + coefficient);
+  }
+  return size;
+}
+
+/**
+ * Adds sizes; null if any is null.
+ * @param {(Size | null)[]} sizes
+ * @returns {Size | null}
+ */
+function sumSizes(sizes) {
+  /** @type {Size} */
+  const sum = new Map();
+  for (const size of sizes) {
+    if (!size) return null;
+    for (const [symbol, c] of size) sum.set(symbol, (sum.get(symbol) ?? 0) + c);
+  }
+  return sum;
+}
+
+/** A size written canonically (constant first, symbols sorted), to compare and to show. @param {Size} size */
+function formatSize(size) {
+  const symbols = [...size.keys()].filter((s) => s !== '' && size.get(s) !== 0).sort();
+  const terms = symbols.map((s) => (size.get(s) === 1 ? s : `${size.get(s)}·${s}`));
+  const constant = size.get('') ?? 0;
+  return [...(constant !== 0 || terms.length === 0 ? [String(constant)] : []), ...terms].join(' + ');
+}
+
+/** @param {Size} size */
+const isConstant = (size) => [...size].every(([s, c]) => s === '' || c === 0);
+
+/**
+ * The size with its symbols replaced by values; NaN if one has none.
+ * @param {Size} size
+ * @param {Record<string, number>} values
+ */
+function evaluateSize(size, values) {
+  let total = 0;
+  for (const [s, c] of size) total += c * (s === '' ? 1 : values[s] ?? NaN);
+  return total;
+}
+
+/** The tables of a section that have a Size column: the message layouts. @param {Section} section */
+function layoutTablesOf(section) {
+  return tablesOf(section.lines).filter((t) => t.header.includes('Size'));
+}
+
+/**
+ * The sum of the Size column of some layout tables (a layout continued in a
+ * second table adds up across both); null if a cell is not a plain sum.
+ * @param {Table[]} tables
+ */
+function layoutSize(tables) {
+  return sumSizes(tables.flatMap((t) => t.rows.map((r) => parseSize(r[t.header.indexOf('Size')]))));
+}
+
+/**
+ * A size the prose of a section states for a whole message.
+ * @typedef {{ text: string, size: Size, before: string, after: string, paragraph: string, line: number }} SizeClaim
+ *   before, after: the words on each side of it, up to the neighbouring claims or a `.`/`;`,
+ *   which say what it is the size of ("an ACK, 22 bytes"; "21 bytes when it carries an ACK");
+ *   line: where its paragraph starts in the section
+ */
+
+/**
+ * Sizes stated in prose: "Total: 6 bytes.", "**47 bytes**", "is 54 bytes", "an ACK, 21 bytes",
+ * "and 21 bytes", "N bytes long". A size right before "bytes" without such a cue
+ * ("fill its Lᵢ bytes") is not about the whole message.
+ */
+const SIZE_CLAIM = new RegExp(
+  `(?:(?:\\bTotal: |\\bis |\\bare |\\band |, |\\*\\*)(${SIZE_EXPR}) bytes\\b|(?<![\\p{L}\\p{N}·])(${SIZE_EXPR}) bytes long\\b)`, 'gu');
+
+/**
+ * The prose paragraphs of a section (tables and blank lines end them), each on one line.
+ * @param {string[]} lines
+ * @returns {{ text: string, line: number }[]}
+ */
+function paragraphsOf(lines) {
+  /** @type {{ text: string, line: number }[]} */
+  const paragraphs = [];
+  /** @type {{ text: string, line: number } | null} */
+  let current = null;
+  lines.forEach((line, i) => {
+    if (line.trim() === '' || line.startsWith('|')) current = null;
+    else if (current) current.text += ` ${line}`;
+    else paragraphs.push(current = { text: line, line: i });
+  });
+  return paragraphs;
+}
+
+/**
+ * The size claims in a section's prose.
+ * @param {Section} section
+ * @returns {SizeClaim[]}
+ */
+function sizeClaimsOf(section) {
+  return paragraphsOf(section.lines).flatMap(({ text: paragraph, line }) => {
+    const matches = [...paragraph.matchAll(SIZE_CLAIM)];
+    return matches.map((m, k) => {
+      const at = m.index ?? 0;
+      const after = at + m[0].length;
+      const previous = k > 0 ? (matches[k - 1].index ?? 0) + matches[k - 1][0].length : 0;
+      const sentenceStart = Math.max(0, ...[...paragraph.slice(0, at).matchAll(/[.;]\s/g)].map((d) => (d.index ?? 0) + 1));
+      const nextClaim = k + 1 < matches.length ? matches[k + 1].index ?? paragraph.length : paragraph.length;
+      const sentenceEnd = /[.;](\s|$)/.exec(paragraph.slice(after));
+      const text = m[1] ?? m[2];
+      return {
+        text,
+        size: /** @type {Size} */ (parseSize(text)),
+        before: paragraph.slice(Math.max(previous, sentenceStart), at + m[0].lastIndexOf(`${text} bytes`)).trim(),
+        after: paragraph.slice(after, Math.min(nextClaim, sentenceEnd ? after + sentenceEnd.index : paragraph.length)).trim(),
+        paragraph,
+        line,
+      };
+    });
+  });
+}
+
+/**
+ * The frame sizes of a message's variants, from its section's layout tables:
+ * the first table, then each continuation added (UPDATE: 47, then 79 with the
+ * shared object). NaN for a variant whose size has symbols.
+ * @callback FrameSizes
+ * @param {string} number the message's section, '5.5'
+ * @returns {number[]}
+ */
+
+/**
+ * Values for the symbols of a layout, for a number the prose states about one
+ * example of it; null if the clause does not say which example.
+ * @callback Binder
+ * @param {SizeClaim} claim
+ * @param {FrameSizes} frames
+ * @returns {Record<string, number> | null}
+ */
+
+/**
+ * Sections whose prose states numbers for a layout with symbols, and how to
+ * tell which example each number is for.
+ * @type {Record<string, Binder>}
+ */
+const EXAMPLE_BINDERS = {
+  // LINK: `count` destinations, then the carried body n, which is its frame less the
+  // version byte. The examples are for one member and name what they carry, after
+  // the number or else before it.
+  '5.12': (claim, frames) => {
+    if (!/\bone member\b/.test(claim.paragraph)) return null;
+    const clause = /\b(UPDATE|ACK)\b/.test(claim.after) ? claim.after : claim.before;
+    const [update, updateWithObject] = frames('5.5');
+    const [ack] = frames('5.6');
+    if (/shared object/.test(clause)) return { count: 1, n: updateWithObject - 1 };
+    if (/\bUPDATE\b/.test(clause)) return { count: 1, n: update - 1 };
+    if (/\bACK\b/.test(clause)) return { count: 1, n: ack - 1 };
+    return null;
+  },
+};
+
+/**
+ * Sections whose layout table cannot be summed, and why. Their sizes are left
+ * to the worked examples (§11), which the first test checks byte for byte.
+ * @type {Record<string, string>}
+ */
+const UNSUMMABLE = {
+  '5.8': 'BATCH items repeat: the table shows two and "…"',
+};
+
+/**
+ * What is wrong with the sizes a message section states, compared with its tables.
+ * @param {Section} section
+ * @param {FrameSizes} frames
+ * @returns {string[]}
+ */
+function sizeProblems(section, frames) {
+  const tables = layoutTablesOf(section);
+  /** @type {string[]} */
+  const problems = [];
+  for (const claim of sizeClaimsOf(section)) {
+    // A size belongs to the layout up to the first table after it (UPDATE: "47 bytes"
+    // above the first table, "79 bytes" above its continuation), else to all of it.
+    const next = tables.findIndex((t) => t.at > claim.line);
+    const layout = layoutSize(next === -1 ? tables : tables.slice(0, next + 1));
+    const where = `§${section.number} states "${[claim.before, `${claim.text} bytes`, claim.after].filter(Boolean).join(' ')}"`;
+    if (!layout) {
+      if (!UNSUMMABLE[section.number]) problems.push(`${where}, but its table's Size column is not a sum`);
+      continue;
+    }
+    if (!isConstant(claim.size) || isConstant(layout)) {
+      if (formatSize(claim.size) !== formatSize(layout)) problems.push(`${where}: its table adds up to ${formatSize(layout)}, not ${claim.text}`);
+      continue;
+    }
+    const values = EXAMPLE_BINDERS[section.number]?.(claim, frames);
+    const expected = values ? evaluateSize(layout, values) : NaN;
+    if (Number.isNaN(expected)) problems.push(`${where}: ${claim.text} bytes of ${formatSize(layout)} for which example? (EXAMPLE_BINDERS)`);
+    else if (evaluateSize(claim.size, {}) !== expected) {
+      problems.push(`${where}: its table adds up to ${formatSize(layout)} = ${expected} with ${JSON.stringify(values)}, not ${claim.text}`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * The frame sizes of each message's variants (see FrameSizes).
+ * @param {Section[]} sections
+ * @returns {FrameSizes}
+ */
+function frameSizesIn(sections) {
+  return (number) => {
+    const section = sections.find((s) => s.number === number);
+    const tables = section ? layoutTablesOf(section) : [];
+    return tables.map((_, i) => {
+      const size = layoutSize(tables.slice(0, i + 1));
+      return size && isConstant(size) ? evaluateSize(size, {}) : NaN;
+    });
+  };
+}
+
+/** The §5 message sections: "5.1 HELLO (1): …". @param {Section[]} sections */
+const messageSectionsOf = (sections) => sections.filter((s) => /^5\.\d+$/.test(s.number));
+
+// ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
 
@@ -478,6 +813,47 @@ test('the worked examples in the document match its own tables', () => {
   ]);
   // §5.8: a BATCH with count 0 is valid.
   assert.deepEqual(decodeFrame(Uint8Array.of(1, 8, 0, 0)).messages, []);
+});
+
+test('every size stated in §5 is the sum of its table\'s Size column', () => {
+  const sections = sectionsOf(DOC);
+  const messages = messageSectionsOf(sections);
+  const frames = frameSizesIn(sections);
+  assert.deepEqual(messages.flatMap((s) => sizeProblems(s, frames)), []);
+  // The checks above pass vacuously if the parser stops finding the claims: these
+  // sections state a size today.
+  const stating = messages.filter((s) => sizeClaimsOf(s).length > 0).map((s) => s.number);
+  for (const n of ['5.1', '5.2', '5.3', '5.4', '5.5', '5.6', '5.7', '5.8', '5.11', '5.12']) assert.ok(stating.includes(n), `no size found in §${n}`);
+  assert.deepEqual(frames('5.5'), [47, 79]);
+  assert.deepEqual(frames('5.6'), [14]);
+});
+
+test('§4 lists every message type of the codec, and §5 describes each', () => {
+  const sections = sectionsOf(DOC);
+  const section4 = sections.find((s) => s.number === '4');
+  assert.ok(section4, '§4 exists');
+  const [table] = tablesOf(section4.lines);
+  const [code, name, size] = ['Code', 'Name', 'Size in bytes (whole frame)'].map((h) => table.header.indexOf(h));
+  const rows = new Map(table.rows.map((r) => [Number(r[code]), r]));
+  for (const [typeName, typeCode] of Object.entries(MsgType)) {
+    const row = rows.get(typeCode);
+    assert.equal(row?.[name], typeName, `§4 has ${typeName} as type ${typeCode}`);
+    const section = messageSectionsOf(sections).find((s) => s.title.startsWith(`${typeName} (${typeCode})`));
+    assert.ok(section, `a §5 section is titled "${typeName} (${typeCode})"`);
+    // §4's size starts with the fixed part of the message's first layout (47 for UPDATE, 4 for LINK).
+    const first = layoutSize(layoutTablesOf(section).slice(0, 1));
+    if (first && !UNSUMMABLE[section.number]) assert.equal(Number(/^\d+/.exec(row?.[size] ?? '')?.[0]), first.get('') ?? 0, `§4 size of ${typeName}`);
+  }
+  assert.deepEqual([...rows.keys()].sort((a, b) => a - b), Object.values(MsgType).sort((a, b) => a - b), '§4 lists no other types');
+});
+
+test('section numbers are unique and every § reference names a section', () => {
+  const numbers = sectionsOf(DOC).map((s) => s.number).filter((n) => n !== '');
+  const repeated = numbers.filter((n, i) => numbers.indexOf(n) !== i);
+  assert.deepEqual(repeated, [], 'section numbers used twice');
+  const known = new Set(numbers);
+  const dangling = [...DOC.matchAll(/§(\d+(?:\.\d+)*)/g)].map((m) => m[1]).filter((n) => !known.has(n));
+  assert.deepEqual([...new Set(dangling)], [], '§ references to no section');
 });
 
 /** 1, 2, …, n: the seqs of n updates. @param {number} n */
@@ -598,12 +974,15 @@ async function checkMalformedFirstFrames(url, group) {
   const cases = [
     ['bad version', [Uint8Array.of(2, ...hello.subarray(1))], {}, 4001],
     ['empty frame', [new Uint8Array(0)], {}, 4000],
-    ['unknown type', [Uint8Array.of(1, 12)], {}, 4000],
+    ['unknown type', [Uint8Array.of(1, 13)], {}, 4000], // 12 is LINK
+    ['LINK naming no peer', [frame(body.link({ peers: [], message: body.ack({ sender: 1, seq: 1, acker: 1 }) }))], {}, 4000],
+    ['LINK before HELLO', [frame(body.link({ peers: [1], message: body.ack({ sender: 1, seq: 1, acker: 1 }) }))], {}, 4002],
     ['trailing bytes', [Uint8Array.of(...hello, 0)], {}, 4000],
     ['empty group', [frame(body.hello({ flags: 0, group: '', name: 'x' }))], {}, 4000],
     ['text frame', ['hello'], { text: true }, 4000],
     ['ACK before HELLO', [frame(body.ack({ sender: 1, seq: 1, acker: 1 }))], {}, 4002],
     ['second HELLO', [hello, hello], {}, 4008],
+    ['LINK from a relay client', [hello, frame(body.link({ peers: [1], message: body.ack({ sender: 1, seq: 1, acker: 1 }) }))], {}, 4008],
   ];
   const results = await Promise.all(cases.map(([, frames, opts]) => rawClose(url, frames, opts)));
   cases.forEach(([label, , , code], i) => assert.equal(results[i].code, code, `${label}: close ${code}, got ${results[i].code} ${results[i].reason}`));
@@ -709,4 +1088,47 @@ test('relay behaviour the document was corrected for (§4, §8.1, §8.5, §12)',
   assert.equal(a.protocolErrors.length + b.protocolErrors.length, 0);
   b.ws.close(1000, 'bye');
   await b.closed;
+});
+
+test('LINK sizes (§5.12) and access tokens (§5.1) against the real relay', async (t) => {
+  const env = await startRelay();
+  t.after(() => env.stop());
+  const pose = [0, 0, 0, 0, 0, 0, 1];
+
+  // Two p2p members whose link runs through the relay: each gets the carried message itself.
+  const p = await new DocClient({ url: env.url, group: 'p2p', name: 'p', batched: false, membershipOnly: true }).connect();
+  const q = await new DocClient({ url: env.url, group: 'p2p', name: 'q', batched: false, membershipOnly: true }).connect();
+  const ack = body.ack({ sender: q.id, seq: 1, acker: p.id });
+  const update = body.update({ sender: p.id, seq: 1, sendTime: 1, pose });
+  const withObject = body.update({ sender: p.id, seq: 2, sendTime: 2, pose, object: { pose, version: 1 } });
+  const linked = [ack, update, withObject].map((message) => frame(body.link({ peers: [q.id], message })));
+  assert.deepEqual(linked.map((f) => f.length), [21, 54, 86], 'the sizes §5.12 states');
+  for (const f of linked) p.ws.send(f);
+  await until(() => q.of(T.ACK).length === 1 && q.of(T.UPDATE).length === 2, 'the carried ACK and UPDATEs at q');
+  assert.equal(hex(q.of(T.ACK)[0].bytes), hex(ack), 'the carried ACK, unchanged');
+  assert.deepEqual(q.of(T.UPDATE).map((u) => hex(u.bytes)), [hex(update), hex(withObject)], 'the carried UPDATEs, unchanged');
+  assert.equal(q.of(T.UPDATE).some((u) => u.inBatch), false, 'a faithful member gets them as plain frames');
+
+  // One byte more than the layout: TRAILING_BYTES, close 4000 (the size §5.12 used to state for an ACK).
+  p.ws.send(Uint8Array.of(...linked[0], 0));
+  const closed = await p.closed;
+  assert.equal(closed.code, 4000);
+  assert.match(closed.reason, /TRAILING_BYTES/);
+  q.ws.close(1000, 'bye');
+  await q.closed;
+
+  // A group whose first member sent "" stays open: a later token is admitted and locks nothing.
+  const open = await new DocClient({ url: env.url, group: 'open', name: 'a', batched: false }).connect();
+  const withToken = await new DocClient({ url: env.url, group: 'open', name: 'b', batched: false, token: 'k' }).connect();
+  const noToken = await new DocClient({ url: env.url, group: 'open', name: 'c', batched: false }).connect();
+  assert.equal(noToken.welcome.members.length, 3);
+  // A group whose first member sent a token is locked: any other token, "" included, gets 4006.
+  const locked = await new DocClient({ url: env.url, group: 'locked', name: 'a', batched: false, token: 'k' }).connect();
+  const helloWith = (/** @type {string} */ token) => frame(body.hello({ flags: 0, group: 'locked', name: 'x', token }));
+  const refused = await Promise.all(['', 'j'].map((token) => rawClose(env.url, [helloWith(token)])));
+  assert.deepEqual(refused.map((c) => c.code), [4006, 4006]);
+  const same = await new DocClient({ url: env.url, group: 'locked', name: 'b', batched: false, token: 'k' }).connect();
+  assert.equal(same.welcome.members.length, 2);
+  for (const c of [open, withToken, noToken, locked, same]) c.ws.close(1000, 'bye');
+  await Promise.all([open, withToken, noToken, locked, same].map((c) => c.closed));
 });
