@@ -29,3 +29,24 @@ export const RELAY_LIMITS = Object.freeze({
   /** the token bucket holds twice the rate */
   burstFactor: 2,
 });
+
+/**
+ * Client reports (core/report.js, docs/study.md): how often clients send them
+ * and what the server accepts (docs/security.md "Client reports").
+ */
+export const REPORT_LIMITS = Object.freeze({
+  /** a client reports this often by default (ms) */
+  intervalMs: 5000,
+  /** a session's reports closer together than this are refused (429); its final report is exempt once */
+  minIntervalMs: 1000,
+  /** largest report body (bytes) */
+  maxBytes: 64 * 1024,
+  /** receivers or senders one report may list: a working group larger than this is not a study */
+  maxStreams: 128,
+  /** buckets of one histogram */
+  maxBuckets: 2048,
+  /** group and name, as the landing page allows */
+  maxText: 64,
+  /** page sessions a server keeps for the live dashboard (the oldest gone ones are forgotten first) */
+  maxSessions: 10000,
+});

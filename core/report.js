@@ -1,0 +1,423 @@
+/**
+ * Client reports for studies with real phones (docs/study.md): what a client
+ * core measured, as counts and histograms that merge exactly across reports
+ * and clients, sent to the server every few seconds and once when leaving.
+ * A report is cumulative for its page session: the newest report of a
+ * session holds everything the session measured, so a lost report costs
+ * nothing but freshness, and a study is the sum over sessions of their newest
+ * report. No DOM, no Node built-ins: the phone app, the lab's pages and the
+ * Node clients share it.
+ *
+ * @module core/report
+ */
+
+import { REPORT_LIMITS } from './defaults.js';
+import { percentile } from './metrics.js';
+
+export { REPORT_LIMITS };
+
+/** The report format's version (docs/study.md "The record format"). */
+export const REPORT_VERSION = 1;
+
+/** Who sent a report: the phone app, a bench page's peer or a Node sim client. */
+export const REPORT_KINDS = Object.freeze(['app', 'bench', 'sim']);
+
+/**
+ * The RT histogram's bucket of a value (ms): 0.1 ms below 100 ms, 1 ms below
+ * 1 s, 10 ms below 10 s, then 100 ms. Percentiles read from it are exact to
+ * that resolution (nearest rank over the merged buckets); mean and Dev are
+ * exact (sum and sum of squares travel with it).
+ *
+ * @param {number} ms
+ * @returns {number}
+ */
+export function rtBucket(ms) {
+  if (ms < 100) return Math.round(ms * 10) / 10;
+  if (ms < 1000) return Math.round(ms);
+  if (ms < 10000) return Math.round(ms / 10) * 10;
+  return Math.round(ms / 100) * 100;
+}
+
+/**
+ * A mergeable RT histogram as JSON.
+ *
+ * @typedef {object} RtHistogramJson
+ * @property {number} n values
+ * @property {number} sum of the values (ms)
+ * @property {number} sumSq of their squares (ms²)
+ * @property {number | null} min
+ * @property {number | null} max
+ * @property {Record<string, number>} buckets rtBucket(value) -> count
+ */
+
+/** An RT histogram: add values, merge others, read the summary. */
+export class RtHistogram {
+  constructor() {
+    this.n = 0;
+    this.sum = 0;
+    this.sumSq = 0;
+    /** @type {number | null} */
+    this.min = null;
+    /** @type {number | null} */
+    this.max = null;
+    /** @type {Map<number, number>} */
+    this.buckets = new Map();
+  }
+
+  /** @param {number} ms */
+  add(ms) {
+    this.n++;
+    this.sum += ms;
+    this.sumSq += ms * ms;
+    if (this.min === null || ms < this.min) this.min = ms;
+    if (this.max === null || ms > this.max) this.max = ms;
+    const key = rtBucket(ms);
+    this.buckets.set(key, (this.buckets.get(key) ?? 0) + 1);
+  }
+
+  /** @param {RtHistogramJson} h */
+  merge(h) {
+    this.n += h.n;
+    this.sum += h.sum;
+    this.sumSq += h.sumSq;
+    if (h.min !== null && (this.min === null || h.min < this.min)) this.min = h.min;
+    if (h.max !== null && (this.max === null || h.max > this.max)) this.max = h.max;
+    for (const [k, c] of Object.entries(h.buckets)) this.buckets.set(Number(k), (this.buckets.get(Number(k)) ?? 0) + c);
+    return this;
+  }
+
+  /** @returns {RtHistogramJson} */
+  toJSON() {
+    return { n: this.n, sum: this.sum, sumSq: this.sumSq, min: this.min, max: this.max, buckets: Object.fromEntries(this.buckets) };
+  }
+
+  /**
+   * Mean, Dev (population), p50/p95/p99 (nearest rank over the buckets, never
+   * outside [min, max]), max and count: the shape of metrics.summarize.
+   * @returns {import('./metrics.js').Summary}
+   */
+  summary() {
+    const n = this.n;
+    if (n === 0) return { mean: null, dev: null, p50: null, p95: null, p99: null, max: null, n: 0 };
+    const mean = this.sum / n;
+    const keys = [...this.buckets.keys()].sort((a, b) => a - b);
+    const lo = /** @type {number} */ (this.min);
+    const hi = /** @type {number} */ (this.max);
+    /** @param {number} p */
+    const pct = (p) => {
+      const rank = Math.max(1, Math.ceil((p / 100) * n));
+      let seen = 0;
+      for (const k of keys) {
+        seen += /** @type {number} */ (this.buckets.get(k));
+        if (seen >= rank) return Math.min(hi, Math.max(lo, k));
+      }
+      return hi;
+    };
+    return { mean, dev: Math.sqrt(Math.max(0, this.sumSq / n - mean * mean)), p50: pct(50), p95: pct(95), p99: pct(99), max: hi, n };
+  }
+
+  /**
+   * One histogram from many (JSON), e.g. every report of a run.
+   * @param {Iterable<RtHistogramJson | null | undefined>} list
+   */
+  static merged(list) {
+    const h = new RtHistogram();
+    for (const item of list) if (item) h.merge(item);
+    return h;
+  }
+}
+
+export { percentile };
+
+/**
+ * What a client measured besides the client core (tracking, network), for
+ * the report. Every field optional.
+ *
+ * @typedef {object} ReportExtras
+ * @property {TrackingCounts | null} [tracking]
+ * @property {string | null} [effectiveType] navigator.connection.effectiveType
+ */
+
+/**
+ * AR.js tracking over the session: frames processed, frames with the marker,
+ * processing time summed, and the time tracked (ms).
+ *
+ * @typedef {object} TrackingCounts
+ * @property {number} frames
+ * @property {number} visibleFrames
+ * @property {number} processMsSum
+ * @property {number} spanMs
+ */
+
+/**
+ * One client report (docs/study.md "What a report holds").
+ *
+ * @typedef {object} ClientReport
+ * @property {1} v
+ * @property {string} session random per page session (32 hex digits)
+ * @property {number} seq report number in the session, from 1
+ * @property {boolean} final sent when leaving
+ * @property {'app' | 'bench' | 'sim'} kind
+ * @property {number} uptimeMs the session's age on its own clock
+ * @property {string} group
+ * @property {string} name
+ * @property {number} clientId 0 before the server gave one
+ * @property {string} transport
+ * @property {number} cycleMs
+ * @property {string} cycleMode
+ * @property {RtHistogramJson} rt measured updates (after warm-up)
+ * @property {number | null} rtLastMs the newest RT measured (warm-up included), null before any
+ * @property {number} rtWarmupN
+ * @property {{ sent: number, completed: number, ackTimeouts: number, skippedCycles: number, lateAcks: number }} updates
+ * @property {Record<string, number>} sentTo updates sent per receiver id
+ * @property {Record<string, number>} acksFrom ACKs received per receiver id
+ * @property {Record<string, import('./metrics.js').StreamRecord>} recv per sender id
+ * @property {Record<string, number | null>} ages per current member: ms since its newest fresh
+ *   update arrived (null before any); over FREEZE_MS its avatar is stale
+ * @property {object | null} channel the transport's live channel parameters as read back
+ * @property {object | null} setup p2p setup stages, candidate types and paths per link
+ * @property {{ reconnects: number, outageMs: number }} connection
+ * @property {TrackingCounts | null} tracking
+ * @property {string | null} effectiveType
+ */
+
+/**
+ * Builds a report from a client core and a histogram kept up to date with
+ * its RTs (see Reporter).
+ *
+ * @param {import('./client.js').CarClient} client
+ * @param {{ session: string, seq: number, final: boolean, kind: ClientReport['kind'], uptimeMs: number,
+ *   rt: RtHistogram, extras?: ReportExtras }} at
+ * @returns {ClientReport}
+ */
+export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, extras = {} }) {
+  const s = client.stats();
+  return {
+    v: REPORT_VERSION,
+    session,
+    seq,
+    final,
+    kind,
+    uptimeMs: Math.max(0, Math.round(uptimeMs)),
+    group: s.group,
+    name: s.name,
+    clientId: s.id,
+    transport: s.transport,
+    cycleMs: client.options.cycleMs ?? 0,
+    cycleMode: s.cycleMode ?? '',
+    rt: rt.toJSON(),
+    rtLastMs: lastOf(s.rt) ?? lastOf(s.rtWarmup),
+    rtWarmupN: s.rtWarmup.length,
+    updates: {
+      sent: s.updatesSent, completed: s.completed, ackTimeouts: s.ackTimeouts, skippedCycles: s.skippedCycles, lateAcks: s.lateAcks,
+    },
+    sentTo: { ...s.sentTo },
+    acksFrom: { ...s.acksFrom },
+    recv: s.recv,
+    ages: Object.fromEntries([...client.freshnessAges()].map(([id, a]) => [String(id), a.ageMs === null ? null : Math.round(a.ageMs)])),
+    channel: s.channel ?? null,
+    setup: s.setup ?? null,
+    connection: { reconnects: s.reconnects, outageMs: Math.round(s.outageMs) },
+    tracking: extras.tracking ?? null,
+    effectiveType: extras.effectiveType ?? null,
+  };
+}
+
+/** @param {number[]} list @returns {number | null} */
+function lastOf(list) {
+  return list.length ? list[list.length - 1] : null;
+}
+
+/**
+ * A fresh page-session id: 128 random bits as 32 hex digits. It is also
+ * what lets a session's later reports in (docs/study.md): nobody else can
+ * guess it.
+ *
+ * @returns {string}
+ */
+export function randomSessionId() {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * @typedef {object} ReporterOptions
+ * @property {import('./client.js').CarClient} client
+ * @property {(report: ClientReport) => void | Promise<unknown>} send delivers one report (periodic ones)
+ * @property {(report: ClientReport) => void} [sendFinal] delivers the last one while the page goes
+ *   away (a browser's sendBeacon); default `send`
+ * @property {number} [intervalMs] default REPORT_LIMITS.intervalMs; 0: only the final report
+ * @property {ClientReport['kind']} [kind] default 'app'
+ * @property {() => ReportExtras} [extras]
+ * @property {string} [session] default randomSessionId()
+ * @property {() => number} [now] the client's clock (default the client core's)
+ */
+
+/**
+ * Sends a client's reports: every `intervalMs`, and once (final) on finish().
+ * Keeps the RT histogram current by adding only the RTs measured since the
+ * last report.
+ */
+export class Reporter {
+  /** @param {ReporterOptions} options */
+  constructor(options) {
+    this.options = options;
+    this.client = options.client;
+    this.session = options.session ?? randomSessionId();
+    this.kind = options.kind ?? 'app';
+    this.intervalMs = options.intervalMs ?? REPORT_LIMITS.intervalMs;
+    this.now = options.now ?? (() => this.client.now());
+    this.startedAt = this.now();
+    this.seq = 0;
+    this.rt = new RtHistogram();
+    /** RTs of client.rt already in the histogram. */
+    this.rtSeen = 0;
+    this.finished = false;
+    /** Reports whose delivery failed (counted, never retried: the next one carries everything). */
+    this.failures = 0;
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.timer = null;
+  }
+
+  /** Starts the periodic reports. */
+  start() {
+    if (this.timer || this.finished || !(this.intervalMs > 0)) return;
+    this.timer = setInterval(() => { this.send(false); }, this.intervalMs);
+  }
+
+  /** The report as of now (advances the report number). @param {boolean} final */
+  next(final) {
+    const rts = this.client.rt;
+    for (; this.rtSeen < rts.length; this.rtSeen++) this.rt.add(rts[this.rtSeen]);
+    this.seq++;
+    return buildReport(this.client, {
+      session: this.session, seq: this.seq, final, kind: this.kind, uptimeMs: this.now() - this.startedAt,
+      rt: this.rt, extras: this.options.extras?.() ?? {},
+    });
+  }
+
+  /** @param {boolean} final */
+  send(final) {
+    if (this.finished) return;
+    /** @type {ClientReport} */
+    let report;
+    try {
+      report = this.next(final);
+    } catch {
+      this.failures++;
+      return;
+    }
+    const deliver = final ? (this.options.sendFinal ?? this.options.send) : this.options.send;
+    try {
+      const sent = /** @type {unknown} */ (deliver(report));
+      if (sent instanceof Promise) sent.catch(() => { this.failures++; });
+    } catch {
+      this.failures++;
+    }
+  }
+
+  /** Stops the timer and sends the final report (once). */
+  finish() {
+    if (this.finished) return;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.send(true);
+    this.finished = true;
+  }
+}
+
+/** @param {unknown} v */
+const isCount = (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+/** @param {unknown} v */
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** @param {unknown} v @param {number} max */
+const isText = (v, max) => typeof v === 'string' && v.length <= max;
+
+/**
+ * What is wrong with a report's shape, or null when it is a valid report.
+ * The server refuses what this names (docs/security.md "Client reports");
+ * the reader of a recording skips it.
+ *
+ * @param {any} r
+ * @returns {string | null}
+ */
+export function reportProblem(r) {
+  if (!isObject(r)) return 'a report is a JSON object';
+  if (r.v !== REPORT_VERSION) return `v must be ${REPORT_VERSION}`;
+  if (typeof r.session !== 'string' || !/^[0-9a-f]{32}$/.test(r.session)) return 'session must be 32 hex digits';
+  if (!Number.isInteger(r.seq) || r.seq < 1) return 'seq must be a positive integer';
+  if (typeof r.final !== 'boolean') return 'final must be true or false';
+  if (!REPORT_KINDS.includes(r.kind)) return `kind must be one of ${REPORT_KINDS.join(', ')}`;
+  for (const k of ['uptimeMs', 'cycleMs', 'rtWarmupN']) if (!isCount(r[k])) return `${k} must be a number >= 0`;
+  if (!isText(r.group, REPORT_LIMITS.maxText) || r.group === '') return `group must be 1..${REPORT_LIMITS.maxText} characters`;
+  if (!isText(r.name, REPORT_LIMITS.maxText)) return `name must be at most ${REPORT_LIMITS.maxText} characters`;
+  if (!Number.isInteger(r.clientId) || r.clientId < 0 || r.clientId > 0xffffffff) return 'clientId must be a u32';
+  if (!isText(r.transport, 40) || !isText(r.cycleMode, 20)) return 'transport and cycleMode must be short strings';
+  return rtProblem(r.rt) ?? countsProblem(r) ?? recvProblem(r.recv) ?? restProblem(r);
+}
+
+/** @param {any} h @returns {string | null} */
+function rtProblem(h) {
+  if (!isObject(h)) return 'rt must be a histogram';
+  for (const k of ['n', 'sum', 'sumSq']) if (!isCount(h[k])) return `rt.${k} must be a number >= 0`;
+  for (const k of ['min', 'max']) if (h[k] !== null && !isCount(h[k])) return `rt.${k} must be a number >= 0 or null`;
+  if (!isObject(h.buckets)) return 'rt.buckets must be an object';
+  const entries = Object.entries(h.buckets);
+  if (entries.length > REPORT_LIMITS.maxBuckets) return `rt.buckets has more than ${REPORT_LIMITS.maxBuckets} buckets`;
+  let total = 0;
+  for (const [k, c] of entries) {
+    if (!isCount(Number(k)) || !Number.isInteger(c) || c < 0) return 'rt.buckets must map bucket (ms) to a count';
+    total += c;
+  }
+  if (total !== h.n) return 'rt.buckets do not add up to rt.n';
+  return null;
+}
+
+/** @param {any} r @returns {string | null} */
+function countsProblem(r) {
+  if (!isObject(r.updates)) return 'updates must be an object';
+  for (const k of ['sent', 'completed', 'ackTimeouts', 'skippedCycles', 'lateAcks']) if (!isCount(r.updates[k])) return `updates.${k} must be a count`;
+  for (const field of ['sentTo', 'acksFrom']) {
+    if (!isObject(r[field])) return `${field} must be an object`;
+    const entries = Object.entries(r[field]);
+    if (entries.length > REPORT_LIMITS.maxStreams) return `${field} has more than ${REPORT_LIMITS.maxStreams} entries`;
+    for (const [id, c] of entries) if (!/^\d{1,10}$/.test(id) || !isCount(c)) return `${field} must map client id to a count`;
+  }
+  return null;
+}
+
+/** @param {any} recv @returns {string | null} */
+function recvProblem(recv) {
+  if (!isObject(recv)) return 'recv must be an object';
+  const entries = Object.entries(recv);
+  if (entries.length > REPORT_LIMITS.maxStreams) return `recv has more than ${REPORT_LIMITS.maxStreams} streams`;
+  for (const [id, s] of entries) {
+    if (!/^\d{1,10}$/.test(id) || !isObject(s)) return 'recv must map sender id to a stream';
+    for (const k of ['received', 'duplicates', 'reorders', 'jitterMs', 'acksSent']) if (!isCount(s[k])) return `recv.${id}.${k} must be a number >= 0`;
+    const f = s.fresh;
+    if (f !== undefined) {
+      if (!isObject(f) || !['n', 'spanMs', 'frozenMs', 'maxGapMs'].every((k) => isCount(f[k])) || !isObject(f.gaps)) return `recv.${id}.fresh is not a freshness record`;
+      if (Object.keys(f.gaps).length > REPORT_LIMITS.maxBuckets) return `recv.${id}.fresh.gaps has too many buckets`;
+      for (const [k, c] of Object.entries(f.gaps)) if (!isCount(Number(k)) || !Number.isInteger(c) || c < 0) return `recv.${id}.fresh.gaps must map gap (ms) to a count`;
+    }
+  }
+  return null;
+}
+
+/** @param {any} r @returns {string | null} */
+function restProblem(r) {
+  if (r.rtLastMs !== null && !isCount(r.rtLastMs)) return 'rtLastMs must be a number >= 0 or null';
+  if (!isObject(r.ages) || Object.keys(r.ages).length > REPORT_LIMITS.maxStreams) return 'ages must map member id to ms';
+  for (const [id, a] of Object.entries(r.ages)) if (!/^\d{1,10}$/.test(id) || (a !== null && !isCount(a))) return 'ages must map member id to ms or null';
+  if (r.channel !== null && !isObject(r.channel)) return 'channel must be an object or null';
+  if (r.setup !== null && !isObject(r.setup)) return 'setup must be an object or null';
+  if (!isObject(r.connection) || !isCount(r.connection.reconnects) || !isCount(r.connection.outageMs)) return 'connection must be { reconnects, outageMs }';
+  if (r.tracking !== null) {
+    const t = r.tracking;
+    if (!isObject(t) || !['frames', 'visibleFrames', 'processMsSum', 'spanMs'].every((k) => isCount(t[k]))) return 'tracking must be { frames, visibleFrames, processMsSum, spanMs } or null';
+    if (t.visibleFrames > t.frames) return 'tracking.visibleFrames exceeds tracking.frames';
+  }
+  if (r.effectiveType !== null && !isText(r.effectiveType, 20)) return 'effectiveType must be a short string or null';
+  return null;
+}

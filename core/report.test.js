@@ -1,0 +1,139 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { CarClient } from './client.js';
+import { summarize } from './metrics.js';
+import { REPORT_LIMITS, Reporter, RtHistogram, buildReport, randomSessionId, reportProblem, rtBucket } from './report.js';
+
+/** @typedef {import('./protocol.js').Pose} Pose */
+const pose = () => /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
+
+/**
+ * Two clients joined through an in-memory hub: updates and ACKs go straight
+ * across, so the counts a report carries are real.
+ */
+function pairedClients() {
+  /** @type {Map<number, import('./client.js').TransportHandlers>} */
+  const handlers = new Map();
+  let clock = 0;
+  /** @param {number} id @returns {import('./client.js').Transport} */
+  const transport = (id) => ({
+    name: 'relay',
+    connect(_join, h) {
+      handlers.set(id, h);
+      return Promise.resolve({ type: 2, clientId: id, serverTime: 0, members: [{ id: 1, name: 'a' }, { id: 2, name: 'b' }] });
+    },
+    sendUpdate: (u) => { for (const [other, h] of handlers) if (other !== id) h.onUpdate(u, clock + 5); },
+    sendAck: (sender, seq, acker) => handlers.get(sender)?.onAck({ type: 6, sender, seq, acker }),
+    channelInfo: () => ({ ordered: true, maxRetransmits: null }),
+    close() {},
+  });
+  const now = () => clock;
+  const a = new CarClient({ transport: transport(1), group: 'g', name: 'a', pose, now, cycleMode: 'pipelined' });
+  const b = new CarClient({ transport: transport(2), group: 'g', name: 'b', pose, now, cycleMode: 'pipelined' });
+  return { a, b, tick: (/** @type {number} */ ms) => { clock += ms; } };
+}
+
+test('rtBucket: 0.1 ms below 100 ms, 1 ms below 1 s, 10 ms below 10 s, then 100 ms', () => {
+  assert.equal(rtBucket(12.34), 12.3);
+  assert.equal(rtBucket(123.4), 123);
+  assert.equal(rtBucket(1234), 1230);
+  assert.equal(rtBucket(12345), 12300);
+});
+
+test('an RtHistogram merged from parts has the exact count, mean, Dev and max of all values', () => {
+  const values = Array.from({ length: 500 }, (_, i) => 3 + ((i * 37) % 290) / 1.7);
+  const parts = [new RtHistogram(), new RtHistogram(), new RtHistogram()];
+  values.forEach((v, i) => parts[i % 3].add(v));
+  const merged = RtHistogram.merged(parts.map((p) => p.toJSON())).summary();
+  const exact = summarize(values);
+  assert.equal(merged.n, exact.n);
+  assert.ok(Math.abs(/** @type {number} */ (merged.mean) - /** @type {number} */ (exact.mean)) < 1e-9);
+  assert.ok(Math.abs(/** @type {number} */ (merged.dev) - /** @type {number} */ (exact.dev)) < 1e-6);
+  assert.equal(merged.max, exact.max);
+  for (const k of /** @type {const} */ (['p50', 'p95', 'p99'])) {
+    assert.ok(Math.abs(/** @type {number} */ (merged[k]) - /** @type {number} */ (exact[k])) <= 0.5, `${k} within its bucket`);
+  }
+  assert.deepEqual(new RtHistogram().summary(), summarize([]));
+});
+
+test('a report carries what the client core measured, and passes its own check', async () => {
+  const { a, b, tick } = pairedClients();
+  await a.connect();
+  await b.connect();
+  for (let i = 1; i <= 5; i++) {
+    a.sendUpdate(i, 0);
+    a.cycle.sentTo['2'] = (a.cycle.sentTo['2'] ?? 0) + 1;
+    tick(10);
+  }
+  const rt = new RtHistogram();
+  for (const v of [4, 5, 6]) rt.add(v);
+  const report = buildReport(b, { session: randomSessionId(), seq: 1, final: false, kind: 'app', uptimeMs: 1000, rt });
+  assert.equal(reportProblem(report), null);
+  assert.equal(report.recv['1'].received, 5);
+  assert.equal(report.recv['1'].acksSent, 5);
+  assert.equal(report.clientId, 2);
+  assert.equal(report.rt.n, 3);
+  assert.deepEqual(report.channel, { ordered: true, maxRetransmits: null });
+  assert.ok(JSON.stringify(report).length < REPORT_LIMITS.maxBytes);
+});
+
+test('the Reporter adds only new RTs, numbers its reports and sends the final one once', async () => {
+  const { a } = pairedClients();
+  await a.connect();
+  /** @type {import('./report.js').ClientReport[]} */
+  const sent = [];
+  /** @type {import('./report.js').ClientReport[]} */
+  const finals = [];
+  const reporter = new Reporter({ client: a, intervalMs: 0, send: (r) => { sent.push(r); }, sendFinal: (r) => { finals.push(r); } });
+  a.rt.push(10, 20);
+  reporter.send(false);
+  a.rt.push(30);
+  reporter.send(false);
+  reporter.finish();
+  reporter.finish();
+  assert.deepEqual(sent.map((r) => [r.seq, r.rt.n, r.final]), [[1, 2, false], [2, 3, false]]);
+  assert.equal(finals.length, 1);
+  assert.deepEqual([finals[0].seq, finals[0].rt.n, finals[0].final, finals[0].rtLastMs], [3, 3, true, 30]);
+  assert.equal(reporter.session, sent[0].session);
+});
+
+test('a failing delivery is counted, never thrown into the cycle', async () => {
+  const { a } = pairedClients();
+  await a.connect();
+  const reporter = new Reporter({ client: a, intervalMs: 0, send: () => Promise.reject(new Error('offline')) });
+  reporter.send(false);
+  const throwing = new Reporter({ client: a, intervalMs: 0, send: () => { throw new Error('no network'); } });
+  throwing.send(false);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(reporter.failures, 1);
+  assert.equal(throwing.failures, 1);
+});
+
+test('reportProblem names what is wrong with a bad report', async () => {
+  const { a } = pairedClients();
+  await a.connect();
+  const good = buildReport(a, { session: randomSessionId(), seq: 1, final: false, kind: 'sim', uptimeMs: 0, rt: new RtHistogram() });
+  /** @type {[string, (r: any) => void, RegExp][]} */
+  const cases = [
+    ['not an object', (r) => { r.v = 2; }, /v must be 1/],
+    ['session', (r) => { r.session = 'x'; }, /session/],
+    ['seq', (r) => { r.seq = 0; }, /seq/],
+    ['kind', (r) => { r.kind = 'phone'; }, /kind/],
+    ['group', (r) => { r.group = 'g'.repeat(65); }, /group/],
+    ['clientId', (r) => { r.clientId = -1; }, /clientId/],
+    ['rt sum', (r) => { r.rt.buckets = { 5: 2 }; }, /add up/],
+    ['negative count', (r) => { r.updates.sent = -1; }, /updates.sent/],
+    ['too many streams', (r) => { r.sentTo = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [String(i), 1])); }, /more than/],
+    ['stream id', (r) => { r.recv = { abc: {} }; }, /recv/],
+    ['tracking', (r) => { r.tracking = { frames: 1, visibleFrames: 2, processMsSum: 0, spanMs: 0 }; }, /visibleFrames/],
+    ['ages', (r) => { r.ages = { 1: 'x' }; }, /ages/],
+  ];
+  for (const [label, spoil, expected] of cases) {
+    const r = JSON.parse(JSON.stringify(good));
+    spoil(r);
+    assert.match(String(reportProblem(r)), expected, label);
+  }
+  assert.equal(reportProblem(null), 'a report is a JSON object');
+  assert.equal(reportProblem([]), 'a report is a JSON object');
+});
