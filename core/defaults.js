@@ -45,6 +45,8 @@ export const REPORT_LIMITS = Object.freeze({
   maxStreams: 128,
   /** buckets of one histogram */
   maxBuckets: 2048,
+  /** how deep the free-form parts (channel, setup) may nest */
+  maxDepth: 8,
   /** group and name, as the landing page allows */
   maxText: 64,
   /** page sessions a server keeps for the live dashboard (the oldest gone ones are forgotten first) */

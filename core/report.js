@@ -405,6 +405,22 @@ function recvProblem(recv) {
   return null;
 }
 
+/**
+ * Whether a JSON value nests at most `depth` objects or arrays deep (iterative: no recursion to overflow).
+ * @param {unknown} value @param {number} depth
+ */
+function withinDepth(value, depth) {
+  /** @type {[unknown, number][]} */
+  const stack = [[value, 0]];
+  while (stack.length) {
+    const [v, d] = /** @type {[unknown, number]} */ (stack.pop());
+    if (typeof v !== 'object' || v === null) continue;
+    if (d >= depth) return false;
+    for (const child of Object.values(v)) stack.push([child, d + 1]);
+  }
+  return true;
+}
+
 /** @param {any} r @returns {string | null} */
 function restProblem(r) {
   if (r.rtLastMs !== null && !isCount(r.rtLastMs)) return 'rtLastMs must be a number >= 0 or null';
@@ -412,6 +428,9 @@ function restProblem(r) {
   for (const [id, a] of Object.entries(r.ages)) if (!/^\d{1,10}$/.test(id) || (a !== null && !isCount(a))) return 'ages must map member id to ms or null';
   if (r.channel !== null && !isObject(r.channel)) return 'channel must be an object or null';
   if (r.setup !== null && !isObject(r.setup)) return 'setup must be an object or null';
+  // Free-form parts are bounded in depth: a deep one would overflow the stack of whoever serialises it.
+  if (!withinDepth(r.channel, REPORT_LIMITS.maxDepth)) return `channel nests deeper than ${REPORT_LIMITS.maxDepth}`;
+  if (!withinDepth(r.setup, REPORT_LIMITS.maxDepth)) return `setup nests deeper than ${REPORT_LIMITS.maxDepth}`;
   if (!isObject(r.connection) || !isCount(r.connection.reconnects) || !isCount(r.connection.outageMs)) return 'connection must be { reconnects, outageMs }';
   if (r.tracking !== null) {
     const t = r.tracking;

@@ -128,6 +128,7 @@ test('reportProblem names what is wrong with a bad report', async () => {
     ['stream id', (r) => { r.recv = { abc: {} }; }, /recv/],
     ['tracking', (r) => { r.tracking = { frames: 1, visibleFrames: 2, processMsSum: 0, spanMs: 0 }; }, /visibleFrames/],
     ['ages', (r) => { r.ages = { 1: 'x' }; }, /ages/],
+    ['deep setup', (r) => { r.setup = JSON.parse(`{"x":${'['.repeat(20000)}${']'.repeat(20000)}}`); }, /setup nests deeper than 8/],
   ];
   for (const [label, spoil, expected] of cases) {
     const r = JSON.parse(JSON.stringify(good));

@@ -65,7 +65,7 @@ import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets }
 export { isOriginAllowed, listenForUpgrades, pathnameOf, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 export { TokenBucket } from './session.js';
 // The cluster's plumbing, for the server that composes a node and for signaling.
-export { ERR_BROKER_UNREACHABLE, connectNatsBroker } from './broker.js';
+export { ERR_BROKER_UNREACHABLE, connectNatsBroker, newNodeId } from './broker.js';
 export { NodeDirectory } from './cluster-nodes.js';
 export { nodeSubject, jsonBytes, parseJsonBytes } from './cluster-wire.js';
 

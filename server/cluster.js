@@ -64,8 +64,10 @@ export function workerArgv(argv, natsUrl) {
  * Runs the primary: NATS (ours unless given), N workers, restarts of workers
  * that die, and on SIGTERM/SIGINT an orderly stop of all of them, NATS last.
  *
- * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, logger: import('./log.js').Logger }} o
- *   logger: the primary logs like its workers (JSON lines unless on a terminal)
+ * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, logger: import('./log.js').Logger,
+ *   workerEnv?: Record<string, string> }} o
+ *   logger: the primary logs like its workers (JSON lines unless on a terminal); workerEnv: more
+ *   environment for every worker (the shared dashboard token: never in argv, where `ps` shows it)
  * @returns {Promise<number>} exit code
  */
 export async function runClusterPrimary(o) {
@@ -83,7 +85,7 @@ export async function runClusterPrimary(o) {
     o.logger.info({ event: 'nats-started', natsUrl, version: nats.version, pid: nats.pid }, `nats-server ${nats.version} on ${natsUrl} (pid ${nats.pid})`);
   }
   cluster.setupPrimary({ exec: CARLAB_BIN, args: [o.command, ...workerArgv(o.argv, natsUrl)], silent: false });
-  const pool = createWorkerPool(o.workers, o.logger);
+  const pool = createWorkerPool(o.workers, o.logger, o.workerEnv ?? {});
   const firstUp = await pool.started;
   if (!firstUp) {
     await pool.stop();
@@ -103,8 +105,9 @@ export async function runClusterPrimary(o) {
  *
  * @param {number} count
  * @param {import('./log.js').Logger} logger
+ * @param {Record<string, string>} env
  */
-function createWorkerPool(count, logger) {
+function createWorkerPool(count, logger, env) {
   let stopping = false;
   let listening = 0;
   /** @type {(ok: boolean) => void} */
@@ -113,7 +116,7 @@ function createWorkerPool(count, logger) {
   /** @param {number} slot */
   const spawnWorker = (slot) => {
     // CARLAB_CLUSTER emptied: a worker is one node, never a primary of its own.
-    const worker = cluster.fork({ CARLAB_WORKER_SLOT: String(slot), CARLAB_CLUSTER: '' });
+    const worker = cluster.fork({ ...env, CARLAB_WORKER_SLOT: String(slot), CARLAB_CLUSTER: '' });
     const bornAt = Date.now();
     worker.once('listening', () => { if (++listening === count) settle(true); });
     worker.once('exit', (code, signal) => {

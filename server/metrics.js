@@ -57,6 +57,7 @@ const TRANSPORTS = ['none', 'relay', 'relay-faithful', 'relay-udp', 'p2p'];
  * @property {string} contentType the exposition's Content-Type
  * @property {import('../relay/index.js').RelayObserver} observer pass to createRelay
  * @property {(sources: MetricSources) => void} attach read these from now on (the relay needs the observer first)
+ * @property {(result: string) => void} countReport one client report's outcome: accepted, or why it was refused
  */
 
 /**
@@ -86,6 +87,13 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const reports = new client.Counter({
+    name: 'carlab_reports_total',
+    help: 'Client study reports (POST /reports) by outcome: accepted, or the reason they were refused (docs/study.md)',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+
   registerRelayFamilies(registry, current, base, () => sources);
   registerSignalingFamilies(registry, current);
   registerClusterFamilies(registry, current, base, () => sources);
@@ -112,6 +120,7 @@ export function createMetrics() {
     attach(s) {
       sources = s;
     },
+    countReport: (result) => reports.inc({ result }),
   };
 }
 

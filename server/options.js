@@ -8,7 +8,7 @@
  * @module server/options
  */
 
-import { RELAY_LIMITS } from '../core/defaults.js';
+import { RELAY_LIMITS, REPORT_LIMITS } from '../core/defaults.js';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS } from './log.js';
 import { parseArgs } from 'node:util';
@@ -59,6 +59,9 @@ export class UsageError extends Error {
  * @property {number | null} cluster serve the port from this many processes joined through NATS
  *   (0: one per core); null: one process, no NATS
  * @property {string | null} nats NATS server URL to join (a node of a multi-process or multi-machine system)
+ * @property {string | null} record folder of the study recording; null: reports feed only the dashboard
+ * @property {string | null} dashboardToken null: a random one
+ * @property {number} reportIntervalMs how often clients report (0: only when leaving)
  * @property {string} logLevel one of LOG_LEVELS (server/log.js)
  * @property {number} drainTimeoutMs bound on a graceful stop after SIGTERM/SIGINT
  */
@@ -117,6 +120,9 @@ const FLAGS = {
   'allowed-origins': { type: 'string', placeholder: '<list>', help: 'comma-separated origins allowed to open WebSockets, * for any (default: the page\'s own)' },
   cluster: { type: 'string', placeholder: '<n>', help: 'serve the port from n processes joined through NATS, 0 for one per core (default: one process, no NATS)' },
   nats: { type: 'string', placeholder: '<url>', help: 'join the system on this NATS server (nats://host:4222); with --cluster, use it instead of starting one' },
+  record: { type: 'string', placeholder: '<dir>', help: 'record every client report for a study under <dir> (one study per folder; a restart adds to it; docs/study.md)' },
+  'dashboard-token': { type: 'string', placeholder: '<token>', help: 'token of the live dashboard at /dashboard?token=... (default: a random one, printed at start)' },
+  'report-interval': { type: 'string', placeholder: '<s>', help: `seconds between a client's reports, 0 for only when it leaves (default ${REPORT_LIMITS.intervalMs / 1000}, at least ${REPORT_LIMITS.minIntervalMs / 1000})` },
   'log-level': { type: 'string', placeholder: '<level>', help: `log level: ${LOG_LEVELS.join(', ')} (default ${DEFAULT_LOG_LEVEL}; JSON lines unless stdout is a terminal)` },
   'drain-timeout': { type: 'string', placeholder: '<s>', help: `on SIGTERM/SIGINT, seconds to let clients leave (told 1001: reconnect) before cutting them off (default ${DEFAULT_DRAIN_TIMEOUT_S})` },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },
@@ -297,6 +303,9 @@ export function readStartOptions({ stringOf, booleanOf }, readFile) {
     banner: !booleanOf('no-banner'),
     cluster: parseClusterSize(stringOf('cluster')),
     nats: parseNatsUrl(stringOf('nats')),
+    record: parseRecordDir(stringOf('record')),
+    dashboardToken: parseDashboardToken(stringOf('dashboard-token')),
+    reportIntervalMs: parseReportInterval(stringOf('report-interval')),
     logLevel: parseLogLevel(stringOf('log-level')),
     drainTimeoutMs: parseDrainTimeout(stringOf('drain-timeout')),
   };
@@ -313,6 +322,48 @@ export function parseLogLevel({ raw, label }) {
   const level = raw.trim().toLowerCase();
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`${label}: expected one of ${LOG_LEVELS.join(', ')}, got '${raw}'`);
   return level;
+}
+
+/**
+ * `--record`: a folder (created at start when missing).
+ *
+ * @param {RawSetting} setting
+ * @returns {string | null}
+ */
+export function parseRecordDir({ raw, label }) {
+  if (raw === undefined) return null;
+  if (raw.trim() === '') throw new UsageError(`${label}: expected a folder, got ''`);
+  return raw;
+}
+
+/**
+ * `--dashboard-token`: 16..128 URL-safe characters (it travels in a URL).
+ *
+ * @param {RawSetting} setting
+ * @returns {string | null}
+ */
+export function parseDashboardToken({ raw, label }) {
+  if (raw === undefined || raw === '') return null;
+  if (!/^[A-Za-z0-9_.~-]{16,128}$/.test(raw)) {
+    throw new UsageError(`${label}: expected 16..128 characters of A-Z a-z 0-9 _ . ~ -, got ${raw.length} characters`);
+  }
+  return raw;
+}
+
+/**
+ * `--report-interval`: seconds, 0 (only the final report) or at least the intake's minimum.
+ *
+ * @param {RawSetting} setting
+ * @returns {number} ms
+ */
+export function parseReportInterval({ raw, label }) {
+  if (raw === undefined) return REPORT_LIMITS.intervalMs;
+  const seconds = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  const ms = Math.round(seconds * 1000);
+  if (!(ms === 0 || (ms >= REPORT_LIMITS.minIntervalMs && ms <= 3_600_000))) {
+    throw new UsageError(`${label}: expected 0 or seconds ${REPORT_LIMITS.minIntervalMs / 1000}..3600, got '${raw}'`);
+  }
+  return ms;
 }
 
 /**

@@ -29,6 +29,16 @@ function assertUsageError(result, pattern) {
   assert.match(result.error.message, pattern);
 }
 
+describe('parseStartOptions: study flags refused', () => {
+  test('a short or odd dashboard token, a report interval under the minimum, an empty record folder', () => {
+    assertUsageError(parse(['--dashboard-token', 'short']), /--dashboard-token: expected 16\.\.128 characters/);
+    assertUsageError(parse(['--dashboard-token', 'a'.repeat(16) + '<']), /--dashboard-token/);
+    assertUsageError(parse(['--report-interval', '0.5']), /--report-interval: expected 0 or seconds 1\.\.3600, got '0.5'/);
+    assertUsageError(parse(['--report-interval', 'often']), /--report-interval/);
+    assertUsageError(parse(['--record', ' ']), /--record: expected a folder/);
+  });
+});
+
 describe('parseStartOptions: good input', () => {
   test('defaults: HTTPS on 8443 on every interface', () => {
     const result = parse([]);
@@ -54,9 +64,23 @@ describe('parseStartOptions: good input', () => {
       banner: true,
       cluster: null,
       nats: null,
+      record: null,
+      dashboardToken: null,
+      reportIntervalMs: 5000,
       logLevel: 'info',
       drainTimeoutMs: 5000,
     });
+  });
+
+  test('study flags: --record, --dashboard-token, --report-interval, and their env twins', () => {
+    const result = parse(['--record', 'study-a', '--dashboard-token', 'abcdefghijklmnop-123', '--report-interval', '2.5']);
+    assert.equal(result.kind, 'options');
+    assert.equal(result.options.record, 'study-a');
+    assert.equal(result.options.dashboardToken, 'abcdefghijklmnop-123');
+    assert.equal(result.options.reportIntervalMs, 2500);
+    const fromEnv = parse([], { CARLAB_RECORD: '/tmp/s', CARLAB_DASHBOARD_TOKEN: 'x'.repeat(20), CARLAB_REPORT_INTERVAL: '0' });
+    assert.equal(fromEnv.kind, 'options');
+    assert.deepEqual([fromEnv.options.record, fromEnv.options.dashboardToken, fromEnv.options.reportIntervalMs], ['/tmp/s', 'x'.repeat(20), 0]);
   });
 
   test('--http switches the default port to 8080', () => {
@@ -75,6 +99,7 @@ describe('parseStartOptions: good input', () => {
       '--ack-timeout-ms', '500', '--max-messages-per-second', '300', '--allowed-origins', 'https://a.test, http://b.test:8080',
       '--no-build', '--no-qr', '--no-banner', '--cluster=3', '--nats', 'nats://10.0.0.5:4222',
       '--log-level', 'DEBUG', '--drain-timeout=2.5',
+      '--record', 'study', '--dashboard-token=0123456789abcdef', '--report-interval', '10',
     ]);
     assert.equal(result.kind, 'options');
     assert.deepEqual(result.options, {
@@ -98,6 +123,9 @@ describe('parseStartOptions: good input', () => {
       banner: false,
       cluster: 3,
       nats: 'nats://10.0.0.5:4222',
+      record: 'study',
+      dashboardToken: '0123456789abcdef',
+      reportIntervalMs: 10000,
       logLevel: 'debug',
       drainTimeoutMs: 2500,
     });

@@ -20,6 +20,7 @@ import { createMetrics, wantsJson } from './metrics.js';
 import { formatUrl, isWildcardHost, listLanAddresses, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
 import { loadTlsCertificate } from './tls.js';
+import { createStudyServices } from './study.js';
 import { startTurnServer } from './turn.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -92,6 +93,9 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  *   this server will take, so the 404 listener leaves them alone (the lab's baselines)
  * @property {import('./log.js').Logger} [logger] structured log (server/log.js); default: silent
  * @property {Partial<HttpTimeouts>} [httpTimeouts] override HTTP_TIMEOUTS (tests use short ones)
+ * @property {string} [record] record every accepted client report under this folder (docs/study.md)
+ * @property {string} [dashboardToken] the token /dashboard asks for; default: a random one (see `dashboardToken`)
+ * @property {number} [reportIntervalMs] how often clients report, told by /config.json (default 5000; 0: only when leaving)
  */
 
 /**
@@ -106,6 +110,8 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {() => Promise<void>} close graceful shutdown (drain), bounded by `closeTimeoutMs`: stops
  *   accepting, tells WebSocket clients 1001 GOING_AWAY (they reconnect), waits for them, cuts off the rest
  * @property {import('./metrics.js').CarlabMetrics} metrics the Prometheus registry behind /metrics
+ * @property {import('./study.js').StudyServices} study client reports, the recording and the dashboard
+ * @property {string} dashboardUrl the live dashboard with its token: for the person running the study, never a phone
  */
 
 /**
@@ -134,6 +140,7 @@ export async function createCarlabServer(options = {}) {
     ? await startTurnServer({ host: isWildcardHost(host) ? '0.0.0.0' : host, publicHost: isWildcardHost(host) ? listLanAddresses()[0] ?? '127.0.0.1' : undefined, ...turnOptions })
     : null;
   const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer });
+  const study = createStudyServices(options, { broker: options.broker, logger, version: VERSION, onReport: metrics.countReport });
   metrics.attach({ relay, signaling });
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
   let draining = false;
@@ -142,8 +149,9 @@ export async function createCarlabServer(options = {}) {
     startedAt: performance.now(), cpuMeter: createCpuMeter(),
     hasWebBuild: () => existsSync(path.join(webRoot, 'index.html')),
     isDraining: () => draining,
+    reports: study.clientConfig,
   });
-  server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics }), logger));
+  server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics, study }), logger));
   server.on('connect', refuseConnect);
   // Registered after the relay's and signaling's own listeners: every other
   // upgrade gets an answer instead of a socket left hanging.
@@ -153,6 +161,7 @@ export async function createCarlabServer(options = {}) {
     await listen(server, port, host);
   } catch (err) {
     await Promise.allSettled([relay.close(), signaling.close(), turn?.close()]);
+    study.close();
     throw err;
   }
 
@@ -169,12 +178,16 @@ export async function createCarlabServer(options = {}) {
     signaling,
     tls,
     metrics,
+    study,
+    dashboardUrl: `${urls[0]}dashboard?token=${encodeURIComponent(study.dashboardToken)}`,
     close() {
       if (!closing) {
         draining = true;
         logger.info({ event: 'drain', clients: relay.wss.clients.size, timeoutMs: closeTimeoutMs }, 'draining: clients are told 1001 and reconnect');
         const startedAt = performance.now();
+        study.closeFeeds(); // an open dashboard feed would hold the drain to its timeout
         closing = closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs }).finally(async () => {
+          study.close(); // after the clients left: their last reports are recorded
           await turn?.close();
           logger.info({ event: 'closed', ms: Math.round(performance.now() - startedAt) }, 'closed');
         });
@@ -336,9 +349,11 @@ export class JsonAnswer {
  * @param {() => number} parts.cpuMeter this process's CPU % since the last call
  * @param {() => boolean} [parts.hasWebBuild] whether the pages are there to serve
  * @param {() => boolean} [parts.isDraining] whether close() began (then /readyz says 503)
+ * @param {() => { intervalMs: number, recording: boolean }} [parts.reports] client reports: how often, and
+ *   whether this server records them (the pages say so)
  * @returns {JsonRoutes}
  */
-export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true, isDraining = () => false }) {
+export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true, isDraining = () => false, reports }) {
   return {
     '/healthz': () => ({
       status: 'ok',
@@ -355,6 +370,7 @@ export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuM
       iceServers: typeof iceServers === 'function' ? iceServers() : iceServers,
       relayPath: relay.path,
       peerjs: { path: signaling.path, key: signaling.key },
+      ...(reports ? { reports: reports() } : {}),
     }),
   };
 }
@@ -369,10 +385,13 @@ export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuM
  * @param {RequestHandler} parts.serveStatic
  * @param {Pick<import('./metrics.js').CarlabMetrics, 'text' | 'contentType'>} [parts.metrics] the exposition
  *   /metrics answers unless the client asks for JSON
+ * @param {Pick<import('./study.js').StudyServices, 'handleRequest'>} [parts.study] /reports and /dashboard
  * @returns {RequestHandler}
  */
-export function createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics }) {
+export function createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics, study }) {
   return async function handleRequest(req, res) {
+    // Reports are POSTed; the dashboard checks its token itself. Both before the method rule.
+    if (study?.handleRequest(req, res)) return;
     const pathname = rawPathOf(req.url ?? '/');
     const underSignaling = isUnder(pathname, signaling.path);
     const allowed = underSignaling ? METHODS.signaling : METHODS.anywhere;

@@ -97,14 +97,25 @@ describe('HTTP server', () => {
     assert.match(text, /^carlab_relay_connections\{transport="relay"\} 0$/m);
   });
 
-  test('GET /config.json', async () => {
+  test('GET /config.json: ICE servers, paths, how often to report and whether the server records; never the dashboard token', async () => {
     const res = await fetch(new URL('/config.json', carlab.url));
     assert.equal(res.status, 200);
-    assert.deepEqual(await res.json(), {
+    const text = await res.text();
+    assert.deepEqual(JSON.parse(text), {
       iceServers: [{ urls: 'stun:127.0.0.1:3478' }],
       relayPath: '/relay',
       peerjs: { path: '/peerjs', key: 'peerjs' },
+      reports: { intervalMs: 5000, recording: false },
     });
+    assert.ok(!text.includes(carlab.study.dashboardToken));
+  });
+
+  test('the dashboard needs its token; the URL the server gives has it', async () => {
+    assert.equal((await fetch(new URL('/dashboard', carlab.url))).status, 401);
+    assert.equal((await fetch(new URL('/dashboard/feed', carlab.url))).status, 401);
+    const page = await fetch(carlab.dashboardUrl);
+    assert.equal(page.status, 200);
+    assert.ok(!(await page.text()).includes(carlab.study.dashboardToken), 'the page never carries the token');
   });
 
   test('JSON routes allow GET and HEAD only', async () => {

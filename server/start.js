@@ -27,6 +27,7 @@ import { precompressDir } from './precompress.js';
 import { parseStartOptions, startHelp } from './options.js';
 import { loadTlsCertificate } from './tls.js';
 import { createCarlabServer } from './server.js';
+import { randomDashboardToken } from './study.js';
 
 /** The web app's source folder (Vite root). */
 export const WEB_DIR = fileURLToPath(new URL('../web/', import.meta.url));
@@ -89,8 +90,14 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
   if (options.cluster !== null) {
     // The certificate is made once here, so the workers all reuse one.
     if (!options.http) await loadTlsCertificate({ certPath: options.cert, keyPath: options.key });
+    // One dashboard token for every worker, whichever one a browser reaches.
+    const dashboardToken = options.dashboardToken ?? randomDashboardToken();
+    const scheme = options.http ? 'http' : 'https';
+    logger.info({ event: 'dashboard', path: '/dashboard' },
+      `dashboard: ${scheme}://localhost:${options.port}/dashboard?token=${encodeURIComponent(dashboardToken)}`);
     return runClusterPrimary({
       argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, logger,
+      workerEnv: { CARLAB_DASHBOARD_TOKEN: dashboardToken },
     });
   }
   return serveNode(options, outDir, extras, { stdout, stderr, logger });
@@ -153,6 +160,9 @@ async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
       maxMessagesPerSecond: options.maxMessagesPerSecond,
       allowedOrigins: options.allowedOrigins,
       closeTimeoutMs: options.drainTimeoutMs,
+      record: options.record ?? undefined,
+      dashboardToken: options.dashboardToken ?? undefined,
+      reportIntervalMs: options.reportIntervalMs,
       logger,
     });
   } catch (err) {
@@ -190,7 +200,10 @@ function logListening(carlab, logger) {
   logger.info({
     event: 'listening', url: local, lanUrls: lan,
     certificate: carlab.tls ? { source: carlab.tls.source, path: carlab.tls.certPath || null } : null,
+    recording: carlab.study.recorder?.file ?? null,
   }, `carlab is running; local: ${local}${lan.length ? ` LAN: ${lan.join(' ')}` : ''} (Press Ctrl+C to stop)`);
+  // The dashboard's URL carries its token: the person who started the server needs it once.
+  logger.info({ event: 'dashboard', url: carlab.dashboardUrl }, `dashboard: ${carlab.dashboardUrl}`);
 }
 
 /**
@@ -319,6 +332,8 @@ function printBanner(carlab, options, stdout) {
       `  ${carlab.tls.source}): browsers warn once; accept it to continue.`);
   }
   if (options.http) lines.push('', '  plain HTTP: phones allow the camera only over HTTPS (drop --http).');
+  lines.push('', `  dashboard (for you, not for phones): ${carlab.dashboardUrl}`);
+  if (carlab.study.recorder) lines.push(`  recording client reports to ${carlab.study.recorder.file}`);
   stdout.write(`${lines.join('\n')}\n`);
 
   if (options.qr && lan.length > 0) {
