@@ -178,6 +178,8 @@ export function createStats(startedAt = performance.now()) {
     lastSeenAt: null,
     /** smoothed time AR.js takes per frame, ms */
     processMs: 0,
+    /** processing time of every frame, summed (ms): a study's mean ms per frame (core/report.js) */
+    processMsSum: 0,
     /** processing times of the last second, for frames per second */
     recent: /** @type {number[]} */ ([]),
     /** frames whose processing threw */
@@ -196,6 +198,7 @@ export function createStats(startedAt = performance.now()) {
 export function countFrame(stats, begin, now, visible) {
   // exponential smoothing; the first frame seeds it
   stats.processMs = stats.processMs ? 0.9 * stats.processMs + 0.1 * (now - begin) : now - begin;
+  stats.processMsSum += now - begin;
   stats.processed++;
   stats.recent.push(now);
   while (stats.recent.length && now - stats.recent[0] > 1000) stats.recent.shift();

@@ -30,6 +30,7 @@ import { startTracking } from '../ar/tracking.js';
 import { Hud } from './hud.js';
 import { closeCodeText, joinErrorText } from './join-errors.js';
 import { tokenFrom } from './join-link.js';
+import { showRecordingNotice, startReports, trackingCounts } from './reports.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
 
@@ -81,6 +82,8 @@ if (scene.webglError) {
 
 /** @type {CarClient | null} */
 let client = null;
+/** @type {import('../../../core/report.js').Reporter | null} the study reports, once joined */
+let reporter = null;
 /** @type {Awaited<ReturnType<typeof startTracking>> | null} */
 let tracking = null;
 const status = { connection: 'starting', rtLast: /** @type {number | null} */ (null) };
@@ -226,6 +229,8 @@ async function joinGroup() {
   status.connection = 'connected';
   hud.clearError('network');
   client.start();
+  showRecordingNotice(document.getElementById('study-notice'), config.reports);
+  reporter = startReports(client, { baseUrl: location.origin, config: config.reports, tracking: () => trackingCounts(tracking) });
   return client;
 }
 
@@ -346,7 +351,14 @@ const ready = joinGroup();
 const trackingReady = startCamera();
 ready.catch(() => {});
 trackingReady.catch(() => {});
-window.addEventListener('pagehide', () => client?.close());
+/** Leaves the group: the final report first (it says what this page measured), then the transport. */
+function leave() {
+  reporter?.finish();
+  client?.close();
+}
+window.addEventListener('pagehide', leave);
+// A phone may never fire pagehide (a killed tab): report what we have when the page is hidden.
+document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'hidden') reporter?.send(false); });
 
 window.carlab = {
   settings: { ...settings, marker: markerKindName(marker) },
@@ -356,6 +368,8 @@ window.carlab = {
   trackingReady,
   get client() { return client; },
   get tracking() { return tracking; },
+  get reporter() { return reporter; },
+  leave,
   scene,
   sent,
   received,

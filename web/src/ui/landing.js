@@ -8,6 +8,7 @@ import QRCode from 'qrcode';
 
 import { TRANSPORTS, transportInfo } from '../../../core/transports.js';
 import { joinLink as makeJoinLink, makeToken } from './join-link.js';
+import { showRecordingNotice } from './reports.js';
 
 const form = /** @type {HTMLFormElement} */ (document.getElementById('join'));
 const field = (/** @type {string} */ name) => /** @type {HTMLInputElement | HTMLSelectElement} */ (form.elements.namedItem(name));
@@ -137,3 +138,9 @@ document.getElementById('copy')?.addEventListener('click', async (event) => {
   }
   setTimeout(() => { button.textContent = 'Copy'; }, 1500);
 });
+
+// Say before anyone joins whether this server records measurements for a study.
+fetch('/config.json', { cache: 'no-store' })
+  .then((res) => (res.ok ? res.json() : null))
+  .then((config) => showRecordingNotice(document.getElementById('study-notice'), config?.reports))
+  .catch(() => {});
