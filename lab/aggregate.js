@@ -3,6 +3,7 @@
 // files"). Pure functions: unit tested without running anything.
 
 import { aggregateFreshness, aggregateStreams, summarize } from '../core/metrics.js';
+import { RtHistogram } from '../core/report.js';
 
 /**
  * Summary of a list of numbers, or null when there are none.
@@ -98,19 +99,42 @@ export function aggregateChannel(clients) {
 }
 
 /**
+ * RT over clients (docs/architecture.md "RT"): from their `rt` arrays (exact,
+ * metrics.summarize), or, when any client carries an `rtHist` (a client
+ * report's RtHistogramJson, core/report.js) instead, from the merged
+ * histograms: count, mean, Dev and max exact, percentiles to the bucket
+ * resolution (RtHistogram.summary). Array clients among histogram clients
+ * are added value by value.
+ * @param {{ rt?: number[], rtHist?: import('../core/report.js').RtHistogramJson | null }[]} clients
+ * @returns {import('../core/metrics.js').Summary}
+ */
+export function rtSummaryOf(clients) {
+  if (!clients.some((c) => c.rtHist)) return summarize(clients.flatMap((c) => c.rt ?? []));
+  const h = RtHistogram.merged(clients.map((c) => c.rtHist));
+  for (const c of clients) if (!c.rtHist) for (const ms of c.rt ?? []) h.add(ms);
+  return h.summary();
+}
+
+/**
  * One run record.
  * @param {object} input
  * @param {Pick<import('./flags.js').SweepPoint, 'transport' | 'clients' | 'group' | 'cycleMs'> & { cycleMode?: string }} input.point
  *   the sweep point (only these fields are read)
- * @param {any[]} input.clients every client's CarClient.stats()
+ * @param {any[]} input.clients every client's CarClient.stats(), or records rebuilt from client
+ *   reports that carry `rtHist` (an RtHistogramJson) instead of `rt` (see {@link rtSummaryOf})
  * @param {any} input.relay relay metrics over the measured window, or null
  * @param {{ server: number | null, clients: number | null }} input.cpu mean CPU % (100 = one core)
  * @param {Record<string, any>} [input.extra] fields to add (browser/sim, durationS, ...)
+ * @param {(client: any) => boolean} [input.only] the clients the run is about, when it is a part
+ *   of a population (a recording's browser family): RT, updates, setup, channel and freshness
+ *   over them; loss, duplicates, reorders and jitter over the streams into them from any sender
+ *   of `clients` (as {@link byBrowserOf} does). Default: every client.
  */
-export function aggregateRun({ point, clients, relay, cpu, extra = {} }) {
-  const rt = summarize(clients.flatMap((c) => c.rt));
+export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only }) {
+  const clients = only ? all.filter(only) : all;
+  const rt = rtSummaryOf(clients);
   const rtWarmup = summarize(clients.flatMap((c) => c.rtWarmup ?? []));
-  const streams = aggregateStreams(clients);
+  const streams = aggregateStreams(all, only);
   const connected = clients.filter((c) => c.id > 0).length;
   const rts = relay && relay.rts && relay.rts.n > 0 ? { mean: relay.rts.mean, max: relay.rts.max, n: relay.rts.n } : null;
   // Server CPU per update delivered to a neighbour, over the measured window:
@@ -204,7 +228,7 @@ export function byBrowserOf(clients) {
       const streams = aggregateStreams(clients, (receiver) => /** @type {any} */ (receiver).browser === name);
       return [name, {
         clients: own.length,
-        rt: summarize(own.flatMap((c) => c.rt)),
+        rt: rtSummaryOf(own),
         lossPct: streams.lossPct,
         dups: streams.duplicates,
         reorders: streams.reorders,

@@ -116,3 +116,45 @@ test('every run carries its cycle mode and the receivers\' freshness over all st
   const none = aggregateRun({ point, clients: [client(1)], relay: null, cpu: { server: null, clients: null } });
   assert.deepEqual(none.freshness.freezeMs, { p50: null, p99: null, max: null });
 });
+
+test('clients that carry RT histograms (client reports) instead of RT arrays: exact n, mean, Dev, max; percentiles to the bucket', async () => {
+  const { RtHistogram, rtBucket } = await import('../core/report.js');
+  const { summarize } = await import('../core/metrics.js');
+  const values = [[12.34, 15.5, 101.7, 250.2], [8.06, 9.9, 1234.5]];
+  const hist = (/** @type {number[]} */ list) => { const h = new RtHistogram(); for (const v of list) h.add(v); return h.toJSON(); };
+  const clients = values.map((list, i) => client(i + 1, { rt: undefined, rtHist: hist(list) }));
+  const run = aggregateRun({ point: { transport: 'relay', clients: 2, group: 2, cycleMs: 167 }, clients, relay: null, cpu: { server: null, clients: null } });
+  const exact = summarize(values.flat());
+  assert.equal(run.rt.n, exact.n);
+  assert.equal(run.rt.max, exact.max);
+  assert.ok(Math.abs(/** @type {number} */ (run.rt.mean) - /** @type {number} */ (exact.mean)) < 1e-9);
+  assert.ok(Math.abs(/** @type {number} */ (run.rt.dev) - /** @type {number} */ (exact.dev)) < 1e-9);
+  for (const k of /** @type {const} */ (['p50', 'p95', 'p99'])) assert.equal(run.rt[k], Math.min(/** @type {number} */ (exact.max), rtBucket(/** @type {number} */ (exact[k]))), k);
+  // An array client among histogram clients counts value by value.
+  const mixed = aggregateRun({ point: { transport: 'relay', clients: 2, group: 2, cycleMs: 167 }, clients: [clients[0], client(3, { rt: values[1] })], relay: null, cpu: { server: null, clients: null } });
+  assert.equal(mixed.rt.n, 7);
+  assert.equal(mixed.rt.max, 1234.5);
+});
+
+test('only: a part of a population — its senders\' RT, the streams into its receivers from any sender', () => {
+  const recv = (/** @type {number} */ received, /** @type {number} */ jitterMs) => ({ received, duplicates: 0, reorders: 0, jitterMs, acksSent: received });
+  const clients = [
+    client(1, { family: 'a', browser: 'a', rt: [10, 30], sentTo: { 2: 4, 3: 4 }, updatesSent: 4, recv: { 2: recv(2, 1), 3: recv(1, 2) } }),
+    client(2, { family: 'b', browser: 'b', rt: [50], sentTo: { 1: 2, 3: 2 }, updatesSent: 2, recv: { 1: recv(3, 5), 3: recv(1, 3) } }),
+    client(3, { family: 'b', browser: 'b', rt: [70], sentTo: { 1: 1, 2: 1 }, updatesSent: 1, recv: { 1: recv(4, 7), 2: recv(2, 9) } }),
+  ];
+  const point = { transport: 'p2p', clients: 3, group: 3, cycleMs: 167 };
+  const { byBrowser } = /** @type {any} */ (byBrowserOf(clients));
+  for (const f of ['a', 'b']) {
+    const part = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null }, only: (c) => c.family === f });
+    assert.deepEqual(part.rt, byBrowser[f].rt, `${f}: RT of its own senders`);
+    for (const k of ['lossPct', 'dups', 'reorders', 'jitterMs']) assert.equal(/** @type {any} */ (part)[k], byBrowser[f][k], `${f}: ${k}`);
+    assert.equal(part.connected, byBrowser[f].clients);
+    assert.equal('byBrowser' in part, false, 'one family: no split');
+  }
+  const b = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null }, only: (c) => c.family === 'b' });
+  assert.equal(b.updates.sent, 3);
+  assert.equal(b.updates.expected, 4 + 4 + 2 + 1, 'every stream into 2 and 3, from any sender');
+  const whole = aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null } });
+  assert.deepEqual(aggregateRun({ point, clients, relay: null, cpu: { server: null, clients: null }, only: () => true }), whole, 'only everyone: the run');
+});

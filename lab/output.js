@@ -179,12 +179,45 @@ export const NONE = '–';
  * @property {string} [experiment] `carlab browsers`: the experiment (lab/browsers/)
  * @property {string} [pair] `carlab browsers`: the browser pair, e.g. `C-F`
  * @property {string} [error] why the run failed (the runners keep the point and its error)
+ * @property {number} [reportsIntervalS] sim/bench --reports: seconds between client reports, 0 when off
+ * @property {{ sent: number, failed: number, skipped?: number, failedBy?: Record<string, number> }} [reports] what the
+ *   clients' reports did (with reports on; lab/sim.js ReportTally): sent, not accepted (failedBy: HTTP status or
+ *   'network', 'timeout', 'beacon'), skipped (the server would have refused them as too frequent)
+ * @property {string} [source] where the run comes from: 'recording' (lab/recording.js), or in a
+ *   combined report (`carlab report A B --out C`) the results folder's name
+ * @property {string} [sourceName] the recording's (or, combined, the input folder's) name
+ * @property {string} [groupName] a recording's working group, by name (`group` is its size)
+ * @property {string} [family] a recording run of one browser family (lab/recording.js)
+ * @property {string[]} [families] a recording run over every family of its group: the families
+ * @property {number} [sessions] a recording run's page sessions
+ * @property {{ fps: number | null, msPerFrame: number | null, visiblePct: number | null, clients: number } | null} [tracking]
+ *   AR.js tracking the phones reported
+ * @property {Record<string, number>} [effectiveTypes] sessions per navigator.connection.effectiveType
+ * @property {{ clientsReconnected: number, reconnects: number, outageMs: number }} [connection] a recording's reconnects
+ * @property {string | null} [firstSeen] a recording run's first report (ISO, server clock)
+ * @property {string | null} [lastSeen] its last report
+ */
+
+/**
+ * A recording's summary in results.json (lab/recording.js recordingToResults).
+ *
+ * @typedef {object} RecordingInfo
+ * @property {string} name the folder's name
+ * @property {string} [dir]
+ * @property {number} [sessions]
+ * @property {{ file: string }[]} [segments]
+ * @property {string | null} [firstAt]
+ * @property {string | null} [lastAt]
+ * @property {Record<string, number>} [counts] lines, reports, tornLines, invalid, other, superseded, idCollisions
  */
 
 /**
  * @typedef {object} Results
  * @property {Record<string, unknown>} [env]
  * @property {Run[]} runs
+ * @property {import('./recording.js').DeviceRow[]} [devices] a recording's page sessions
+ * @property {RecordingInfo} [recording] results of one recording
+ * @property {RecordingInfo[]} [recordings] a combined report: every recording among its inputs
  */
 
 /**
@@ -203,6 +236,7 @@ export const NONE = '–';
  * @property {number | null} cycleMs
  * @property {string | null} [net] network profile (--net)
  * @property {string | null} [cycleMode] action cycle mode, when the runs say
+ * @property {string | null} [reports] client reports, when the runs had them ({@link reportsLabel})
  * @property {boolean} unreliable whether loss counts too
  * @property {number | null} supported largest client count whose runs all pass, null if none
  * @property {number | null} smallest smallest client count tested
@@ -353,13 +387,253 @@ export function tableRow(run) {
  * @returns {RunTable[]}
  */
 export function runTables(results) {
-  return groupRuns(runsOf(results)).map(({ transport, group, cycleMs, net, cycleMode, runs }) => ({
+  return groupRuns(carRuns(runsOf(results))).map(({ transport, group, cycleMs, net, cycleMode, reports, runs }) => ({
     transport,
     group,
     cycleMs,
-    title: tableTitle(transport, group, cycleMs, net, cycleMode),
-    runs: [...runs].sort((a, b) => compareNumbers(a.clients, b.clients)),
+    title: tableTitle(transport, group, cycleMs, net, cycleMode, reports),
+    runs: [...runs].sort((a, b) => compareNumbers(a.clients, b.clients) || String(sourceLabel(a) ?? '').localeCompare(String(sourceLabel(b) ?? ''))),
   }));
+}
+
+// ---------------------------------------------------------------------------
+// Sources and recordings
+
+/**
+ * Whether a run is one browser family's part of a recording's group
+ * (lab/recording.js): shown in the Recordings section; the CAR tables,
+ * supported clients, freshness table and charts show the group's run over
+ * every family.
+ *
+ * @param {Run} run
+ * @returns {boolean}
+ */
+export function isFamilyRun(run) {
+  return run?.source === 'recording' && typeof run.family === 'string';
+}
+
+/**
+ * The runs of the CAR tables: all but the per-family runs of recordings.
+ *
+ * @param {Run[]} runs
+ * @returns {Run[]}
+ */
+export function carRuns(runs) {
+  return runs.filter((run) => !isFamilyRun(run));
+}
+
+/**
+ * Where a run comes from, in a few words: `recording NAME · GROUP` for a
+ * recording's run, the input folder's name in a combined report; null when
+ * the run does not say.
+ *
+ * @param {Run} run
+ * @returns {string | null}
+ */
+export function sourceLabel(run) {
+  if (run?.source === 'recording') {
+    const name = typeof run.sourceName === 'string' && run.sourceName ? ` ${run.sourceName}` : '';
+    const group = typeof run.groupName === 'string' ? ` · ${run.groupName}` : '';
+    return `recording${name}${group}`;
+  }
+  return typeof run?.source === 'string' && run.source ? run.source : null;
+}
+
+/**
+ * Whether tables need a Source column: the runs come from more than one source.
+ *
+ * @param {Run[]} runs
+ * @returns {boolean}
+ */
+export function showSources(runs) {
+  return new Set(runs.map(sourceLabel)).size > 1;
+}
+
+/**
+ * The recordings of a results object: its `recording` (every recording run
+ * is its), or a combined report's `recordings` and any other recording its
+ * runs name.
+ *
+ * @param {Results} results
+ * @returns {RecordingInfo[]}
+ */
+export function recordingsOf(results) {
+  /** @type {RecordingInfo[]} */
+  const list = [];
+  if (!Array.isArray(results?.recordings) && isObject(results?.recording)) return [/** @type {RecordingInfo} */ (results.recording)];
+  if (Array.isArray(results?.recordings)) list.push(...results.recordings.filter(isObject).map((r) => /** @type {RecordingInfo} */ (r)));
+  for (const run of runsOf(results)) {
+    if (run.source !== 'recording') continue;
+    const name = String(run.sourceName ?? '');
+    if (!list.some((r) => String(r.name ?? '') === name)) list.push({ name });
+  }
+  return list;
+}
+
+/**
+ * The runs of one recording, per (transport, group name) in results order:
+ * each browser family's runs, then the group's run over every family.
+ *
+ * @param {Run[]} runs
+ * @param {RecordingInfo | null} recording null: every recording run (results of one recording)
+ * @returns {{ transport: string, groupName: string, runs: Run[] }[]}
+ */
+export function recordingGroups(runs, recording) {
+  /** @type {Map<string, { transport: string, groupName: string, runs: Run[] }>} */
+  const groups = new Map();
+  for (const run of runs) {
+    if (run.source !== 'recording' || (recording && String(run.sourceName ?? '') !== String(recording.name ?? ''))) continue;
+    const transport = String(run.transport ?? '?');
+    const groupName = String(run.groupName ?? '');
+    const key = JSON.stringify([transport, groupName]);
+    let entry = groups.get(key);
+    if (!entry) groups.set(key, (entry = { transport, groupName, runs: [] }));
+    entry.runs.push(run);
+  }
+  for (const entry of groups.values()) entry.runs.sort((a, b) => Number(!isFamilyRun(a)) - Number(!isFamilyRun(b)));
+  return [...groups.values()];
+}
+
+/**
+ * The title of one recording group's table, e.g.
+ * `relay · group "lab1" · 4 clients · cycle 167 ms pipelined`.
+ *
+ * @param {{ transport: string, groupName: string, runs: Run[] }} entry
+ * @returns {string}
+ */
+export function recordingGroupTitle({ transport, groupName, runs }) {
+  const all = runs.find((run) => !isFamilyRun(run)) ?? runs[0];
+  const mode = typeof all?.cycleMode === 'string' ? ` ${all.cycleMode}` : '';
+  return `${transport} · group "${groupName}" · ${fmt(all?.group)} clients · cycle ${fmt(all?.cycleMs)} ms${mode}`;
+}
+
+/** Columns of a recording's per-family table: the papers' layout, freshness and tracking. */
+export const RECORDING_COLUMNS = Object.freeze([
+  'Browser', 'Size', 'Sessions', 'RT', 'Dev', 'p95', 'CPU', 'RTS', '% loss', 'Jitter (ms)',
+  'Fresh/stream/s', 'Freeze p99', '% frozen', 'Tracking fps', 'Marker seen %',
+]);
+
+/** What the recording tables say. */
+export const RECORDING_LEGEND = 'Real phones, from the client reports `carlab start --record` kept: each page session\'s newest report. '
+  + 'One row per browser family (from the user agent), then the whole group ("all"). Size: clients (distinct ids) of the family; '
+  + 'RT, Dev, p95 (ms): updates its phones sent, on the sender\'s clock, from the merged histograms (percentiles to 0.1 ms below '
+  + '100 ms, 1 ms below 1 s); % loss, jitter and freshness: streams into its phones, from any sender. CPU and RTS are not in client '
+  + 'reports. Tracking: AR.js frames per second and the share of frames that saw the marker.';
+
+/**
+ * One row of a recording's per-family table.
+ *
+ * @param {Run} run
+ * @returns {string[]}
+ */
+export function recordingRow(run) {
+  const f = run.freshness ?? null;
+  const t = run.tracking ?? null;
+  return [
+    isFamilyRun(run) ? String(run.family) : 'all', fmt(run.clients), fmt(run.sessions),
+    fmt(run.rt?.mean), fmt(run.rt?.dev), fmt(run.rt?.p95), fmt(run.cpu?.server, 1), fmt(run.rts?.mean, 1), fmt(run.lossPct, 2), fmt(run.jitterMs, 2),
+    fmt(f?.updatesPerStreamPerS, 2), fmt(f?.freezeMs?.p99), fmt(f?.frozenPct, 2), fmt(t?.fps, 1), fmt(t?.visiblePct, 1),
+  ];
+}
+
+/** Columns of the devices table. */
+export const DEVICE_COLUMNS = Object.freeze([
+  'Session', 'Name', 'Family', 'Browser', 'OS', 'Device', 'Network', 'Transport', 'Group', 'Id', 'Reports', 'First seen', 'Last seen',
+]);
+
+/** What the devices table says. */
+export const DEVICE_LEGEND = 'One row per page session (the first 8 hex digits of its id): the name as typed, what its user agent '
+  + 'says, navigator.connection.effectiveType, its transport and group, the client id the server gave (0: never joined), its reports '
+  + 'and when the server first and last heard from it (UTC).';
+
+/**
+ * An ISO time as `YYYY-MM-DD HH:MM:SS`, or {@link NONE}.
+ *
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function timeText(value) {
+  return typeof value === 'string' && value ? value.replace('T', ' ').replace(/(\.\d+)?Z$/, '') : NONE;
+}
+
+/**
+ * One row of the devices table.
+ *
+ * @param {import('./recording.js').DeviceRow} d
+ * @returns {string[]}
+ */
+export function deviceRow(d) {
+  const text = (/** @type {unknown} */ v) => (typeof v === 'string' && v ? v : NONE);
+  const joined = (/** @type {unknown} */ a, /** @type {unknown} */ b) => [a, b].filter((v) => typeof v === 'string' && v).join(' ') || NONE;
+  return [
+    text(d?.session), String(d?.name ?? ''), text(d?.family), joined(d?.browser, d?.browserVersion), joined(d?.os, d?.osVersion), text(d?.device),
+    text(d?.effectiveType), text(d?.transport), text(d?.group), fmt(d?.clientId), fmt(d?.reports), timeText(d?.firstSeen), timeText(d?.lastSeen),
+  ];
+}
+
+/**
+ * One line about a recording: sessions, segments, time span and what the reader skipped.
+ *
+ * @param {RecordingInfo} recording
+ * @returns {string}
+ */
+export function recordingSummary(recording) {
+  const c = recording.counts ?? {};
+  const segments = Array.isArray(recording.segments) ? recording.segments.length : null;
+  const parts = [`${fmt(recording.sessions)} sessions${segments !== null ? ` in ${segments} segment${segments === 1 ? '' : 's'}` : ''}`];
+  if (recording.firstAt || recording.lastAt) parts.push(`${timeText(recording.firstAt)} to ${timeText(recording.lastAt)} UTC`);
+  if (num(c.lines) !== null) parts.push(`${fmt(c.lines)} lines, ${fmt(c.reports)} reports`);
+  const skipped = [
+    num(c.tornLines) ? `${fmt(c.tornLines)} torn line${c.tornLines === 1 ? '' : 's'}` : '',
+    num(c.invalid) ? `${fmt(c.invalid)} invalid report${c.invalid === 1 ? '' : 's'}` : '',
+    num(c.other) ? `${fmt(c.other)} other line${c.other === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
+  if (skipped.length) parts.push(`skipped ${skipped.join(', ')}`);
+  if (num(c.idCollisions)) parts.push(`${fmt(c.idCollisions)} sessions shared a client id with another at the same time (their streams are matched to one of them)`);
+  return parts.join('; ');
+}
+
+/**
+ * The "Recordings" section of tables.md: per recording, a table per
+ * (transport, group) with a row per browser family and one for the group,
+ * then the devices; empty when the results hold no recording.
+ *
+ * @param {Results} results
+ * @returns {string}
+ */
+export function renderRecordingTables(results) {
+  const recordings = recordingsOf(results);
+  if (!recordings.length) return '';
+  const runs = runsOf(results);
+  const several = recordings.length > 1;
+  const devices = Array.isArray(results.devices) ? results.devices.filter(isObject) : [];
+  const out = ['## Recordings', '', RECORDING_LEGEND, ''];
+  for (const recording of recordings) {
+    const name = String(recording.name ?? '');
+    const of = several ? ` · recording ${mdData(name)}` : '';
+    out.push(`_Recording ${mdData(name)}: ${mdData(recordingSummary(recording))}._`, '');
+    for (const entry of recordingGroups(runs, several ? recording : null)) {
+      out.push(`### ${mdData(recordingGroupTitle(entry))}${of}`, '');
+      out.push(markdownTable(RECORDING_COLUMNS, entry.runs.map((run) => recordingRow(run).map(mdData)), RECORDING_COLUMNS.map((_, i) => (i === 0 ? 'left' : 'right'))), '');
+    }
+    const mine = devices.filter((d) => !several || String(d.sourceName ?? '') === name);
+    if (mine.length) {
+      out.push(`### Devices${of}`, '', DEVICE_LEGEND, '');
+      out.push(markdownTable(DEVICE_COLUMNS, mine.map((d) => deviceRow(d).map(mdData)), DEVICE_COLUMNS.map((_, i) => (i >= 9 && i <= 10 ? 'right' : 'left'))), '');
+    }
+  }
+  return out.join('\n');
+}
+
+/**
+ * Text from the data (a client's name, a group's, what a user agent says)
+ * made inert in markdown: no HTML, no emphasis, no links.
+ *
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function mdData(value) {
+  return mdText(value).replace(/[\\`*_[\]<>]/g, '\\$&');
 }
 
 /**
@@ -368,10 +642,32 @@ export function runTables(results) {
  * @param {number | null} cycleMs
  * @param {string | null} [net] network profile (--net)
  * @param {string | null} [cycleMode] action cycle mode, when the runs say
+ * @param {string | null} [reports] client reports, when the runs had them ({@link reportsLabel})
  * @returns {string}
  */
-export function tableTitle(transport, group, cycleMs, net = null, cycleMode = null) {
-  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${cycleMode ? ` ${cycleMode}` : ''}${net ? ` · net ${net}` : ''}`;
+export function tableTitle(transport, group, cycleMs, net = null, cycleMode = null, reports = null) {
+  return `${transport} · group ${fmt(group)} · cycle ${fmt(cycleMs)} ms${cycleMode ? ` ${cycleMode}` : ''}${reports ? ` · ${reports}` : ''}${net ? ` · net ${net}` : ''}`;
+}
+
+/**
+ * The client reports a run had (sim/bench --reports), e.g. `reports 5 s`;
+ * null when it had none (reportsIntervalS 0 or absent).
+ * @param {Run} run
+ * @returns {string | null}
+ */
+export function reportsLabel(run) {
+  const s = num(run?.reportsIntervalS);
+  return s ? `reports ${s} s` : null;
+}
+
+/**
+ * A run's Mode cell: its cycle mode, and its client reports when it had them.
+ * @param {Run} run
+ * @returns {string}
+ */
+export function modeCell(run) {
+  const reports = reportsLabel(run);
+  return `${run.cycleMode ?? NONE}${reports ? ` · ${reports}` : ''}`;
 }
 
 /**
@@ -395,7 +691,7 @@ export function netName(run) {
  * @returns {Supported[]}
  */
 export function supportedClients(runs) {
-  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, cycleMode, runs: members }) => {
+  return groupRuns(Array.isArray(runs) ? runs : []).map(({ transport, group, cycleMs, net, cycleMode, reports, runs: members }) => {
     /** @type {Map<number, boolean>} */
     const passBySize = new Map();
     for (const run of members) {
@@ -417,6 +713,7 @@ export function supportedClients(runs) {
       cycleMs,
       net,
       cycleMode,
+      reports,
       unreliable: members.some(isUnreliable),
       supported,
       smallest,
@@ -440,7 +737,7 @@ export function supportedRow(entry) {
   if (entry.smallest !== null) {
     tested = entry.smallest === entry.largest ? String(entry.smallest) : `${entry.smallest}–${entry.largest}`;
   }
-  const name = `${entry.transport}${entry.cycleMode ? ` · ${entry.cycleMode}` : ''}${entry.net ? ` · net ${entry.net}` : ''}`;
+  const name = `${entry.transport}${entry.cycleMode ? ` · ${entry.cycleMode}` : ''}${entry.reports ? ` · ${entry.reports}` : ''}${entry.net ? ` · net ${entry.net}` : ''}`;
   return [name, fmt(entry.group), fmt(entry.cycleMs), tested, entry.label];
 }
 
@@ -474,18 +771,31 @@ export function renderTables(results) {
   const out = ['## Response time, CPU and loss', ''];
   if (runs.length === 0) {
     out.push('_No runs._', '');
+    const recordings = renderRecordingTables(results);
+    if (recordings) out.push(recordings);
     return out.join('\n');
   }
-  out.push(TABLE_LEGEND, '');
+  const tagged = showSources(carRuns(runs));
+  out.push(tagged ? `${TABLE_LEGEND} ${SOURCE_LEGEND}` : TABLE_LEGEND, '');
   for (const table of runTables(results)) {
-    out.push(`### ${mdText(table.title)}`, '');
-    out.push(markdownTable(TABLE_COLUMNS, table.runs.map(tableRow), TABLE_COLUMNS.map(() => 'right')));
+    out.push(`### ${mdHeading(table.title)}`, '');
+    if (tagged) {
+      const columns = ['Source', ...TABLE_COLUMNS];
+      out.push(markdownTable(columns, table.runs.map((run) => [mdData(sourceLabel(run) ?? NONE), ...tableRow(run)]), columns.map((_, i) => (i === 0 ? 'left' : 'right'))));
+    } else {
+      out.push(markdownTable(TABLE_COLUMNS, table.runs.map(tableRow), TABLE_COLUMNS.map(() => 'right')));
+    }
     const failed = table.runs.filter((run) => run.error);
     if (failed.length) out.push('', ...failed.map((run) => `- ${fmt(run.clients)} clients failed: ${mdText(run.error)}`));
     out.push('');
   }
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
-  out.push(markdownTable(SUPPORTED_COLUMNS, supportedClients(runs).map(supportedRow), ['left', 'right', 'right', 'right', 'right']));
+  if (tagged) {
+    const columns = ['Source', ...SUPPORTED_COLUMNS];
+    out.push(markdownTable(columns, supportedBySource(runs).map(({ source, entry }) => [mdData(source ?? NONE), ...supportedRow(entry)]), ['left', 'left', 'right', 'right', 'right', 'right']));
+  } else {
+    out.push(markdownTable(SUPPORTED_COLUMNS, supportedClients(carRuns(runs)).map(supportedRow), ['left', 'right', 'right', 'right', 'right']));
+  }
   out.push('');
   const perBrowser = runs.filter((run) => run.byBrowser);
   if (perBrowser.length) {
@@ -495,6 +805,8 @@ export function renderTables(results) {
   }
   const fresh = renderFreshnessTable(runs);
   if (fresh) out.push(fresh);
+  const recordings = renderRecordingTables(results);
+  if (recordings) out.push(recordings);
   const scale = renderScaleOutTable(runs);
   if (scale) out.push(scale);
   const net = renderNetTables(runs);
@@ -522,7 +834,7 @@ export const FRESHNESS_LEGEND = 'Measured at the receivers, per (receiver, sende
 export function freshnessRow(run) {
   const f = run.freshness ?? null;
   return [
-    String(run.transport), run.cycleMode ?? NONE, netName(run) ?? NONE, fmt(run.clients), fmt(run.group), fmt(run.cycleMs),
+    String(run.transport), modeCell(run), netName(run) ?? NONE, fmt(run.clients), fmt(run.group), fmt(run.cycleMs),
     fmt(f?.updatesPerStreamPerS, 2), fmt(f?.freezeMs?.p50), fmt(f?.freezeMs?.p99), fmt(f?.freezeMs?.max), fmt(f?.frozenPct, 2),
     fmt(run.rt?.mean), fmt(run.lossPct, 2),
   ];
@@ -538,7 +850,9 @@ export function orderedRuns(runs) {
   return [...runs].sort((a, b) => profiles.indexOf(netName(a)) - profiles.indexOf(netName(b))
     || compareTransports(String(a.transport), String(b.transport))
     || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? ''))
-    || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs) || compareNumbers(a.clients, b.clients));
+    || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs) || compareNumbers(a.clients, b.clients)
+    || compareNumbers(a.reportsIntervalS ?? 0, b.reportsIntervalS ?? 0)
+    || String(sourceLabel(a) ?? '').localeCompare(String(sourceLabel(b) ?? '')));
 }
 
 /**
@@ -547,10 +861,49 @@ export function orderedRuns(runs) {
  * @returns {string}
  */
 export function renderFreshnessTable(runs) {
-  const rs = orderedRuns(runs.filter((run) => isObject(run.freshness) && !run.error));
+  const rs = freshnessRuns(runs);
   if (!rs.length) return '';
+  if (showSources(rs)) {
+    const columns = ['Source', ...FRESHNESS_COLUMNS];
+    return ['## Freshness at the receiver', '', FRESHNESS_LEGEND, '',
+      markdownTable(columns, rs.map((run) => [mdData(sourceLabel(run) ?? NONE), ...freshnessRow(run)]), columns.map((_, i) => (i < 4 ? 'left' : 'right'))), ''].join('\n');
+  }
   return ['## Freshness at the receiver', '', FRESHNESS_LEGEND, '',
     markdownTable(FRESHNESS_COLUMNS, rs.map(freshnessRow), FRESHNESS_COLUMNS.map((_, i) => (i < 3 ? 'left' : 'right'))), ''].join('\n');
+}
+
+/**
+ * The runs of the freshness table, in table order (a recording's per-family
+ * runs are in its own section).
+ * @param {Run[]} runs
+ * @returns {Run[]}
+ */
+export function freshnessRuns(runs) {
+  return orderedRuns(carRuns(runs).filter((run) => isObject(run.freshness) && !run.error));
+}
+
+/** What the Source column says. */
+export const SOURCE_LEGEND = 'Source: the results folder a row comes from, or the recording and its working group.';
+
+/**
+ * Supported clients per source (each source decides its own populations),
+ * sources in the order their runs come.
+ * @param {Run[]} runs
+ * @returns {{ source: string | null, entry: Supported }[]}
+ */
+export function supportedBySource(runs) {
+  const rs = carRuns(runs);
+  const sources = [...new Set(rs.map(sourceLabel))];
+  return sources.flatMap((source) => supportedClients(rs.filter((run) => sourceLabel(run) === source)).map((entry) => ({ source, entry })));
+}
+
+/**
+ * A heading made of data: on one line, no HTML.
+ * @param {unknown} value
+ * @returns {string}
+ */
+function mdHeading(value) {
+  return mdText(value).replace(/[<>]/g, '\\$&');
 }
 
 /** Columns of the scale-out table. */
@@ -572,7 +925,7 @@ export function scaleOutRow(run) {
   const c = run.cluster ?? null;
   const f = run.failover ?? null;
   return [
-    String(run.transport), run.cycleMode ?? NONE, netName(run) ?? NONE, fmt(run.clients),
+    String(run.transport), modeCell(run), netName(run) ?? NONE, fmt(run.clients),
     fmt(c?.nodes), fmt(c?.crossNodeUpdates), typeof c?.natsVersion === 'string' ? c.natsVersion : NONE,
     fmt(f?.clientsMoved), fmt(f?.reconnectMs?.p50), fmt(f?.reconnectMs?.p99), fmt(f?.reconnectMs?.max), fmt(f?.lostUpdates),
   ];
@@ -663,6 +1016,7 @@ export function renderSummaryLine(run) {
     `${mdText(r.transport ?? '?')}${driver ? ` (${mdText(driver)})` : ''} ${fmt(r.clients)} clients`,
     `group ${fmt(r.group)}`,
     `${fmt(r.cycleMs)} ms${r.cycleMode ? ` ${mdText(r.cycleMode)}` : ''}`,
+    ...(reportsLabel(r) ? [/** @type {string} */ (reportsLabel(r))] : []),
   ];
   if (r.error) return `${head.join(' · ')} · failed: ${mdText(r.error)}`;
   const rt = r.rt ?? {};
@@ -703,7 +1057,7 @@ export function renderSummaryLine(run) {
 
 /** Preferred order of top-level run fields in the CSV; others follow as first seen. */
 const FIELD_ORDER = [
-  'transport', 'clients', 'group', 'cycleMs', 'cycleMode', 'browser', 'sim',
+  'transport', 'clients', 'group', 'cycleMs', 'cycleMode', 'browser', 'sim', 'source', 'sourceName', 'groupName', 'family', 'families', 'sessions',
   'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'freshness', 'setupMs', 'channel',
 ];
 
@@ -895,14 +1249,16 @@ export function runsOf(results) {
 }
 
 /**
- * Runs grouped by (transport, group, cycleMs, cycle mode, network profile),
- * sorted by transport, group, cycle, mode; profiles in the order they ran.
+ * Runs grouped by (transport, group, cycleMs, cycle mode, client reports, network profile),
+ * sorted by transport, group, cycle, mode, reports (none first); profiles in the order they ran.
  *
  * @param {Run[]} runs
- * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null, runs: Run[] }[]}
+ * @returns {{ transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null,
+ *   reports: string | null, runs: Run[] }[]}
  */
 export function groupRuns(runs) {
-  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null, runs: Run[] }>} */
+  /** @type {Map<string, { transport: string, group: number | null, cycleMs: number | null, net: string | null, cycleMode: string | null,
+   *   reports: string | null, runs: Run[] }>} */
   const groups = new Map();
   for (const run of runs) {
     if (!isObject(run)) continue;
@@ -911,13 +1267,15 @@ export function groupRuns(runs) {
     const cycleMs = num(run.cycleMs);
     const net = netName(run);
     const cycleMode = typeof run.cycleMode === 'string' ? run.cycleMode : null;
-    const key = JSON.stringify([transport, group, cycleMs, cycleMode, net]);
+    const reports = reportsLabel(run);
+    const key = JSON.stringify([transport, group, cycleMs, cycleMode, reports, net]);
     let entry = groups.get(key);
-    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, cycleMode, runs: [] }));
+    if (!entry) groups.set(key, (entry = { transport, group, cycleMs, net, cycleMode, reports, runs: [] }));
     entry.runs.push(run);
   }
   return [...groups.values()].sort(
     (a, b) => compareTransports(a.transport, b.transport) || compareNumbers(a.group, b.group) || compareNumbers(a.cycleMs, b.cycleMs)
-      || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? '')),
+      || String(a.cycleMode ?? '').localeCompare(String(b.cycleMode ?? ''))
+      || (num(a.runs[0].reportsIntervalS) ?? 0) - (num(b.runs[0].reportsIntervalS) ?? 0),
   );
 }

@@ -7,14 +7,21 @@ import { after, describe, test } from 'node:test';
 import {
   CSV_BASE_COLUMNS,
   csvField,
+  deviceRow,
   fmt,
   flatten,
+  isFamilyRun,
   isUnreliable,
+  mdData,
+  recordingSummary,
   renderCsv,
   renderSummaryLine,
   renderTables,
   runTables,
+  showSources,
+  sourceLabel,
   supportedClients,
+  timeText,
   validateResults,
   writeResults,
 } from './output.js';
@@ -402,5 +409,78 @@ describe('writeResults', () => {
     assert.equal(validateResults({ runs: [1] }), 'runs[0] is not an object');
     assert.equal(validateResults({ env: [], runs: [] }), '"env" must be an object');
     assert.equal(validateResults({ runs: [] }), null);
+  });
+});
+
+describe('recordings and combined sources', () => {
+  const rt = { mean: 40, dev: 5, p50: 38, p95: 52, p99: 60, max: 70, n: 300 };
+  const fresh = { updatesPerStreamPerS: 5.5, freezeMs: { p50: 170, p99: 900, max: 1400 }, frozenPct: 0.5 };
+  /** @param {Partial<Run>} over */
+  const recorded = (over) => makeRun({
+    sim: undefined, source: 'recording', sourceName: 'study', groupName: 'lab1', clients: 4, group: 4, cycleMs: 167, cycleMode: 'pipelined',
+    rt, rts: null, cpu: { server: null, clients: null }, freshness: fresh, sessions: 4, ...over,
+  });
+  /** @type {Results} */
+  const results = {
+    env: { cpus: 2 },
+    runs: [
+      recorded({ browser: 'Chrome Android', family: 'Chrome Android', clients: 3, sessions: 3, tracking: { fps: 24.46, msPerFrame: 11, visiblePct: 81.25, clients: 3 } }),
+      recorded({ browser: 'Safari iOS', family: 'Safari iOS', clients: 1, sessions: 2, lossPct: 1.5 }),
+      recorded({ browser: 'all', families: ['Chrome Android', 'Safari iOS'], sessions: 5, lossPct: 0.4 }),
+    ],
+    devices: [
+      { session: 'abcdef01', name: '<img src=x onerror=alert(1)>', family: 'Chrome Android', browser: 'Chrome', browserVersion: '126.0', os: 'Android', osVersion: '14',
+        device: 'mobile', effectiveType: '4g', transport: 'relay', group: 'lab1', clientId: 3, kind: 'app', reports: 12, seq: 12, final: true,
+        firstSeen: '2026-11-25T15:00:01.500Z', lastSeen: '2026-11-25T15:20:00.000Z', sourceName: 'study' },
+    ],
+    recording: { name: 'study', sessions: 5, segments: [{ file: 'a' }, { file: 'b' }], firstAt: '2026-11-25T15:00:01.500Z', lastAt: '2026-11-25T15:20:00.000Z',
+      counts: { lines: 70, reports: 60, tornLines: 1, invalid: 2, other: 0, superseded: 55, idCollisions: 0 } },
+  };
+
+  test('a recording: the group in the CAR tables, every family in the Recordings section with freshness and tracking, then the devices', () => {
+    const md = renderTables(results);
+    const car = md.split('## Supported clients')[0];
+    assert.match(car, /### relay · group 4 · cycle 167 ms pipelined\n\n\| Size \|/, 'one source: no Source column');
+    assert.equal(runTables(results)[0].runs.length, 1, 'the families are parts of the group\'s run');
+    assert.equal(isFamilyRun(results.runs[0]), true);
+    assert.equal(isFamilyRun(results.runs[2]), false);
+    const rec = md.split('## Recordings\n')[1];
+    assert.ok(rec);
+    assert.match(rec, /_Recording study: 5 sessions in 2 segments; 2026-11-25 15:00:01 to 2026-11-25 15:20:00 UTC; 70 lines, 60 reports; skipped 1 torn line, 2 invalid reports\._/);
+    assert.match(rec, /### relay · group "lab1" · 4 clients · cycle 167 ms pipelined/);
+    const rows = rec.split('\n').filter((line) => /^\| (Chrome|Safari|all)/.test(line)).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
+    assert.deepEqual(rows, [
+      ['Chrome Android', '3', '3', '40', '5', '52', '–', '–', '0.00', '1.50', '5.50', '900', '0.50', '24.5', '81.3'],
+      ['Safari iOS', '1', '2', '40', '5', '52', '–', '–', '1.50', '1.50', '5.50', '900', '0.50', '–', '–'],
+      ['all', '4', '5', '40', '5', '52', '–', '–', '0.40', '1.50', '5.50', '900', '0.50', '–', '–'],
+    ]);
+    assert.match(rec, /### Devices/);
+    assert.match(rec, /\| abcdef01 \| \\<img src=x onerror=alert\(1\)\\> \| Chrome Android \| Chrome 126\.0 \| Android 14 \| mobile \| 4g +\| relay +\| lab1 +\| +3 \| +12 \| 2026-11-25 15:00:01 \| 2026-11-25 15:20:00 \|/);
+    assert.doesNotMatch(md, /(?<!\\)<img/, 'no raw HTML from the data');
+  });
+
+  test('the data cannot format markdown; sources label runs', () => {
+    assert.equal(mdData('a_b *c* `d` [e](f) <g> \\'), 'a\\_b \\*c\\* \\`d\\` \\[e\\](f) \\<g\\> \\\\');
+    assert.equal(sourceLabel(results.runs[2]), 'recording study · lab1');
+    assert.equal(sourceLabel(makeRun({ source: 'bench-1' })), 'bench-1');
+    assert.equal(sourceLabel(makeRun()), null);
+    assert.equal(showSources([makeRun(), makeRun()]), false);
+    assert.equal(showSources([makeRun({ source: 'a' }), makeRun({ source: 'b' })]), true);
+    assert.equal(timeText('2026-11-25T15:00:01.500Z'), '2026-11-25 15:00:01');
+    assert.equal(timeText(null), '–');
+    assert.deepEqual(deviceRow(/** @type {any} */ ({ name: '' })).slice(0, 3), ['–', '', '–']);
+    assert.equal(recordingSummary({ name: 'x', sessions: 2, counts: { idCollisions: 2 } }), '2 sessions; 2 sessions shared a client id with another at the same time (their streams are matched to one of them)');
+  });
+
+  test('combined sources: a Source column in the CAR, supported clients and freshness tables; same shapes share a table', () => {
+    const combined = { env: { cpus: 2 }, runs: [...results.runs, makeRun({ source: 'bench-1', clients: 4, group: 4, cycleMode: 'pipelined', freshness: fresh })], devices: results.devices, recordings: [results.recording] };
+    const md = renderTables(/** @type {Results} */ (combined));
+    const table = md.split('### relay · group 4 · cycle 167 ms pipelined\n\n')[1].split('\n\n')[0].split('\n');
+    assert.match(table[0], /^\| Source +\| Size \| +RT \| +Dev \| +CPU \| +RTS \| % loss \|$/);
+    assert.match(table[2], /^\| bench-1 +\| +4 \|/);
+    assert.match(table[3], /^\| recording study · lab1 \| +4 \|/);
+    assert.match(md.split('## Supported clients')[1], /^\| Source +\| Transport/m);
+    assert.match(md.split('## Freshness at the receiver')[1], /^\| recording study · lab1 \| relay +\| pipelined \|/m);
+    assert.match(renderCsv(/** @type {Results} */ (combined)).split('\n')[0], /,source,sourceName,groupName,family,families,sessions,/);
   });
 });

@@ -30,11 +30,28 @@ import {
   SUPPORTED_LEGEND,
   TABLE_COLUMNS,
   TABLE_LEGEND,
+  DEVICE_COLUMNS,
+  DEVICE_LEGEND,
+  RECORDING_COLUMNS,
+  RECORDING_LEGEND,
+  SOURCE_LEGEND,
+  carRuns,
   compareTransports,
   describeDriver,
+  deviceRow,
   fmt,
   freshnessRow,
+  freshnessRuns,
   groupRuns,
+  isFamilyRun,
+  recordingGroupTitle,
+  recordingGroups,
+  recordingRow,
+  recordingSummary,
+  recordingsOf,
+  showSources,
+  sourceLabel,
+  supportedBySource,
   isUnreliable,
   netName,
   num,
@@ -312,7 +329,8 @@ function byCycle(runs) {
  * @returns {ChartSpec[]}
  */
 export function buildCharts(results) {
-  const runs = runsOf(results);
+  // A recording's per-family runs are parts of its group's run: charted as the group only.
+  const runs = carRuns(runsOf(results));
   const colors = transportColors(runs.map((run) => String(run.transport ?? '?')));
   const cycles = byCycle(runs);
   const many = cycles.length > 1;
@@ -399,6 +417,7 @@ function seriesOf(runs, colors) {
   const groups = distinctNumbers(runs.map((run) => run.group));
   const transports = new Set(runs.map((run) => String(run.transport ?? '?')));
   const modes = new Set(runs.map((run) => run.cycleMode ?? null));
+  const reportsSet = new Set(runs.map((run) => run.reportsIntervalS ?? 0));
   return groupRuns(runs).map((entry) => {
     const color = colors.get(entry.transport) ?? EXTRA_COLORS[0];
     const groupIndex = entry.group === null ? groups.length : groups.indexOf(entry.group);
@@ -406,6 +425,7 @@ function seriesOf(runs, colors) {
     if (transports.size > 1 || groups.length <= 1) parts.push(entry.transport);
     if (groups.length > 1 || transports.size === 1) parts.push(`group ${fmt(entry.group)}`);
     if (modes.size > 1 && entry.cycleMode) parts.push(entry.cycleMode);
+    if (reportsSet.size > 1) parts.push(entry.reports ?? 'no reports');
     return {
       label: parts.join(' · '),
       runs: [...entry.runs].filter(hasClients).sort((a, b) => a.clients - b.clients),
@@ -824,6 +844,7 @@ function runsTable(runs) {
   const setup = (/** @type {Run} */ run, /** @type {'signaling' | 'peer'} */ phase) => fmt(run.setupMs?.[phase]?.p50 ?? run.setupMs?.[phase]?.mean);
   /** @type {{ header: string, value: (run: Run) => string, numeric?: boolean, flag?: 'rt' | 'loss', className?: string }[]} */
   const columns = [
+    ...(runs.some((run) => sourceLabel(run) !== null) ? [{ header: 'Source', value: (/** @type {Run} */ run) => sourceLabel(run) ?? NONE }] : []),
     { header: 'Transport', value: (run) => String(run.transport ?? '?') },
     { header: 'Driver', value: (run) => describeDriver(run) || NONE },
     { header: 'Clients', value: (run) => fmt(run.clients), numeric: true },
@@ -936,6 +957,9 @@ h3 { font-size: 14px; margin: 0 0 2px; }
 .legend, .sub { color: var(--muted); margin: 0 0 12px; font-size: 13px; }
 .grid { display: grid; gap: 16px; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); }
 .tables { display: grid; gap: 16px; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); }
+.tables.tagged { grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); }
+.stack { display: grid; gap: 16px; margin-bottom: 16px; }
+h3.recording { font-size: 15px; margin: 18px 0 2px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 16px 18px; box-shadow: 0 1px 2px rgba(15, 23, 42, 0.04); min-width: 0; }
 figure { margin: 0; }
 .chart { position: relative; height: 340px; }
@@ -1036,16 +1060,19 @@ function chartCardsHtml(charts) {
  * @param {ReturnType<typeof runTables>} tables
  * @returns {string}
  */
-function tableCardsHtml(tables) {
+function tableCardsHtml(tables, tagged = false) {
+  const columns = tagged ? ['Source', ...TABLE_COLUMNS] : [...TABLE_COLUMNS];
   return tables
     .map((table) => {
       const rows = table.runs.map((run) => {
         const flagged = flags(run);
-        return { cells: tableRow(run), classes: ['', flagged.rt, '', '', '', flagged.loss] };
+        const cells = tableRow(run);
+        const classes = ['', flagged.rt, '', '', '', flagged.loss];
+        return tagged ? { cells: [sourceLabel(run) ?? NONE, ...cells], classes: ['', ...classes] } : { cells, classes };
       });
-      return `<div class="card">
+      return `<div class="card${tagged ? ' scroll' : ''}">
   <h3>${escapeHtml(table.title)}</h3>
-  ${htmlTable(TABLE_COLUMNS, rows, { numeric: TABLE_COLUMNS.map(() => true) })}
+  ${htmlTable(columns, rows, { numeric: columns.map((c) => c !== 'Source') })}
 </div>`;
     })
     .join('\n');
@@ -1063,8 +1090,13 @@ function tableCardsHtml(tables) {
 function carSectionsHtml(results, net, charts) {
   const runs = runsOf(results);
   const tables = runTables(results);
-  const ordered = tables.flatMap((table) => table.runs);
-  const supported = supportedClients(runs).map((entry) => ({ cells: supportedRow(entry), classes: ['', '', '', '', entry.supported === null ? 'bad' : ''] }));
+  const tagged = showSources(carRuns(runs));
+  // Every run: the tables' order, then the per-family runs of recordings.
+  const ordered = [...tables.flatMap((table) => table.runs), ...runs.filter(isFamilyRun)];
+  const supported = tagged
+    ? supportedBySource(runs).map(({ source, entry }) => ({ cells: [source ?? NONE, ...supportedRow(entry)], classes: ['', '', '', '', '', entry.supported === null ? 'bad' : ''] }))
+    : supportedClients(carRuns(runs)).map((entry) => ({ cells: supportedRow(entry), classes: ['', '', '', '', entry.supported === null ? 'bad' : ''] }));
+  const supportedColumns = tagged ? ['Source', ...SUPPORTED_COLUMNS] : [...SUPPORTED_COLUMNS];
   return [
     `<section id="charts">
 <h2>Charts</h2>
@@ -1073,14 +1105,14 @@ ${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the ta
     ...(net ? [net.html] : []),
     `<section id="tables">
 <h2>Response time, CPU and loss</h2>
-<p class="legend">${escapeHtml(TABLE_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
-${tables.length ? `<div class="tables">\n${tableCardsHtml(tables)}\n</div>` : '<p class="empty">No runs.</p>'}
+<p class="legend">${escapeHtml(TABLE_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
+${tables.length ? `<div class="tables${tagged ? ' tagged' : ''}">\n${tableCardsHtml(tables, tagged)}\n</div>` : '<p class="empty">No runs.</p>'}
 </section>`,
     ...freshnessSectionsHtml(runs),
     `<section id="supported">
 <h2>Supported clients</h2>
 <p class="legend">${escapeHtml(SUPPORTED_LEGEND)}</p>
-${supported.length ? `<div class="card scroll fit">${htmlTable(SUPPORTED_COLUMNS, supported, { numeric: [false, true, true, true, true] })}</div>` : '<p class="empty">No runs.</p>'}
+${supported.length ? `<div class="card scroll fit">${htmlTable(supportedColumns, supported, { numeric: supportedColumns.map((_, i) => i >= supportedColumns.length - 4) })}</div>` : '<p class="empty">No runs.</p>'}
 </section>`,
     `<section id="runs">
 <h2>All runs</h2>
@@ -1098,18 +1130,21 @@ ${ordered.length ? `<div class="card scroll">${runsTable(ordered)}</div>` : '<p 
  */
 export function freshnessSectionsHtml(runs) {
   const out = [];
-  const fresh = orderedRuns(runs.filter((run) => run.freshness && typeof run.freshness === 'object' && !run.error));
+  const fresh = freshnessRuns(runs);
   if (fresh.length) {
+    const tagged = showSources(fresh);
+    const columns = tagged ? ['Source', ...FRESHNESS_COLUMNS] : [...FRESHNESS_COLUMNS];
+    const shift = tagged ? 1 : 0;
     const rows = fresh.map((run) => {
       const p99 = num(run.freshness?.freezeMs?.p99);
-      const classes = FRESHNESS_COLUMNS.map(() => '');
-      if (p99 !== null && p99 >= 1000) classes[8] = 'bad';
-      return { cells: freshnessRow(run), classes };
+      const classes = columns.map(() => '');
+      if (p99 !== null && p99 >= 1000) classes[8 + shift] = 'bad';
+      return { cells: tagged ? [sourceLabel(run) ?? NONE, ...freshnessRow(run)] : freshnessRow(run), classes };
     });
     out.push(`<section id="freshness">
 <h2>Freshness at the receiver</h2>
-<p class="legend">${escapeHtml(FRESHNESS_LEGEND)} Red: freeze p99 of 1 s or more.</p>
-<div class="card scroll">${htmlTable(FRESHNESS_COLUMNS, rows, { numeric: FRESHNESS_COLUMNS.map((_, i) => i >= 3) })}</div>
+<p class="legend">${escapeHtml(FRESHNESS_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: freeze p99 of 1 s or more.</p>
+<div class="card scroll">${htmlTable(columns, rows, { numeric: columns.map((_, i) => i >= 3 + shift) })}</div>
 </section>`);
   }
   const scale = orderedRuns(runs.filter((run) => (run.cluster && typeof run.cluster === 'object') || (run.failover && typeof run.failover === 'object')));
@@ -1121,6 +1156,57 @@ export function freshnessSectionsHtml(runs) {
 </section>`);
   }
   return out;
+}
+
+/**
+ * The "Recordings" section: per recording, a card per (transport, group)
+ * with a row per browser family and one for the whole group, then the
+ * devices; null when the results hold no recording. Every value from the
+ * data (client and group names, user agents) is escaped by htmlTable.
+ *
+ * @param {Results} results
+ * @returns {string | null}
+ */
+export function recordingSectionHtml(results) {
+  const recordings = recordingsOf(results);
+  if (!recordings.length) return null;
+  const runs = runsOf(results);
+  const several = recordings.length > 1;
+  const devices = Array.isArray(results.devices) ? results.devices.filter((d) => d && typeof d === 'object') : [];
+  const parts = recordings.map((recording) => {
+    const name = String(recording.name ?? '');
+    const cards = recordingGroups(runs, several ? recording : null).map((entry) => {
+      const rows = entry.runs.map((run) => {
+        const flagged = flags(run);
+        const classes = RECORDING_COLUMNS.map(() => '');
+        classes[3] = flagged.rt;
+        classes[8] = flagged.loss;
+        if ((num(run.freshness?.freezeMs?.p99) ?? 0) >= 1000) classes[11] = 'bad';
+        return { cells: recordingRow(run), classes };
+      });
+      return `<div class="card scroll">
+  <h3>${escapeHtml(recordingGroupTitle(entry))}</h3>
+  ${htmlTable(RECORDING_COLUMNS, rows, { numeric: RECORDING_COLUMNS.map((_, i) => i > 0) })}
+</div>`;
+    });
+    const mine = devices.filter((d) => !several || String(d.sourceName ?? '') === name);
+    const deviceCard = mine.length
+      ? `<div class="card scroll">
+  <h3>Devices</h3>
+  <p class="sub">${escapeHtml(DEVICE_LEGEND)}</p>
+  ${htmlTable(DEVICE_COLUMNS, mine.map((d) => ({ cells: deviceRow(d) })), { numeric: DEVICE_COLUMNS.map((_, i) => i === 9 || i === 10), className: 'wide' })}
+</div>`
+      : '<p class="empty">No devices recorded.</p>';
+    return `<h3 class="recording">Recording ${escapeHtml(name)}</h3>
+<p class="sub">${escapeHtml(recordingSummary(recording))}</p>
+${cards.length ? `<div class="stack">\n${cards.join('\n')}\n</div>` : '<p class="empty">No session of this recording joined a group.</p>'}
+${deviceCard}`;
+  });
+  return `<section id="recordings">
+<h2>Recordings</h2>
+<p class="legend">${escapeHtml(RECORDING_LEGEND)} Red: mean RT ≥ ${RT_LIMIT_MS} ms, loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport, or freeze p99 of 1 s or more; amber: loss on a reliable transport.</p>
+${parts.join('\n')}
+</section>`;
 }
 
 /**
@@ -1144,11 +1230,12 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
  * @param {{ href: string, label: string }[]} labLinks
  * @param {boolean} carSections
  * @param {boolean} hasNet
- * @param {{ freshness: boolean, scaleOut: boolean }} [extra] sections present
+ * @param {{ freshness: boolean, scaleOut: boolean, recordings?: boolean }} [extra] sections present
  * @returns {string}
  */
-function navHtml(labLinks, carSections, hasNet, extra = { freshness: false, scaleOut: false }) {
-  const more = (extra.freshness ? '<a href="#freshness">Freshness</a>' : '') + (extra.scaleOut ? '<a href="#scale-out">Scale-out</a>' : '');
+function navHtml(labLinks, carSections, hasNet, extra = { freshness: false, scaleOut: false, recordings: false }) {
+  const more = (extra.freshness ? '<a href="#freshness">Freshness</a>' : '') + (extra.scaleOut ? '<a href="#scale-out">Scale-out</a>' : '')
+    + (extra.recordings ? '<a href="#recordings">Recordings</a>' : '');
   return `${labLinks.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('')}${carSections ? '<a href="#charts">Charts</a>' + (hasNet ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a>' + more + '<a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a>`;
 }
 
@@ -1206,9 +1293,13 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
   const charts = buildCharts(results);
   const net = netReportSection(runs);
   const carSections = !lab || runs.length > 0;
+  const recordings = recordingSectionHtml(results);
+  const car = carSections ? carSectionsHtml(results, net, charts) : net ? [net.html] : [];
+  // The recordings go after the CAR tables and freshness, before supported clients and all runs.
+  if (recordings) car.splice(carSections ? Math.max(0, car.length - 2) : car.length, 0, recordings);
   const sections = [
     ...(lab ? [lab.html] : []),
-    ...(carSections ? carSectionsHtml(results, net, charts) : net ? [net.html] : []),
+    ...car,
     envSectionHtml(results),
   ];
   return documentHtml({
@@ -1216,8 +1307,9 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
     summary: lab ? labSummary(runsOf(allResults)) : headerSummary(runs),
     renderedAt,
     nav: navHtml(lab ? lab.nav : [], carSections, Boolean(net), {
-      freshness: runs.some((run) => run.freshness && typeof run.freshness === 'object' && !run.error),
+      freshness: freshnessRuns(runs).length > 0,
       scaleOut: runs.some((run) => Boolean(run.cluster || run.failover)),
+      recordings: Boolean(recordings),
     }),
     sections,
     results: allResults,

@@ -448,3 +448,45 @@ test('report.html: freshness charts per transport x mode and the freshness secti
   assert.match(html, /<td class="num bad">20000<\/td>/, 'a freeze p99 of 1 s or more is red');
   assert.equal(buildCharts({ runs: [{ transport: 'relay', clients: 1, group: 1, cycleMs: 167 }] }).some((c) => c.kind === 'fresh'), false);
 });
+
+test('report.html: the Recordings section, escaped; the families kept out of the charts; a Source column when sources are combined', () => {
+  const evil = '<img src=x onerror=alert(1)>';
+  const fresh = { updatesPerStreamPerS: 5.5, freezeMs: { p50: 170, p99: 1200, max: 1400 }, frozenPct: 0.5 };
+  /** @param {Record<string, unknown>} over */
+  const recorded = (over) => ({
+    transport: 'relay', clients: 2, group: 2, cycleMs: 167, cycleMode: 'pipelined', source: 'recording', sourceName: 'study', groupName: evil,
+    rt: { mean: 300, dev: 5, p50: 290, p95: 320, p99: 330, max: 340, n: 50 }, rts: null, cpu: { server: null, clients: null },
+    lossPct: 0.5, ackLossPct: 0, dups: 0, reorders: 0, jitterMs: 1, setupMs: null, channel: null, freshness: fresh, sessions: 2, ...over,
+  });
+  /** @type {Results} */
+  const results = {
+    env: { cpus: 2 },
+    runs: [recorded({ browser: evil, family: evil, clients: 1 }), recorded({ browser: 'Safari iOS', family: 'Safari iOS', clients: 1 }), recorded({ browser: 'all', families: [evil, 'Safari iOS'] })],
+    devices: [{ session: 'abcdef01', name: evil, family: evil, browser: evil, browserVersion: '1', os: 'Android', osVersion: '14', device: 'mobile', effectiveType: '4g',
+      transport: 'relay', group: evil, clientId: 1, kind: 'app', reports: 3, seq: 3, final: true, firstSeen: '2026-11-25T15:00:00.000Z', lastSeen: '2026-11-25T15:01:00.000Z' }],
+    recording: { name: evil, sessions: 2, segments: [{ file: 'a' }], counts: { lines: 4, reports: 3, tornLines: 1, invalid: 0 } },
+  };
+  const html = renderReportHtml(results);
+  assert.ok(!html.includes('<img'), 'no raw tag from the data');
+  assert.match(html, /<section id="recordings">/);
+  assert.match(html, /<a href="#recordings">Recordings<\/a><a href="#supported">/);
+  assert.match(html, /<h3 class="recording">Recording &#60;img src=x onerror=alert\(1\)&#62;<\/h3>/);
+  assert.match(html, /<h3>relay · group &#34;&#60;img src=x onerror=alert\(1\)&#62;&#34; · 2 clients · cycle 167 ms pipelined<\/h3>/);
+  assert.match(html, /<td>&#60;img src=x onerror=alert\(1\)&#62;<\/td><td class="num">1<\/td>/, 'a family row');
+  assert.match(html, /<td class="num bad">300<\/td>/, 'RT over the limit is red here too');
+  assert.match(html, /<td class="num bad">1200<\/td>/, 'so is a freeze p99 of 1 s');
+  assert.match(html, /<th scope="col" class="num">Marker seen %<\/th>/);
+  assert.match(html, /<td>abcdef01<\/td><td>&#60;img src=x onerror=alert\(1\)&#62;<\/td>/, 'the devices table');
+  assert.ok(html.indexOf('id="freshness"') < html.indexOf('id="recordings"') && html.indexOf('id="recordings"') < html.indexOf('id="supported"'));
+  const rt = chartOf(buildCharts(results), 'rt');
+  assert.equal(rt.config.data.datasets.filter((/** @type {Dataset} */ d) => !/limit/.test(d.label)).flatMap((/** @type {Dataset} */ d) => d.data).length, 1, 'the group only');
+  assert.doesNotMatch(html, /<th scope="col">Source<\/th><th scope="col" class="num">Size<\/th>/, 'one source: no Source column in the CAR tables');
+  assert.match(html, /<th scope="col">Source<\/th><th scope="col">Transport<\/th><th scope="col">Driver<\/th>/, 'all runs: which recording and group');
+
+  const combined = { ...results, runs: [...results.runs, recorded({ source: 'bench-1', sourceName: 'bench-1', groupName: undefined, browser: 'chromium' })] };
+  const both = renderReportHtml(combined);
+  assert.match(both, /<table><thead><tr><th scope="col">Source<\/th><th scope="col" class="num">Size<\/th>/, 'CAR tables');
+  assert.match(both, /<td>bench-1<\/td><td class="num">2<\/td>/);
+  assert.match(both, /<td>recording study · &#60;img src=x onerror=alert\(1\)&#62;<\/td>/);
+  assert.ok(!both.includes('<img'));
+});

@@ -34,7 +34,9 @@ const CYCLE_MODES = ['pipelined', 'gated'];
  * Fields added since the first schema: optional (older results files lack
  * them), checked when present. `cycleMode` and `freshness` come with every
  * run of `carlab sim` and `carlab bench`; `cluster` and `failover` with runs
- * on several relays (lab/sim.js).
+ * on several relays (lab/sim.js); `source`, `sourceName`, `groupName`,
+ * `family`, `families`, `sessions` and `tracking` with the runs of a study
+ * recording (lab/recording.js) and of combined reports (`carlab report A B --out C`).
  * @param {any} run
  * @returns {string[]}
  */
@@ -49,6 +51,17 @@ export function addedFieldProblems(run) {
       if (!isNumOrNull(f.frozenPct)) p.push('freshness.frozenPct is not a number or null');
       if (!f.freezeMs || typeof f.freezeMs !== 'object') p.push('freshness.freezeMs is missing');
       else for (const k of ['p50', 'p99', 'max']) if (!isNumOrNull(f.freezeMs[k])) p.push(`freshness.freezeMs.${k} is not a number or null`);
+    }
+  }
+  for (const k of ['source', 'sourceName', 'groupName', 'family']) if (k in run && typeof run[k] !== 'string') p.push(`${k} is not a string`);
+  if ('families' in run && !(Array.isArray(run.families) && run.families.every((/** @type {unknown} */ f) => typeof f === 'string'))) p.push('families is not a list of names');
+  if ('sessions' in run && !isNumOrNull(run.sessions)) p.push('sessions is not a number or null');
+  if ('tracking' in run && run.tracking !== null) {
+    const t = run.tracking;
+    if (typeof t !== 'object') p.push('tracking is not an object');
+    else {
+      for (const k of ['fps', 'msPerFrame', 'visiblePct']) if (!isNumOrNull(t[k])) p.push(`tracking.${k} is not a number or null`);
+      if (typeof t.clients !== 'number') p.push('tracking.clients is not a number');
     }
   }
   if ('cluster' in run && run.cluster !== null) {
@@ -81,5 +94,41 @@ export function resultsSchemaProblems(results) {
   else if (typeof results.env.cpus !== 'number') p.push('env.cpus is missing');
   if (!Array.isArray(results.runs)) return [...p, 'runs is not an array'];
   results.runs.forEach((/** @type {unknown} */ run, /** @type {number} */ i) => { for (const q of runSchemaProblems(run)) p.push(`runs[${i}]: ${q}`); });
+  p.push(...recordingProblems(results));
+  return p;
+}
+
+/**
+ * The parts a study recording adds to a results object (lab/recording.js),
+ * optional, checked when present: `devices` (one object per page session),
+ * `recording` (one recording's summary) or `recordings` (a combined report's).
+ * @param {any} results
+ * @returns {string[]}
+ */
+export function recordingProblems(results) {
+  const p = [];
+  const isObj = (/** @type {unknown} */ v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if ('devices' in results) {
+    if (!Array.isArray(results.devices)) p.push('devices is not an array');
+    else results.devices.forEach((/** @type {any} */ d, /** @type {number} */ i) => {
+      if (!isObj(d)) p.push(`devices[${i}] is not an object`);
+      else for (const k of ['reports', 'clientId']) if (k in d && typeof d[k] !== 'number') p.push(`devices[${i}].${k} is not a number`);
+    });
+  }
+  /** @param {any} r @param {string} where */
+  const summary = (r, where) => {
+    if (!isObj(r)) return void p.push(`${where} is not an object`);
+    if (typeof r.name !== 'string') p.push(`${where}.name is not a string`);
+    if ('sessions' in r && typeof r.sessions !== 'number') p.push(`${where}.sessions is not a number`);
+    if ('counts' in r) {
+      if (!isObj(r.counts)) p.push(`${where}.counts is not an object`);
+      else for (const [k, v] of Object.entries(r.counts)) if (typeof v !== 'number') p.push(`${where}.counts.${k} is not a number`);
+    }
+  };
+  if ('recording' in results) summary(results.recording, 'recording');
+  if ('recordings' in results) {
+    if (!Array.isArray(results.recordings)) p.push('recordings is not an array');
+    else results.recordings.forEach((/** @type {unknown} */ r, /** @type {number} */ i) => summary(r, `recordings[${i}]`));
+  }
   return p;
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addedFieldProblems, runSchemaProblems } from './schema.js';
+import { addedFieldProblems, recordingProblems, resultsSchemaProblems, runSchemaProblems } from './schema.js';
 
 const base = {
   transport: 'relay-udp', clients: 20, group: 5, cycleMs: 167, sim: {},
@@ -22,4 +22,22 @@ test('the added fields: cycleMode, freshness, cluster and failover are optional 
     ['freshness.updatesPerStreamPerS is not a number or null']);
   assert.deepEqual(addedFieldProblems({ ...run, failover: { clientsMoved: '7', reconnectMs: { p99: 'no' } } }),
     ['failover.clientsMoved is not a number or null', 'failover.reconnectMs.p99 is not a number or null']);
+});
+
+test('the fields of recordings and combined reports are checked when present', () => {
+  const run = {
+    ...base, sim: undefined, browser: 'Chrome Android', source: 'recording', sourceName: 'study', groupName: 'lab1', family: 'Chrome Android', sessions: 3,
+    tracking: { fps: 24.5, msPerFrame: 11, visiblePct: 80, clients: 2 },
+  };
+  assert.deepEqual(runSchemaProblems(run), []);
+  assert.deepEqual(runSchemaProblems({ ...run, family: undefined, families: ['Chrome Android', 'Safari iOS'], tracking: null }), ['family is not a string']);
+  assert.deepEqual(addedFieldProblems({ source: 3, families: 'x', sessions: '2', tracking: { fps: 'fast', msPerFrame: 1, visiblePct: null, clients: null } }), [
+    'source is not a string', 'families is not a list of names', 'sessions is not a number or null',
+    'tracking.fps is not a number or null', 'tracking.clients is not a number',
+  ]);
+  const results = { env: { cpus: 2 }, runs: [run], devices: [{ name: '<b>', reports: 2, clientId: 1 }], recording: { name: 'study', sessions: 1, counts: { lines: 3, tornLines: 1 } } };
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  assert.deepEqual(recordingProblems({ devices: [null, { reports: '2' }], recordings: [{ name: 1, counts: { lines: 'x' } }] }), [
+    'devices[0] is not an object', 'devices[1].reports is not a number', 'recordings[0].name is not a string', 'recordings[0].counts.lines is not a number',
+  ]);
 });

@@ -8,8 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 
 import { dispatch } from '../../scripts/carlab.js';
+import { Reporter } from '../../core/report.js';
+import { CarClient } from '../../core/client.js';
+import { openRecorder } from '../../server/recorder.js';
 import { renderCsv, renderTables } from '../output.js';
-import { reportHelp, run } from './report.js';
+import { resultsSchemaProblems } from '../schema.js';
+import { combineResults, reportHelp, run } from './report.js';
 
 const BIN = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-report-'));
@@ -113,14 +117,19 @@ describe('carlab report', () => {
     assert.equal(result.code, 0);
     assert.equal(result.stdout, reportHelp());
     assert.match(result.stdout, /^Usage: carlab report DIR \[options\]/);
-    assert.match(result.stdout, /--no-html/);
+    assert.match(result.stdout, /carlab report DIR \[DIR \.\.\.\] --out OUT/);
+    for (const word of ['--no-html', '--out OUT', 'a recording', 'carlab start --record', 'results folder', 'combined report', 'Source column', 'Exit status: 0 done, 1 writing failed, 2 bad usage']) {
+      assert.ok(result.stdout.includes(word), word);
+    }
   });
 
   test('bad usage exits 2 with the reason and the help', async () => {
     for (const [argv, reason] of /** @type {[string[], string][]} */ ([
       [[], 'missing DIR'],
-      [['a', 'b'], 'expected one DIR, got 2'],
+      [['a', 'b'], '2 DIRs make one combined report: say where with --out OUT'],
       [['--bogus', 'x'], "Unknown option '--bogus'"],
+      [['a', '--out'], "Option '--out <value>' argument missing"],
+      [['a', '--out', ''], '--out needs a folder'],
     ])) {
       const result = await report(argv);
       assert.equal(result.code, 2, argv.join(' '));
@@ -145,6 +154,73 @@ describe('carlab report', () => {
       assert.equal(result.stdout, '');
       assert.equal(existsSync(path.join(dir, 'tables.md')), false);
     }
+  });
+
+  test('--out writes a results folder\'s files elsewhere, results.json included, and leaves the folder alone', async () => {
+    const dir = resultsDir('elsewhere');
+    const out = path.join(base, 'elsewhere-out');
+    const result = await report([dir, '--out', out]);
+    assert.equal(result.code, 0, result.stderr);
+    for (const file of ['results.json', 'results.csv', 'tables.md', 'report.html']) assert.ok(existsSync(path.join(out, file)), file);
+    assert.deepEqual(JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')), RESULTS);
+    assert.equal(existsSync(path.join(dir, 'tables.md')), false, 'nothing written beside the input');
+    assert.equal(result.stdout, renderTables(RESULTS));
+    assert.match(result.stderr, /^wrote .*elsewhere-out[\\/]results\.json\n/);
+  });
+
+  test('several results folders: one combined report, runs tagged with their folder, a Source column', async () => {
+    const a = resultsDir('bench-a');
+    const b = resultsDir(path.join('other', 'bench-a'));
+    const out = path.join(base, 'combined');
+    const result = await report([a, b, '--out', out, '--no-html']);
+    assert.equal(result.code, 0, result.stderr);
+    const combined = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+    assert.deepEqual(resultsSchemaProblems(combined), []);
+    assert.deepEqual(combined.runs.map((/** @type {any} */ r) => r.source), ['bench-a', 'bench-a', 'bench-a (2)', 'bench-a (2)'], 'same names made unique');
+    assert.equal(combined.env.cpus, 2);
+    assert.deepEqual(combined.env.sources.map((/** @type {any} */ s) => s.source), ['bench-a', 'bench-a (2)']);
+    assert.match(result.stdout, /^\| Source +\| Size \|/m);
+    assert.match(result.stdout, /^\| bench-a \(2\) +\| +50 \|/m);
+    assert.match(result.stdout, /^\| bench-a +\| +50 \|/m);
+    assert.equal(existsSync(path.join(out, 'report.html')), false);
+    assert.equal(readFileSync(path.join(a, 'results.json'), 'utf8'), `${JSON.stringify(RESULTS, null, 2)}\n`, 'inputs untouched');
+  });
+
+  test('combineResults keeps a recording\'s source and the names of an earlier combination', () => {
+    const recorded = { ...RESULTS.runs[0], source: 'recording', sourceName: 'x', groupName: 'g' };
+    const combined = combineResults([
+      { target: 'r', dir: '/tmp/study-1', kind: 'recording', results: { env: {}, runs: [recorded], devices: [/** @type {any} */ ({ name: 'n' })], recording: { name: 'study-1', sessions: 1 } } },
+      { target: 'c', dir: '/tmp/old', kind: 'results', results: { env: { cpus: 4 }, runs: [{ ...RESULTS.runs[0], source: 'bench-9', sourceName: 'bench-9' }], recordings: [{ name: 'study-0' }] } },
+    ]);
+    assert.deepEqual(combined.runs.map((r) => [r.source, r.sourceName]), [['recording', 'study-1'], ['bench-9', 'bench-9']]);
+    assert.deepEqual(combined.recordings?.map((r) => r.name), ['study-1', 'study-0']);
+    assert.equal(combined.devices?.[0].sourceName, 'study-1');
+    assert.equal(combined.env?.cpus, 4);
+  });
+
+  test('a recording with no report yet, or only never-joined sessions, still renders', async () => {
+    const dir = path.join(base, 'fresh-study');
+    const recorder = openRecorder({ dir, node: 'n1', version: '0.1.0' });
+    recorder.close();
+    const empty = await report([dir, '--no-html']);
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.match(empty.stdout, /_No runs\._/);
+    assert.match(empty.stderr, /recording .*fresh-study: 0 sessions, 0 reports in 1 segment\n/);
+    assert.deepEqual(resultsSchemaProblems(JSON.parse(readFileSync(path.join(dir, 'results.json'), 'utf8'))), []);
+
+    // A phone whose report came before it joined: a device, no run.
+    const recorder2 = openRecorder({ dir, node: 'n2', version: '0.1.0', now: () => Date.now() + 1000 });
+    const client = new CarClient({
+      transport: { name: 'relay', connect: () => new Promise(() => {}), sendUpdate() {}, sendAck() {}, channelInfo: () => null, close() {} },
+      group: 'g', name: 'early bird', pose: () => [0, 0, 0, 0, 0, 0, 1],
+    });
+    const reporter = new Reporter({ client, intervalMs: 0, send: (r) => recorder2.append({ at: Date.now(), node: 'n2', ua: 'node', r }) });
+    reporter.finish();
+    recorder2.close();
+    const early = await report([dir, '--no-html']);
+    assert.equal(early.code, 0, early.stderr);
+    assert.match(early.stderr, /1 session, 1 report in 2 segments; 1 session never joined a group/);
+    assert.match(early.stdout, /_No runs\._[\s\S]*## Recordings[\s\S]*\| early bird /);
   });
 
   test('is wired into the carlab dispatcher and the bin', async () => {
