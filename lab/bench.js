@@ -13,9 +13,10 @@ import { TRANSPORTS } from '../core/transports.js';
 import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
 import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
+import { reportPeriodMs } from './flags.js';
 import { ipPath } from './net/network.js';
 import { aggregateRun } from './aggregate.js';
-import { startServerChild } from './sim.js';
+import { reportFields, startServerChild, sumReportTallies } from './sim.js';
 import { clusterRunFields, startRelayCluster } from './cluster.js';
 import { sampleProcessTree } from './proctree.js';
 
@@ -246,7 +247,7 @@ async function openPages(o, { layout, browsers, baseUrls, runId }, pages, pageEr
       group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
       offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs), mode: point.cycleMode,
       ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
-      autostart: '0', name: `${host.name[0]}`,
+      autostart: '0', name: `${host.name[0]}`, reports: String(reportPeriodMs(point.reportsIntervalS ?? 0) / 1000),
     });
     await page.goto(`${baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
@@ -359,6 +360,8 @@ export async function runBenchPoint(o) {
     const serverMetrics = server ? await server.metrics() : null;
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
     await new Promise((r) => setTimeout(r, 1000)); // in-flight updates and ACKs land
+    // --reports: each peer's last report (beacon), and what the pages' reports did
+    const reports = sumReportTallies(await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.finishReports()))));
     const clients = await collectPeerStats(pages);
     const relay = serverMetrics?.relay ?? null;
     /** @type {Record<string, string>} */
@@ -378,6 +381,7 @@ export async function runBenchPoint(o) {
         browserRssMaxBytes: browserUsage.rssMaxBytes,
         serverRssBytes: serverMetrics?.rssBytes ?? null,
         durationS: Math.round(windowMs / 100) / 10,
+        ...reportFields(point.reportsIntervalS ?? 0, reports),
         pageErrors: pageErrors.slice(0, 20),
         stoppedEarly: Boolean(o.shouldStop?.()),
       },

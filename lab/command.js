@@ -52,7 +52,8 @@ export function stopOnSigint(stderr, message) {
  */
 export function pointLabel(point) {
   const relays = point.relays > 0 ? ` · ${point.relays} relays (${point.placement})` : '';
-  return `${point.net ? `${point.net} · ` : ''}${point.transport}${relays} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms`;
+  const reports = point.reportsIntervalS ? ` · reports ${point.reportsIntervalS} s` : '';
+  return `${point.net ? `${point.net} · ` : ''}${point.transport}${relays} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms${reports}`;
 }
 
 /**
@@ -164,7 +165,7 @@ export async function runLabCommand(command, argv, io = {}) {
   await command.prepare?.(options, stderr);
   const points = expandSweep({
     transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets,
-    cycleModes: options.cycleModes, relays: options.relays, placements: options.placements,
+    cycleModes: options.cycleModes, relays: options.relays, placements: options.placements, reports: options.reports,
   });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
   const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: stderr });

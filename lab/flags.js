@@ -3,7 +3,7 @@
 
 import { parseArgs } from 'node:util';
 
-import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, SLOW_CYCLE_MS } from '../core/defaults.js';
+import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, REPORT_LIMITS, SLOW_CYCLE_MS } from '../core/defaults.js';
 
 /** A usage error: printed with the help, exit code 2. */
 export class UsageError extends Error {
@@ -108,6 +108,8 @@ export function failedConditions(conditions, run) {
  * @property {number} relays relay processes joined through NATS; 0: one relay process, no NATS
  * @property {Placement} placement how clients are put on the relays (only with relays > 0)
  * @property {string} [net] network profile (--net); absent without --net
+ * @property {number} [reportsIntervalS] --reports: every client reports every this many seconds
+ *   (POST /reports, core/report.js); 0: no reports. Absent when the caller swept no report intervals.
  */
 
 /** @typedef {'pipelined' | 'gated'} CycleMode */
@@ -122,9 +124,11 @@ export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', '
 /**
  * The cross product of the sweep lists: network profiles outermost (when
  * given), then transports, group, cycle and clients ascending (so a point
- * that fails is followed by bigger ones).
+ * that fails is followed by bigger ones), report intervals innermost (so the
+ * runs with and without reports of one population run back to back).
  * @param {{ transports: readonly string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null,
- *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[] }} lists
+ *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[], reports?: number[] }} lists
+ *   reports: client report intervals in seconds (0: none); without it the points carry no reportsIntervalS
  * @returns {SweepPoint[]}
  */
 export function expandSweep(lists) {
@@ -140,7 +144,13 @@ export function expandSweep(lists) {
           for (const group of lists.groups) {
             for (const cycleMs of lists.cycles) {
               for (const clients of [...lists.clients].sort((a, b) => a - b)) {
-                points.push({ transport, clients, group, cycleMs, cycleMode, relays, placement });
+                if (!lists.reports) {
+                  points.push({ transport, clients, group, cycleMs, cycleMode, relays, placement });
+                  continue;
+                }
+                for (const reportsIntervalS of lists.reports) {
+                  points.push({ transport, clients, group, cycleMs, cycleMode, relays, placement, reportsIntervalS });
+                }
               }
             }
           }
@@ -205,6 +215,7 @@ const LAB_FLAG_SPECS = {
   placement: { type: 'string' },
   nats: { type: 'string' },
   'kill-relay-at': { type: 'string' },
+  reports: { type: 'string' },
   'no-progress': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 };
@@ -223,7 +234,7 @@ function applyDefaults(v, spec) {
   /** @type {Record<string, string>} */
   const fallback = {
     cycle: String(DEFAULT_CYCLE_MS), duration: '30', warmup: '3', updates: '0', 'ack-timeout': String(DEFAULT_ACK_TIMEOUT_MS),
-    'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', ...spec.defaults, ...preset,
+    'cycle-mode': CYCLE_MODES[0], relays: '0', placement: 'spread', reports: '0', ...spec.defaults, ...preset,
   };
   for (const name of Object.keys(fallback)) if (v[name] === undefined) v[name] = fallback[name];
 }
@@ -261,6 +272,7 @@ function readLabOptions(v, transports) {
     placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
     nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
     killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
+    reports: parseReportIntervals(String(v.reports)),
     values: v,
   };
 }
@@ -292,6 +304,71 @@ export function parseRelayCounts(text) {
   return counts;
 }
 
+/** The longest report interval --reports takes (s): a run reports at least once an hour. */
+export const MAX_REPORT_INTERVAL_S = 3600;
+
+/**
+ * Slack over the server's minimum interval between a session's reports: the
+ * server times a report when it has read it, so at --reports 1 a report that
+ * waited (a new connection, a busy generator or server) followed by one that
+ * did not would arrive less than 1 s after it and be refused (429). A period
+ * under minimum + slack runs at minimum + slack (1 s: 1.1 s).
+ */
+export const REPORT_SLACK_MS = 100;
+
+/**
+ * The period (ms) the lab's clients report at for a --reports value (s); 0 for none.
+ * @param {number} seconds
+ */
+export function reportPeriodMs(seconds) {
+  return seconds > 0 ? Math.max(seconds * 1000, REPORT_LIMITS.minIntervalMs + REPORT_SLACK_MS) : 0;
+}
+
+/**
+ * `--reports`: client report intervals in seconds, a list or range like the
+ * other sweep axes; `0` or `off` for no reports. The server refuses a
+ * session's reports closer together than REPORT_LIMITS.minIntervalMs, so an
+ * interval is 0 or at least that.
+ * @param {string} text
+ * @returns {number[]} seconds, 0 for off
+ */
+export function parseReportIntervals(text) {
+  const minS = REPORT_LIMITS.minIntervalMs / 1000;
+  const parts = String(text).split(',').map((s) => s.trim()).filter(Boolean);
+  if (parts.length === 0) throw new UsageError('--reports: empty list (seconds between reports, or 0/off for none)');
+  /** @type {number[]} */
+  const out = [];
+  for (const part of parts) {
+    if (/^off$/i.test(part)) { out.push(0); continue; }
+    if (!/^\d+(?:\.\d+)?(?:\.\.\d+(?:\.\d+)?(?::\d+(?:\.\d+)?)?)?$/.test(part)) {
+      throw new UsageError(`--reports: "${part}" is not a number of seconds (or 0/off for no reports)`);
+    }
+    for (const s of parseNumberList(part, '--reports', true)) {
+      if (s !== 0 && (s < minS || s > MAX_REPORT_INTERVAL_S)) {
+        throw new UsageError(`--reports: ${s} s is not 0/off or an interval of ${minS}..${MAX_REPORT_INTERVAL_S} s `
+          + `(the server refuses a client's reports closer together than ${minS} s)`);
+      }
+      out.push(s);
+    }
+  }
+  return out;
+}
+
+/**
+ * The report interval (s) of a point: its own when the sweep gave it one,
+ * else the single --reports value. A list of several needs the sweep to
+ * carry them (expandSweep's `reports`).
+ * @param {Pick<SweepPoint, 'reportsIntervalS'>} point
+ * @param {{ reports?: number[] }} options parsed flags
+ * @returns {number}
+ */
+export function reportsIntervalOf(point, options) {
+  if (typeof point.reportsIntervalS === 'number') return point.reportsIntervalS;
+  const list = options.reports ?? [0];
+  if (list.length > 1) throw new Error(`--reports ${list.join(',')}: this sweep did not expand the report intervals (expandSweep needs reports: options.reports)`);
+  return list[0] ?? 0;
+}
+
 /**
  * `--nats`: the URL of an existing NATS server.
  * @param {string} text
@@ -312,6 +389,10 @@ export const LAB_FLAGS_HELP = `Sweep (each may be a list "a,b,c" or a range "sta
   --cycle LIST         action cycle in ms: ${DEFAULT_CYCLE_MS} fast phone, ${SLOW_CYCLE_MS} slow phone (default ${DEFAULT_CYCLE_MS})
   --cycle-mode LIST    pipelined (send every cycle; the product's) or gated (wait for every ACK; the paper's)
                        (default pipelined)
+  --reports LIST       client reports (POST /reports, as the phone app sends them) every S seconds and
+                       once when leaving; 0 or off: none (default 0: the relay alone). S is 0 or
+                       ${REPORT_LIMITS.minIntervalMs / 1000}..${MAX_REPORT_INTERVAL_S} (under ${reportPeriodMs(0.001) / 1000} s runs at ${reportPeriodMs(0.001) / 1000} s: the server refuses a client's
+                       reports under ${REPORT_LIMITS.minIntervalMs / 1000} s apart); e.g. 0,5 runs each point without and with reports every 5 s
 Scale-out (docs/scale-out.md):
   --relays LIST        relay processes joined through NATS (a nats-server of the run's own);
                        0: one relay process without NATS (default 0)

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  UsageError, expandSweep, failedConditions, parseFailIf, parseLabFlags, parseNameList, parseNumberList,
+  LAB_FLAGS_HELP, UsageError, expandSweep, failedConditions, parseFailIf, parseLabFlags, parseNameList, parseNumberList,
+  parseReportIntervals, reportPeriodMs, reportsIntervalOf,
 } from './flags.js';
 
 const spec = { transports: ['relay', 'relay-faithful', 'p2p'], defaults: { transport: 'relay', clients: '10', group: '5' } };
@@ -113,4 +114,47 @@ test('--net sweeps every point under each profile, profiles outermost', () => {
   assert.equal(/** @type {any} */ (parseLabFlags([], spec)).options.nets, null);
   assert.match(/** @type {any} */ (parseLabFlags(['--net-file', 'x.json'], spec)).error.message, /--net-file needs --net/);
   assert.match(/** @type {any} */ (parseLabFlags(['--net', ','], spec)).error.message, /--net: empty list/);
+});
+
+test('--reports: seconds between client reports, a sweep axis; 0 or off for none, the default', () => {
+  assert.deepEqual(parseReportIntervals('0,5'), [0, 5]);
+  assert.deepEqual(parseReportIntervals('off, 2.5'), [0, 2.5]);
+  assert.deepEqual(parseReportIntervals('OFF'), [0]);
+  assert.deepEqual(parseReportIntervals('5..15:5'), [5, 10, 15]);
+  assert.deepEqual(parseReportIntervals('1'), [1], 'the server takes one report a second from a client');
+  assert.throws(() => parseReportIntervals('0.5'), /--reports: 0\.5 s is not 0\/off or an interval of 1\.\.3600 s \(the server refuses/);
+  assert.throws(() => parseReportIntervals('7200'), /--reports: 7200 s is not 0\/off or an interval of 1\.\.3600 s/);
+  assert.throws(() => parseReportIntervals('often'), /--reports: "often" is not a number of seconds \(or 0\/off for no reports\)/);
+  assert.throws(() => parseReportIntervals('-5'), /--reports: "-5" is not a number of seconds/);
+  assert.throws(() => parseReportIntervals(','), /--reports: empty list/);
+  assert.throws(() => parseReportIntervals('5s'), UsageError);
+
+  const ok = /** @type {any} */ (parseLabFlags(['--reports', '0,5'], spec));
+  assert.equal(ok.kind, 'options');
+  assert.deepEqual(ok.options.reports, [0, 5]);
+  assert.deepEqual(/** @type {any} */ (parseLabFlags([], spec)).options.reports, [0], 'default: no reports');
+  for (const bad of [['--reports', '0.2'], ['--reports', 'sometimes'], ['--reports', '']]) {
+    const r = /** @type {any} */ (parseLabFlags(bad, spec));
+    assert.equal(r.kind, 'error', bad.join(' '));
+    assert.ok(r.error instanceof UsageError);
+    assert.match(r.error.message, /^--reports: /);
+  }
+  assert.match(LAB_FLAGS_HELP, /--reports LIST .*\n.*0 or off: none \(default 0/);
+  // the clients' period: at the server's 1 s limit, 100 ms of slack so delivery jitter never gets a report refused
+  assert.equal(reportPeriodMs(0), 0);
+  assert.equal(reportPeriodMs(1), 1100);
+  assert.equal(reportPeriodMs(1.05), 1100);
+  assert.equal(reportPeriodMs(1.5), 1500);
+  assert.equal(reportPeriodMs(5), 5000);
+});
+
+test('sweep expansion over report intervals: innermost, so a population runs without and with reports back to back', () => {
+  const points = expandSweep({ transports: ['relay'], clients: [200, 100], groups: [5], cycles: [167], reports: [0, 5] });
+  assert.deepEqual(points.map((p) => `${p.clients}/${p.reportsIntervalS}`), ['100/0', '100/5', '200/0', '200/5']);
+  assert.equal(expandSweep({ transports: ['relay'], clients: [10], groups: [5], cycles: [167] })[0].reportsIntervalS, undefined,
+    'a caller that sweeps no reports gets points without the field');
+  assert.equal(reportsIntervalOf(points[1], { reports: [0, 5] }), 5, "the point's own interval");
+  assert.equal(reportsIntervalOf({}, { reports: [5] }), 5, 'else the single --reports value');
+  assert.equal(reportsIntervalOf({}, {}), 0);
+  assert.throws(() => reportsIntervalOf({}, { reports: [0, 5] }), /--reports 0,5: this sweep did not expand the report intervals/);
 });

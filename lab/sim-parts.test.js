@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { createTimeline, tallyProgress } from './sim.js';
+import { createTimeline, reportFields, sumReportTallies, tallyProgress } from './sim.js';
 
 test('tallyProgress adds progress to the live tally, and to the bucket only while measuring', () => {
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
@@ -32,4 +32,16 @@ test('createTimeline closes buckets with the RT mean and the memory of the serve
   ]);
   assert.equal(timeline.start, 15_040);
   assert.deepEqual(bucket, { on: true, rtSum: 0, rtN: 0 });
+});
+
+test('report tallies add up over generators (or pages); a run records its report interval, and its reports when on', () => {
+  assert.equal(sumReportTallies([null, undefined]), null, 'nobody reported');
+  assert.deepEqual(sumReportTallies([
+    { sent: 10, failed: 1, skipped: 0, failedBy: { 429: 1 } },
+    null,
+    { sent: 5, failed: 2, skipped: 1, failedBy: { 429: 1, network: 1 } },
+  ]), { sent: 15, failed: 3, skipped: 1, failedBy: { 429: 2, network: 1 } });
+  assert.deepEqual(reportFields(0, null), { reportsIntervalS: 0 });
+  assert.deepEqual(reportFields(5, { sent: 3, failed: 0, skipped: 0, failedBy: {} }), { reportsIntervalS: 5, reports: { sent: 3, failed: 0, skipped: 0, failedBy: {} } });
+  assert.deepEqual(reportFields(5, null), { reportsIntervalS: 5, reports: { sent: 0, failed: 0, skipped: 0, failedBy: {} } }, 'on, but no client got to report');
 });

@@ -11,12 +11,13 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../core/client.js';
 import { scriptedPose } from '../core/path.js';
+import { REPORT_LIMITS, Reporter } from '../core/report.js';
 import { createLabTransport } from './transports.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
- *   maxUpdates: number }} */
+ *   maxUpdates: number, reportsIntervalMs?: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -46,6 +47,7 @@ const io = job.transport === 'socketio' ? (await import('socket.io-client')).io 
 
 /** Closes every client and exits; open peer connections would keep the process alive. */
 function exit() {
+  for (const e of reporting) { if (e.startTimer) clearTimeout(e.startTimer); if (e.reporter.timer) clearInterval(e.reporter.timer); }
   for (const c of clients) c.close();
   setTimeout(() => {
     try { nativeRtc?.cleanup(); } catch { /* exiting anyway */ }
@@ -99,6 +101,141 @@ function allMeshed() {
   return clients.every((c, k) => c.members.size === groupSizeOf(groupOf(job.from + k)) - 1);
 }
 
+// Client reports (--reports): every client POSTs a core/report.js report to
+// its home server every reportsIntervalMs and a final one on stop, as the
+// phone app does. Nothing in the action cycle waits for them: a report is a
+// fetch on its own timer whose outcome is only counted.
+
+/** The period of each client's reports (ms; lab/flags.js reportPeriodMs), 0 for none. */
+const reportsMs = job.reportsIntervalMs ?? 0;
+/**
+ * A periodic report is skipped (counted, not sent) while its client's previous
+ * one is unanswered or was answered less than the server's minimum interval
+ * ago (plus this, for the servers' ms clocks): the server would refuse it
+ * (429), and the next report carries everything anyway. With the period's
+ * slack (lab/flags.js REPORT_SLACK_MS) this happens only when the generator
+ * or the server falls behind.
+ */
+const REPORT_GUARD_MS = 5;
+/** A report not answered in this long counts as failed. */
+const REPORT_TIMEOUT_MS = 10_000;
+/** Final reports in flight at once when the clients stop. */
+const FINAL_REPORTS_IN_FLIGHT = 64;
+/** How long stop waits for the final reports before it posts the stats anyway. */
+const FINAL_REPORTS_BUDGET_MS = 15_000;
+
+/**
+ * What this generator's reports did: sent, not accepted and why (HTTP status,
+ * 'network' or 'timeout'), skipped (REPORT_GUARD_MS).
+ */
+const reportTally = { sent: 0, failed: 0, skipped: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+
+/**
+ * A client's reporter, its periodic report in flight, when the last one was
+ * answered (performance.now()), and its final report.
+ * @typedef {{ reporter: Reporter, inflight: Promise<void> | null, answeredAt: number, final: Promise<void> | null,
+ *   startTimer: ReturnType<typeof setTimeout> | null }} ReportingClient
+ */
+/** @type {ReportingClient[]} */
+const reporting = [];
+const ignore = () => {};
+
+/**
+ * POSTs one report; resolves when the server accepted it (2xx), else counts
+ * the failure and rejects (the Reporter counts it too, and never retries: the
+ * next report carries everything).
+ * @param {string} url
+ * @param {import('../core/report.js').ClientReport} report
+ */
+async function postReport(url, report) {
+  reportTally.sent++;
+  let failure;
+  try {
+    const res = await fetch(url, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(report), signal: AbortSignal.timeout(REPORT_TIMEOUT_MS),
+    });
+    // read what came back (a refusal's JSON) so the keep-alive connection can carry the next report
+    await res.arrayBuffer().catch(ignore);
+    if (res.ok) return;
+    failure = String(res.status);
+  } catch (err) {
+    failure = /** @type {Error} */ (err)?.name === 'TimeoutError' ? 'timeout' : 'network';
+  }
+  reportTally.failed++;
+  reportTally.failedBy[failure] = (reportTally.failedBy[failure] ?? 0) + 1;
+  throw new Error(`report not accepted: ${failure}`);
+}
+
+/**
+ * Gives every client its reporter: its first report after a random delay in
+ * [0, period), then one every period, so the population's reports spread
+ * evenly over the period from the start (the measured window sees the steady
+ * rate, not a ramp).
+ */
+function startReports() {
+  if (!reportsMs) return;
+  clients.forEach((client, k) => {
+    const url = new URL('/reports', serversOf(job.from + k)[0]).href;
+    /** @type {ReportingClient} */
+    const entry = /** @type {any} */ ({ inflight: null, answeredAt: -Infinity, final: null, startTimer: null });
+    entry.reporter = new Reporter({
+      client,
+      kind: 'sim',
+      intervalMs: reportsMs,
+      send: (report) => {
+        if (entry.inflight || performance.now() - entry.answeredAt < REPORT_LIMITS.minIntervalMs + REPORT_GUARD_MS) {
+          reportTally.skipped++;
+          return undefined;
+        }
+        const sent = postReport(url, report);
+        /** @type {Promise<void>} */
+        const settled = sent.then(ignore, ignore).then(() => {
+          entry.answeredAt = performance.now();
+          if (entry.inflight === settled) entry.inflight = null;
+        });
+        entry.inflight = settled;
+        return sent;
+      },
+      sendFinal: (report) => {
+        const sent = postReport(url, report);
+        entry.final = sent.then(ignore, ignore);
+        return sent;
+      },
+    });
+    entry.startTimer = setTimeout(() => {
+      entry.startTimer = null;
+      entry.reporter.send(false);
+      entry.reporter.start();
+    }, Math.random() * reportsMs);
+    reporting.push(entry);
+  });
+}
+
+/**
+ * Sends every client's final report, at most FINAL_REPORTS_IN_FLIGHT at once,
+ * each after its periodic report in flight (so the final one arrives last);
+ * resolves when all are answered or the budget ran out.
+ */
+async function finishReports() {
+  for (const e of reporting) if (e.startTimer) clearTimeout(e.startTimer);
+  let next = 0;
+  const one = async () => {
+    while (next < reporting.length) {
+      const e = reporting[next++];
+      while (e.inflight) await e.inflight;
+      e.reporter.finish();
+      await e.final;
+    }
+  };
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let budget;
+  await Promise.race([
+    Promise.all(Array.from({ length: Math.min(FINAL_REPORTS_IN_FLIGHT, reporting.length) }, one)),
+    new Promise((r) => { budget = setTimeout(r, FINAL_REPORTS_BUDGET_MS); }),
+  ]);
+  clearTimeout(budget);
+}
+
 /** @type {ReturnType<typeof setInterval> | undefined} */
 let progressTimer;
 let lastRtIndex = new Map();
@@ -106,6 +243,7 @@ let lastRtIndex = new Map();
 port.on('message', async (m) => {
   if (m.cmd === 'start') {
     for (const c of clients) c.start();
+    startReports();
     progressTimer = setInterval(() => {
       // RTs since the last report, for the live progress line
       let sum = 0; let n = 0; let sent = 0;
@@ -124,7 +262,8 @@ port.on('message', async (m) => {
     const end = Date.now() + Math.min(3000, job.ackTimeoutMs);
     while (Date.now() < end && clients.some((c) => c.cycle.inFlight() > 0)) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
-    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()) });
+    await finishReports();
+    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs ? { ...reportTally, failedBy: { ...reportTally.failedBy } } : null });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's
     port.postMessage({ type: 'cpu', usage: process.cpuUsage() });

@@ -10,6 +10,7 @@ import { aggregateRun } from './aggregate.js';
 import { forkInNamespace } from './net/network.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
 import { clusterRunFields, startRelayCluster } from './cluster.js';
+import { reportPeriodMs } from './flags.js';
 
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
@@ -240,7 +241,7 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
  * @typedef {{ type: 'progress', rtSum: number, rtN: number, sent: number, done: boolean }
  *   | { type: 'connected', count: number, meshed: boolean }
  *   | { type: 'error', message: string }
- *   | { type: 'stats', stats: any[] }
+ *   | { type: 'stats', stats: any[], reports?: ReportTally | null }
  *   | { type: 'cpu', usage: NodeJS.CpuUsage }} GeneratorMessage
  */
 
@@ -285,17 +286,48 @@ function whenConnected(worker) {
 }
 
 /**
- * Asks every generator to stop and resolves with all its clients' stats.
+ * What the clients' reports did (--reports), as the clients counted: sent
+ * (POSTed, or for a bench page's last report, queued as a beacon), failed (not
+ * answered 2xx, or not queued), those by HTTP status (or 'network', 'timeout',
+ * 'beacon'), and skipped: periodic ones not sent because the client's
+ * previous one was unanswered or answered less than the server's minimum
+ * interval before (the server would have refused them).
+ * @typedef {{ sent: number, failed: number, skipped: number, failedBy: Record<string, number> }} ReportTally
+ */
+
+/**
+ * The report tallies of the generators added up; null when none reported.
+ * @param {(ReportTally | null | undefined)[]} tallies
+ * @returns {ReportTally | null}
+ */
+export function sumReportTallies(tallies) {
+  const present = tallies.filter((t) => t != null);
+  if (present.length === 0) return null;
+  /** @type {ReportTally} */
+  const sum = { sent: 0, failed: 0, skipped: 0, failedBy: {} };
+  for (const t of present) {
+    sum.sent += t.sent;
+    sum.failed += t.failed;
+    sum.skipped += t.skipped ?? 0;
+    for (const [why, n] of Object.entries(t.failedBy ?? {})) sum.failedBy[why] = (sum.failedBy[why] ?? 0) + n;
+  }
+  return sum;
+}
+
+/**
+ * Asks every generator to stop (their clients send their final reports) and
+ * resolves with all its clients' stats and what their reports did.
  * @param {Generator[]} workers
- * @returns {Promise<any[]>} CarClient.stats() of every client
+ * @returns {Promise<{ stats: any[], reports: ReportTally | null }>} CarClient.stats() of every client
  */
 async function stopGenerators(workers) {
   const perWorker = await Promise.all(workers.map((w) => new Promise((resolve) => {
-    const onMessage = (/** @type {GeneratorMessage} */ m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m.stats); } };
+    const onMessage = (/** @type {GeneratorMessage} */ m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m); } };
     w.on('message', onMessage);
     w.postMessage({ cmd: 'stop' });
   })));
-  return perWorker.flat();
+  const replies = /** @type {{ stats: any[], reports?: ReportTally | null }[]} */ (perWorker);
+  return { stats: replies.flatMap((m) => m.stats), reports: sumReportTallies(replies.map((m) => m.reports)) };
 }
 
 /**
@@ -366,7 +398,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
     const worker = startGenerator({
       url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
-      warmupMs: o.warmupS * 1000, maxUpdates: o.updates,
+      warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
     }, asProcesses, net ? net.clientNs[w] : null);
     run.workers.push(worker);
     worker.on('message', (m) => tallyProgress(run.live, run.bucket, m));
@@ -511,8 +543,9 @@ async function measure(o, run, asProcesses, restart) {
  * @param {Awaited<ReturnType<typeof measure>>} input.window
  * @param {any} input.serverMetrics the server child's metrics after the window
  * @param {any[]} input.stats every client's CarClient.stats()
+ * @param {ReportTally | null} input.reports what the clients' reports did (--reports)
  */
-function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats }) {
+function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports }) {
   const { point } = o;
   const { restartInfo } = run;
   // the server's counters for the transport under test
@@ -532,6 +565,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
         clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
       },
       durationS: Math.round(window.windowMs / 100) / 10,
+      ...reportFields(point.reportsIntervalS ?? 0, reports),
       serverRssBytes: serverMetrics.rssBytes,
       stoppedEarly: Boolean(o.shouldStop?.()),
       timeline: window.timeline,
@@ -540,6 +574,21 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
     },
   });
+}
+
+/**
+ * The run record's report fields: `reportsIntervalS` always (0 when off) and,
+ * with reports on, `reports: { sent, failed, skipped, failedBy }` as the
+ * clients counted them ({@link ReportTally}; the final reports are in).
+ * Shared with lab/bench.js.
+ * @param {number} reportsIntervalS
+ * @param {ReportTally | null} reports
+ */
+export function reportFields(reportsIntervalS, reports) {
+  return {
+    reportsIntervalS,
+    ...(reportsIntervalS > 0 ? { reports: reports ?? { sent: 0, failed: 0, skipped: 0, failedBy: {} } } : {}),
+  };
 }
 
 /**
@@ -589,8 +638,8 @@ export async function runSimPoint(o) {
     await connected;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const serverMetrics = await run.server.metrics();
-    const stats = await stopGenerators(run.workers);
-    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats });
+    const { stats, reports } = await stopGenerators(run.workers);
+    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
     return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, outage: record.outage }) } : record;
   } finally {
     await closeGenerators(run.workers);

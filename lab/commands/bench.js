@@ -2,7 +2,7 @@
 // The sweep, progress and output are shared with `carlab sim`
 // (lab/command.js); the point runner is lab/bench.js.
 
-import { LAB_FLAGS_HELP, parseNameList } from '../flags.js';
+import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../flags.js';
 import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, runBenchPoint } from '../bench.js';
 import { runLabCommand } from '../command.js';
 import { ensureLabPages } from '../pages/build.js';
@@ -82,7 +82,7 @@ export const benchCommand = {
   secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
   runPoint: ({ point, options, onProgress, shouldStop, net }) => runBenchPoint({
     net,
-    point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop, nats: options.nats,
   }),

@@ -2,7 +2,7 @@
 // on the shared client core. The sweep, progress and output are shared with
 // `carlab bench` (lab/command.js); the point runner is lab/sim.js.
 
-import { LAB_FLAGS_HELP } from '../flags.js';
+import { LAB_FLAGS_HELP, reportsIntervalOf } from '../flags.js';
 import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
 import { runLabCommand } from '../command.js';
 
@@ -44,6 +44,8 @@ Examples:
   carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
   carlab sim --net none,lossy-2,3g --transport relay,relay-udp --clients 500 --group 25 --out results/net-sim
   carlab sim --transport relay --relays 3 --clients 300 --group 5 --duration 15 --kill-relay-at 6
+  carlab sim --clients 1000 --group 5 --reports 0,5 --duration 20 --out results/reports-cost
+    (what client reports every 5 s cost the relay: compare serverCpuUsPerUpdate of the two runs)
   carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
@@ -95,7 +97,7 @@ export const simCommand = {
   netLinks: (point, o) => generatorShares(point.clients, o.workers).map(({ from, to }) => to - from),
   runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
     net,
-    point, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
     timelineS: options.timelineS,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },

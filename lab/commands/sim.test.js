@@ -32,6 +32,8 @@ test('sim: 60 clients on every carlab transport, groups 5 and 25', { timeout: 18
     for (const r of results.runs) {
       const what = `${r.transport}/${r.group}`;
       assert.equal(r.connected, 60, what);
+      assert.equal(r.reportsIntervalS, 0, `${what}: no client reports by default`);
+      assert.equal(r.reports, undefined, what);
       assert.ok(r.rt.n > 0 && r.rt.mean > 0, `${what}: RT recorded`);
       assert.ok(r.rts && r.rts.mean >= 0, `${what}: RTS present`);
       assert.equal(r.updates.received + r.updates.lost, r.updates.expected, `${what}: sent = received + lost`);
@@ -66,6 +68,40 @@ test('sim: the baselines run the same protocol in the same run', { timeout: 120_
   } finally {
     await rm(out, { recursive: true, force: true });
   }
+});
+
+test('sim --reports 1: every client reports every second and once when leaving; the server accepts them all', { timeout: 120_000 }, async () => {
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
+  try {
+    const stdout = sink();
+    const stderr = sink();
+    const clients = 10;
+    // relay runs its clients in a worker thread, relay-udp in a child process: both report
+    const code = await run(['--transport', 'relay,relay-udp', '--clients', String(clients), '--group', '5', '--reports', '1',
+      '--duration', '4', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 0, stderr.text());
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    assert.deepEqual(resultsSchemaProblems(results), []);
+    assert.equal(results.runs.length, 2);
+    for (const r of results.runs) {
+      assert.equal(r.connected, clients, r.transport);
+      assert.equal(r.reportsIntervalS, 1, r.transport);
+      // 5 s of cycles: each client's first report within 1.1 s, then one every 1.1 s (1 s + the slack), then its last one
+      assert.ok(r.reports.sent >= 4 * clients, `${r.transport}: ${r.reports.sent} reports sent by ${clients} clients`);
+      assert.equal(r.reports.failed, 0, `${r.transport}: not accepted: ${JSON.stringify(r.reports)}`);
+      assert.ok(r.rt.n > 0, `${r.transport}: the updates went on`);
+    }
+    assert.match(await readFile(path.join(out, 'results.csv'), 'utf8'), /reportsIntervalS/);
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('sim: a bad --reports value is a usage error', async () => {
+  const stderr = sink();
+  const code = await run(['--reports', '0.5'], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+  assert.equal(code, 2);
+  assert.match(stderr.text(), /carlab sim: --reports: 0\.5 s is not 0\/off or an interval of 1\.\.3600 s/);
 });
 
 test('sim: a bad flag prints what was wrong and the help, exit 2', async () => {

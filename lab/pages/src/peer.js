@@ -14,12 +14,17 @@
 //   warmup     ms;  updates  max updates per peer (0 = until stopped)
 //   autostart  0 to wait for window.carlab.start() (default 1)
 //   discard    p2p test knob: fraction of received updates to drop
-// window.carlab exposes ready (a promise), start(), stop(), stats(), close().
+//   reports    seconds between each peer's client reports (POST /reports, core/report.js), sent as
+//              the phone app sends them: periodic ones with fetch keepalive, the last one with
+//              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
+//              (the bench passes lab/flags.js reportPeriodMs of --reports)
+// window.carlab exposes ready (a promise), start(), stop(), stats(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { scriptedPose } from '../../../core/path.js';
 import { summarize } from '../../../core/metrics.js';
+import { REPORT_LIMITS, Reporter } from '../../../core/report.js';
 import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
@@ -43,6 +48,7 @@ const settings = {
   autostart: q.get('autostart') !== '0',
   discard: num('discard', 0),
   name: q.get('name') ?? 'peer',
+  reportsS: num('reports', 0),
 };
 
 const summaryEl = /** @type {HTMLElement} */ (document.getElementById('summary'));
@@ -76,6 +82,110 @@ async function boot() {
   return { joinMs: performance.now() - t0 };
 }
 
+// Client reports (reports=S): each peer reports like the phone app, on a
+// timer of its own that the action cycle never waits for; outcomes are only counted.
+
+/**
+ * A periodic report is skipped (counted, not sent) while its peer's previous one is unanswered or
+ * was answered less than the server's minimum interval (plus this) ago: the server would refuse it.
+ */
+const REPORT_GUARD_MS = 5;
+/** The period of each peer's reports (ms), 0 for none. */
+const reportsMs = Number.isFinite(settings.reportsS) && settings.reportsS > 0 ? settings.reportsS * 1000 : 0;
+/** Keepalive bodies in flight are capped per page (64 KiB in the Fetch spec); above this, periodic reports go as plain fetches. */
+const KEEPALIVE_BUDGET_BYTES = 48 * 1024;
+let keepaliveBytes = 0;
+/** What this page's reports did (lab/sim.js ReportTally): sent, not accepted (or not queued, for a beacon) and why, skipped. */
+const reportTally = { sent: 0, failed: 0, skipped: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+/**
+ * A peer's reporter, its periodic report in flight and when the last one was answered (performance.now()).
+ * @typedef {{ reporter: Reporter, inflight: Promise<void> | null, answeredAt: number,
+ *   startTimer: ReturnType<typeof setTimeout> | null }} ReportingPeer
+ */
+/** @type {ReportingPeer[]} */
+const reporting = [];
+
+/** @param {string} why */
+function reportFailed(why) {
+  reportTally.failed++;
+  reportTally.failedBy[why] = (reportTally.failedBy[why] ?? 0) + 1;
+}
+
+/**
+ * A periodic report: a keepalive fetch (it outlives the page); rejects unless accepted.
+ * @param {import('../../../core/report.js').ClientReport} report
+ * @returns {Promise<void>}
+ */
+function postReport(report) {
+  const body = JSON.stringify(report);
+  const keepalive = keepaliveBytes + body.length <= KEEPALIVE_BUDGET_BYTES;
+  if (keepalive) keepaliveBytes += body.length;
+  reportTally.sent++;
+  return fetch('/reports', { method: 'POST', headers: { 'content-type': 'application/json' }, body, keepalive })
+    .then(async (res) => {
+      await res.arrayBuffer().catch(() => {});
+      if (!res.ok) { reportFailed(String(res.status)); throw new Error(`report refused: ${res.status}`); }
+    }, (err) => { reportFailed('network'); throw err; })
+    .finally(() => { if (keepalive) keepaliveBytes -= body.length; });
+}
+
+/**
+ * The last report, with navigator.sendBeacon: queued for delivery even as the page goes.
+ * @param {import('../../../core/report.js').ClientReport} report
+ */
+function beaconReport(report) {
+  reportTally.sent++;
+  if (!navigator.sendBeacon('/reports', new Blob([JSON.stringify(report)], { type: 'application/json' }))) reportFailed('beacon');
+}
+
+/** Gives every peer its reporter: its first report after a random delay in [0, period), then one every period (spread evenly from the start). */
+function startReports() {
+  if (!reportsMs || reporting.length) return;
+  for (const client of clients) {
+    /** @type {ReportingPeer} */
+    const entry = /** @type {any} */ ({ inflight: null, answeredAt: -Infinity, startTimer: null });
+    entry.reporter = new Reporter({
+      client,
+      kind: 'bench',
+      intervalMs: reportsMs,
+      send: (report) => {
+        if (entry.inflight || performance.now() - entry.answeredAt < REPORT_LIMITS.minIntervalMs + REPORT_GUARD_MS) {
+          reportTally.skipped++;
+          return undefined;
+        }
+        const sent = postReport(report);
+        /** @type {Promise<void>} */
+        const settled = sent.then(() => {}, () => {}).then(() => {
+          entry.answeredAt = performance.now();
+          if (entry.inflight === settled) entry.inflight = null;
+        });
+        entry.inflight = settled;
+        return sent;
+      },
+      sendFinal: beaconReport,
+    });
+    entry.startTimer = setTimeout(() => { entry.startTimer = null; entry.reporter.send(false); entry.reporter.start(); }, Math.random() * reportsMs);
+    reporting.push(entry);
+  }
+}
+
+/** Stops the periodic reports (the last one stays to send). */
+function stopPeriodicReports() {
+  for (const e of reporting) {
+    if (e.startTimer) clearTimeout(e.startTimer);
+    e.startTimer = null;
+    if (e.reporter.timer) clearInterval(e.reporter.timer);
+    e.reporter.timer = null;
+  }
+}
+
+/** Every peer's last report, by beacon (each once; a no-op without reports). */
+function sendFinalReports() {
+  stopPeriodicReports();
+  for (const e of reporting) e.reporter.finish();
+}
+addEventListener('pagehide', sendFinalReports);
+
 function render() {
   const rows = clients.map((c, i) => {
     const rt = summarize(c.rt.slice(-200));
@@ -102,9 +212,23 @@ window.carlab = {
   settings,
   clients,
   ready,
-  start() { for (const c of clients) c.start(); },
+  start() { for (const c of clients) c.start(); startReports(); },
   stop() { for (const c of clients) c.stop(); },
   stats() { return clients.map((c) => c.stats()); },
+  /**
+   * Ends the reports: no more periodic ones, the ones in flight answered (at
+   * most 3 s), then every peer's last report by beacon. Resolves with what
+   * the reports did, or null without reports.
+   */
+  async finishReports() {
+    if (!reportsMs) return null;
+    stopPeriodicReports();
+    await Promise.race([Promise.all(reporting.map((e) => e.inflight)), new Promise((r) => setTimeout(r, 3000))]);
+    sendFinalReports();
+    return window.carlab.reportCounts();
+  },
+  /** What this page's reports did so far, or null without reports. */
+  reportCounts() { return reportsMs ? { ...reportTally, failedBy: { ...reportTally.failedBy } } : null; },
   /** Every hosted peer sees its whole working group (channels open, for p2p). */
   meshed() {
     return clients.every((c, i) => {
@@ -119,7 +243,7 @@ window.carlab = {
     for (const c of clients) for (let i = Math.max(0, c.rt.length - 6); i < c.rt.length; i++) { sum += c.rt[i]; n++; }
     return { sum, n };
   },
-  close() { for (const c of clients) c.close(); },
+  close() { sendFinalReports(); for (const c of clients) c.close(); },
 };
 ready.then(() => {
   if (settings.autostart) window.carlab.start();
