@@ -18,7 +18,8 @@
 //
 // Each scenario's parameters are a pure function of the seed (scenarioPlan);
 // its verdict a pure function of what it saw (judge*), so both are tested
-// without a server.
+// without a server. The lanes on the client-report intake (report-garbage,
+// report-flood, report-claim) are in fuzz-reports.js.
 
 import net from 'node:net';
 import WebSocket from 'ws';
@@ -41,7 +42,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * Waits for `cond`, at most `ms`; resolves whether it came true.
  * @param {() => boolean} cond @param {number} ms
  */
-async function until(cond, ms) {
+export async function until(cond, ms) {
   const end = performance.now() + ms;
   while (!cond()) {
     if (performance.now() > end) return false;
@@ -168,16 +169,17 @@ export function judgeFairFlood(f) {
 /**
  * A well-behaved member: the product's client (one UPDATE per cycle,
  * pipelined, an ACK for every UPDATE), its arrivals recorded per sender.
- * @param {{ url: string, group: string, cycleMs: number, udp: boolean, RTCPeerConnection?: any }} p
+ * (The report lanes, lab/fuzz-reports.js, use it too.)
+ * @param {{ url: string, group: string, cycleMs: number, udp: boolean, RTCPeerConnection?: any, name?: string }} p
  */
-async function goodMember(p) {
+export async function goodMember(p) {
   /** @type {Map<number, number[]>} */
   const arrivals = new Map();
   const client = new CarClient({
     transport: p.udp
       ? createRelayUdpTransport({ url: p.url, RTCPeerConnection: p.RTCPeerConnection, WebSocket })
       : createRelayTransport({ url: p.url, batched: true, WebSocket }),
-    group: p.group, name: 'fair', cycleMs: p.cycleMs, cycleMode: 'pipelined', ackTimeoutMs: 5000,
+    group: p.group, name: p.name ?? 'fair', cycleMs: p.cycleMs, cycleMode: 'pipelined', ackTimeoutMs: 5000,
     pose: () => [0, 0, 0, 0, 0, 0, 1],
     onEvent: (event, detail) => {
       if (event !== 'pose') return;

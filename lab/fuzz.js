@@ -6,9 +6,14 @@
 // and odd HTTP requests at it. Every case's outcome is checked against what
 // the documents promise; the server must not crash, must not report an
 // unhandled rejection and must stay within a memory bound; the good clients'
-// streams must have no gap, duplicate or reorder.
+// streams must have no gap, duplicate or reorder. The report lanes
+// (fuzz-reports.js) do the same to POST /reports; the server records the
+// reports it accepts into a temporary folder, which the books then read.
 
 import net from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import WebSocket from 'ws';
 import { CarClient } from '../core/client.js';
 import { aggregateStreams } from '../core/metrics.js';
@@ -18,6 +23,10 @@ import { SIGNALING_DEFAULTS } from '../signaling/index.js';
 import { HTTP_TIMEOUTS } from '../server/server.js';
 import { PROBE, expectPeer, expectRelay, generateCase, makeWorld, seedOf, unitsOf } from './fuzz-cases.js';
 import { SCENARIO_NAMES, failedScenario, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
+import {
+  REPORTS_ALIAS, REPORT_SCENARIO_NAMES, createReportLedger, fetchReportCounts, readRecordedReports, reportBooks, reportPlan,
+  runReportClaim, runReportFlood, runReportGarbage,
+} from './fuzz-reports.js';
 import { startServerChild } from './sim.js';
 
 /**
@@ -28,9 +37,10 @@ import { startServerChild } from './sim.js';
  * @property {number} [maxRssGrowthBytes] server RSS may grow this much over its start (default 96 MiB)
  * @property {number} [caseTimeoutMs] a case that has not ended by then is a failure (default 5000)
  * @property {string[]} [only] run only cases with these names or targets (the others are skipped,
- *   not sent), and only these scenarios (by name, or `scenario` for all): to home in on one kind
- *   of failure with the same seed
+ *   not sent), and only these scenarios (by name, `reports` for the three report lanes, or
+ *   `scenario` for all): to home in on one kind of failure with the same seed
  * @property {number} [floodSeconds] how long the fair-flood scenarios' steady flood lasts (default 8)
+ * @property {number} [reportFloodSeconds] how long report-flood's tight loop lasts (default 2)
  * @property {(p: { units: number, target: number, cases: number, failures: number, elapsedS: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  */
@@ -505,13 +515,16 @@ export function fuzzProblems({ exit, faults, failureCount, rss, maxRssGrowthByte
   return problems;
 }
 
+/** Every scenario lane's name, as --only takes them. */
+export const ALL_SCENARIO_NAMES = Object.freeze([...SCENARIO_NAMES, ...REPORT_SCENARIO_NAMES]);
+
 /**
  * Whether `only` (the --only list) leaves scenario `name` in: no list, its
- * name, or `scenario` (all of them).
+ * name, `reports` (a report lane) or `scenario` (all of them).
  * @param {string[] | undefined} only @param {string} name
  */
 export function scenarioSelected(only, name) {
-  return !only || only.includes(name) || only.includes('scenario');
+  return !only || only.includes(name) || only.includes('scenario') || (only.includes(REPORTS_ALIAS) && REPORT_SCENARIO_NAMES.includes(name));
 }
 
 /**
@@ -520,15 +533,18 @@ export function scenarioSelected(only, name) {
  * @param {string[] | undefined} only
  */
 export function casesSelected(only) {
-  return !only || only.some((x) => x !== 'scenario' && !SCENARIO_NAMES.includes(x));
+  return !only || only.some((x) => x !== 'scenario' && x !== REPORTS_ALIAS && !ALL_SCENARIO_NAMES.includes(x));
 }
 
 /**
- * The scenario lanes (lab/fuzz-scenarios.js) of one run. peer-takeover runs
- * at once and alone, since it counts the PeerServer's live sockets; `during()`
- * starts the others, which run beside the case lanes (the relay and the HTTP
- * server are under fuzz while they check their promises) and resolve with
- * every scenario's result.
+ * The scenario lanes (lab/fuzz-scenarios.js, lab/fuzz-reports.js) of one
+ * run. peer-takeover runs at once and alone, since it counts the PeerServer's
+ * live sockets; `during()` starts the others, which run beside the case lanes
+ * (the relay and the HTTP server are under fuzz while they check their
+ * promises) and resolve with every scenario's result. The report lanes take
+ * a few seconds each (report-garbage beside report-flood then report-claim:
+ * together within the slow-headers lane); their POSTs are booked in `ledger`
+ * (null when none runs) for the books after the run.
  * @param {FuzzOptions} o
  * @param {{ seed: number, world: import('./fuzz-cases.js').FuzzWorld, server: import('./sim.js').ServerChild, port: number }} run
  */
@@ -543,7 +559,19 @@ async function startScenarios(o, { seed, world, server, port }) {
   /** @param {string} name @param {() => Promise<import('./fuzz-scenarios.js').ScenarioResult>} go */
   const guarded = (name, go) => (scenarioSelected(o.only, name) ? go().catch((err) => failedScenario(name, err)) : null);
   const takeover = await guarded('peer-takeover', () => runPeerTakeover({ wsBase, peerKey: world.peerKey, plan: plan.takeover, metrics }));
+  const reports = reportPlan(seed, undefined, { floodSeconds: o.reportFloodSeconds });
+  const ledger = REPORT_SCENARIO_NAMES.some((name) => scenarioSelected(o.only, name)) ? createReportLedger() : null;
+  const reportArgs = { wsBase, port, plan: reports, ledger: /** @type {import('./fuzz-reports.js').ReportLedger} */ (ledger), timeoutMs: o.caseTimeoutMs ?? 5000 };
+  // report-garbage sends one request at a time: beside the other two, which run one after the other
+  const runReports = () => Promise.all([
+    guarded('report-garbage', () => runReportGarbage(reportArgs)),
+    (async () => [
+      await guarded('report-flood', () => runReportFlood(reportArgs)),
+      await guarded('report-claim', () => runReportClaim(reportArgs)),
+    ])(),
+  ]).then((done) => done.flat());
   return {
+    ledger,
     during() {
       const RTCPeerConnection = world.udpAvailable ? import('node-datachannel/polyfill').then((m) => m.RTCPeerConnection) : null;
       const pending = [
@@ -553,7 +581,7 @@ async function startScenarios(o, { seed, world, server, port }) {
           : skippedScenario('fair-flood-udp', 'relay-udp is not available (node-datachannel)'))),
         guarded('slow-headers', () => runSlowHeaders({ port, plan: plan.slow })),
       ];
-      return Promise.all(pending).then((done) => [takeover, ...done].filter((x) => x !== null));
+      return Promise.all([...pending, runReports()]).then((done) => [takeover, ...done.flat()].filter((x) => x !== null));
     },
   };
 }
@@ -573,7 +601,12 @@ export async function runFuzz(o = {}) {
     peerBurst: SIGNALING_DEFAULTS.maxMessagesBurst, udpAvailable,
   });
   const started = performance.now();
-  const server = await startServerChild({ peerjsKey: world.peerKey }, { execArgv: ['--expose-gc'] });
+  // every report the server accepts is recorded here (`carlab start --record`): the books read it back
+  const recordDir = await mkdtemp(path.join(tmpdir(), 'carlab-fuzz-record-'));
+  const server = await startServerChild({ peerjsKey: world.peerKey, record: recordDir }, { execArgv: ['--expose-gc'] }).catch(async (err) => {
+    await rm(recordDir, { recursive: true, force: true });
+    throw err;
+  });
   const port = Number(new URL(server.url).port);
   const wsBase = `ws://127.0.0.1:${port}`;
 
@@ -595,6 +628,7 @@ export async function runFuzz(o = {}) {
   const scenarios = await scenariosDone;
   const fuzzS = (performance.now() - started) / 1000;
   clearInterval(sampler);
+  const reportCounts = scenarioLanes.ledger ? await fetchReportCounts(port).catch(() => null) : null;
 
   const { stats, streams, goodClosed } = await settleGoodClients(good);
   const sentinel = await sentinels.stop();
@@ -607,6 +641,12 @@ export async function runFuzz(o = {}) {
   rss.end = last?.rssBytes ?? 0;
   const exit = server.exit;
   await server.close();
+  if (scenarioLanes.ledger) {
+    // the books: what the server counted and recorded against what the report lanes were answered
+    const recorded = await readRecordedReports(recordDir).catch(() => null);
+    scenarios.push(reportBooks(scenarioLanes.ledger, reportCounts, recorded));
+  }
+  await rm(recordDir, { recursive: true, force: true });
 
   const faults = server.faults;
   const problems = [

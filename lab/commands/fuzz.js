@@ -1,6 +1,7 @@
 // `carlab fuzz`: throws seeded, repeatable garbage at a real carlab server's
-// relay and PeerServer endpoints while well-behaved clients keep exchanging
-// updates, and checks every promise of docs/reliability.md "Bad input".
+// relay and PeerServer endpoints and its client-report intake while
+// well-behaved clients keep exchanging updates, and checks every promise of
+// docs/reliability.md "Bad input" and docs/security.md.
 // The driver is lab/fuzz.js (also used by its test).
 
 import { writeFile } from 'node:fs/promises';
@@ -25,7 +26,19 @@ closed or starved, the one over its limit is closed 4005), fair-flood-udp
 (the same on relay-udp: the excess is dropped, nobody closed), peer-takeover
 (a same-token second claim of a PeerJS id closes the older socket 4007;
 another token gets ID-TAKEN) and slow-headers (requests whose headers never
-end are cut off within the headers timeout, others still answered).
+end are cut off within the headers timeout, others still answered). Three
+more throw bad client reports at POST /reports while the members of a relay
+group exchange updates and send good reports (docs/security.md "Client
+reports"): report-garbage (not JSON, truncated, over 64 KiB declared, sent
+and chunked, another content type, a real report bent into the wrong shape
+field by field: each gets exactly its 400/413/415/422), report-flood (one
+session posting in a tight loop gets one report a second and its final one
+accepted, the rest 429 with Retry-After) and report-claim (another session
+naming a member's client id, a session moving to another group and an old
+report number get 409; the member's own next report 204). The server records
+the reports it accepts into a temporary folder: its carlab_reports_total must
+count what the lanes were answered, and the recording must hold every
+accepted report once and nothing refused (report-books).
 Every socket must end as documented; the server must not
 crash or report an unhandled rejection and must keep its memory bounded; the
 good clients must see no gap, duplicate or reorder. Exit 0 when every
@@ -38,7 +51,8 @@ Flags:
   --max-rss-growth MB  server RSS may grow this much over its start (default 96)
   --only LIST          run only these case names or targets (relay, peer, raw, http) and
                        scenarios (fair-flood, fair-flood-udp, peer-takeover, slow-headers,
-                       or scenario for all four), comma-separated
+                       report-garbage, report-flood, report-claim; reports for the three
+                       report lanes, scenario for all seven), comma-separated
   --json FILE          also write the full report as JSON
   -h, --help           this help
 

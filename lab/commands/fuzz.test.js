@@ -1,4 +1,5 @@
-// `carlab fuzz`, short form (5000 frames), and its cases.
+// `carlab fuzz`, short form (5000 frames, every scenario lane, the report lanes
+// included), and its cases.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -84,7 +85,7 @@ describe('cases', () => {
  */
 function assertScenarios(scenarios) {
   const by = Object.fromEntries(scenarios.map((sc) => [sc.name, sc]));
-  assert.deepEqual(Object.keys(by).sort(), ['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
+  assert.deepEqual(Object.keys(by).sort(), ['fair-flood', 'fair-flood-udp', 'peer-takeover', 'report-books', 'report-claim', 'report-flood', 'report-garbage', 'slow-headers']);
   for (const sc of scenarios) assert.deepEqual(sc.problems, [], `${sc.name}: ${sc.summary}`);
 
   // Two flood at 75 % of their UPDATE limit, three behave: no innocent closed or starved.
@@ -125,6 +126,56 @@ function assertScenarios(scenarios) {
     assert.ok(s.ms <= slow.boundMs, `slow socket cut off after ${s.ms} ms`);
   }
   assert.ok(slow.others.ok > 0 && slow.others.failed.length === 0);
+
+  assertReportLanes(by);
+}
+
+/**
+ * The report lanes' promises (docs/security.md "Client reports"), from their facts.
+ * @param {Record<string, any>} by the scenarios by name
+ */
+function assertReportLanes(by) {
+  // The well-behaved members of every report lane: open, never starved, every report of theirs taken.
+  for (const name of ['report-garbage', 'report-flood', 'report-claim']) {
+    for (const g of by[name].facts.good) {
+      assert.equal(g.closed, null, `${name}: well-behaved ${g.id} closed`);
+      for (const gap of Object.values(g.gapMs)) assert.ok(/** @type {number} */ (gap) <= 1000, `${name}: well-behaved ${g.id}: a gap of ${gap} ms`);
+      assert.deepEqual(g.reports.refused, [], `${name}: well-behaved ${g.id}'s reports refused`);
+      assert.ok(g.reports.accepted > 0);
+    }
+  }
+
+  // Every bad body got its documented status; each of 400, 413, 415 and 422 was seen, and 64 KiB exactly is taken.
+  const garbage = by['report-garbage'].facts.cases;
+  for (const c of garbage) {
+    assert.notEqual(c.status, null, `${c.what}: no answer`);
+    assert.ok(c.expect.includes(c.status), `${c.what}: ${c.status}, not ${c.expect}`);
+  }
+  const statuses = new Set(garbage.filter((/** @type {any} */ c) => !c.borderline).map((/** @type {any} */ c) => c.status));
+  assert.deepEqual([...statuses].sort(), [204, 400, 413, 415, 422]);
+  for (const c of garbage) if (c.status === 413) assert.match(c.connection ?? '', /close/i);
+
+  // One session in a tight loop: at most one report a second (and its final one) accepted, the rest 429.
+  const flood = by['report-flood'].facts;
+  assert.ok(flood.posts > 50, 'a tight loop');
+  assert.ok(flood.accepted.length >= 1 && flood.accepted.length <= Math.floor(flood.durationMs / 1000) + 1, `${flood.accepted.length} accepted in ${flood.durationMs} ms`);
+  assert.equal(flood.byStatus['429'], flood.posts - flood.accepted.length);
+  assert.equal(flood.wrongRefusalCount, 0);
+  assert.equal(flood.final.status, 204);
+  assert.equal(flood.secondFinal.status, 429);
+
+  // Claims, a moving session and replays: 409; the members' own reports: 204.
+  const claim = by['report-claim'].facts.steps;
+  assert.deepEqual(claim.map((/** @type {any} */ s) => `${s.status} ${s.code}`), claim.map((/** @type {any} */ s) => `${s.expect} ${s.expectCode}`));
+  assert.deepEqual(claim.filter((/** @type {any} */ s) => s.status === 409).map((/** @type {any} */ s) => s.code).sort(), ['claimed', 'claimed', 'claimed', 'stale', 'stale']);
+
+  // The books: carlab_reports_total counted exactly the answers; the recording holds the accepted reports, once each.
+  const books = by['report-books'].facts;
+  assert.equal(books.unanswered, 0);
+  assert.deepEqual(books.metrics, books.answered);
+  assert.ok(books.answered.too_frequent > 50 && books.answered.bad_shape > 10 && books.answered.claimed === 3 && books.answered.stale === 2);
+  assert.equal(books.recorded.reports.length, books.accepted.length);
+  assert.equal(books.recorded.unreadable, 0);
 }
 
 describe('carlab fuzz', () => {
@@ -179,5 +230,6 @@ describe('carlab fuzz', () => {
     assert.equal(await run(['--help'], { stdout: stdout.stream, stderr: sink().stream }), 0);
     assert.match(stdout.text(), /--frames N/);
     assert.match(stdout.text(), /--seed S/);
+    assert.match(stdout.text(), /report-garbage, report-flood, report-claim/);
   });
 });
