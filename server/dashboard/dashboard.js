@@ -289,9 +289,9 @@ function upsertRow(card, m, now) {
     card.tbody.insertBefore(tr, next ? next.tr : null);
     card.rows.set(m.key, view);
     rows.set(m.key, view);
-    if (m.stale) staleCount++;
+    if (isStale(m)) staleCount++;
   } else {
-    staleCount += (m.stale ? 1 : 0) - (view.row.stale ? 1 : 0);
+    staleCount += (isStale(m) ? 1 : 0) - (isStale(view.row) ? 1 : 0);
     if (view.row.clientId !== m.clientId) {
       // a new id: back into order
       const next = [...card.rows.values()].find((v) => v !== view && v.row.clientId > m.clientId);
@@ -307,10 +307,18 @@ function upsertRow(card, m, now) {
 function removeRow(key) {
   const view = rows.get(key);
   if (!view) return;
-  if (view.row.stale) staleCount--;
+  if (isStale(view.row)) staleCount--;
   view.tr.remove();
   view.card.rows.delete(key);
   rows.delete(key);
+}
+
+/**
+ * A member counted as stale in the header: one still in the group (who left is shown apart).
+ * @param {{ stale: boolean, left: boolean }} m
+ */
+function isStale(m) {
+  return m.stale && !m.left;
 }
 
 /** @param {RowView} view */

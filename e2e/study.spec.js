@@ -1,0 +1,153 @@
+// A study with "real phones" (docs/study.md): four headless phones — two
+// Chromium with a Pixel profile, one Chromium with an iPhone Safari user
+// agent, one Firefox ESR — join one group on `relay` and on `p2p` against a
+// server started with --record. While they are in, the dashboard (opened with
+// its token) shows all four with their browsers; after they leave, `carlab
+// report` on the recording gives per-browser runs whose RT counts, loss counts
+// and freshness equal what each page's own client core measured.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { devices, expect, firefox, test } from '@playwright/test';
+
+import { aggregateStreams } from '../core/metrics.js';
+import { freshnessOf } from '../lab/aggregate.js';
+import { run as runReport } from '../lab/commands/report.js';
+import { firefoxLaunchOptions } from '../lab/launch.js';
+import { readRecording } from '../lab/recording.js';
+import { ownServer } from './server.js';
+
+const TOKEN = 'e2e-study-dashboard-token-42';
+const XSS_NAME = '<img src=x onerror=alert(1)>';
+const { defaultBrowserType: _p, ...PIXEL } = devices['Pixel 7'];
+const { defaultBrowserType: _i, ...IPHONE } = devices['iPhone 15'];
+
+/** The phones, and the browser family `carlab report` must file each under. */
+const PHONES = [
+  { name: 'Ada', family: 'Chrome Android', engine: 'chromium', device: PIXEL },
+  { name: XSS_NAME, family: 'Chrome Android', engine: 'chromium', device: PIXEL },
+  { name: 'Ines', family: 'Safari iOS', engine: 'chromium', device: IPHONE },
+  { name: 'Fritz', family: 'Firefox desktop', engine: 'firefox', device: { viewport: { width: 412, height: 839 } } },
+];
+
+/** @param {import('@playwright/test').Page} page @param {number} n */
+const waitForMembers = (page, n) => page.waitForFunction((k) => window.carlab.client?.members.size === k, n, { timeout: 30_000 });
+
+test.describe('a study with four phones', () => {
+  test.describe.configure({ retries: 0 });
+
+  test('relay and p2p: dashboard shows all four while in; carlab report equals what the pages measured', async ({ browser, browserName }, testInfo) => {
+    test.skip(browserName !== 'chromium', 'drives Chromium and Firefox itself');
+    test.setTimeout(180_000);
+    const dir = mkdtempSync(path.join(tmpdir(), 'carlab-e2e-study-'));
+    const server = await ownServer({ args: ['--record', dir, '--dashboard-token', TOKEN, '--report-interval', '2'] });
+    const fx = await firefox.launch(firefoxLaunchOptions());
+    try {
+      /** @type {Record<string, { stats: any[], families: Map<number, string>, group: string }>} */
+      const measured = {};
+      for (const transport of ['relay', 'p2p']) {
+        measured[transport] = await studyRound({ browser, fx, base: server.baseURL, transport, testInfo });
+      }
+      await server.stop(); // flushes the recording
+      const recording = await readRecording(dir);
+      expect(recording.counts.invalid).toBe(0);
+      expect(recording.sessions.length).toBe(8);
+      const out = path.join(dir, 'results');
+      expect(await runReport([dir, '--out', out], { stdout: sink(), stderr: sink() })).toBe(0);
+      const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+      for (const transport of ['relay', 'p2p']) compareRuns(results.runs, transport, measured[transport]);
+      const html = readFileSync(path.join(out, 'report.html'), 'utf8');
+      expect(html).not.toContain(XSS_NAME);
+    } finally {
+      await fx.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * Four phones in one group on `transport`: joined, exchanging, watched on the
+ * dashboard, stopped, measured from their own pages, gone.
+ * @param {{ browser: import('@playwright/test').Browser, fx: import('@playwright/test').Browser, base: string,
+ *   transport: string, testInfo: import('@playwright/test').TestInfo }} o
+ */
+async function studyRound({ browser, fx, base, transport, testInfo }) {
+  const group = `study-${transport}-${Date.now().toString(36)}`;
+  const contexts = [];
+  const pages = [];
+  for (const phone of PHONES) {
+    const context = await (phone.engine === 'firefox' ? fx : browser).newContext({ ...phone.device, baseURL: base });
+    contexts.push(context);
+    const page = await context.newPage();
+    const q = new URLSearchParams({ group, name: phone.name, transport, source: 'none', pose: '0.1,0.05,0.4,0,0,0,1', dpr: '1' });
+    await page.goto(`/ar.html?${q}`);
+    await page.evaluate(() => window.carlab.ready.then(() => true));
+    pages.push(page);
+  }
+  for (const page of pages) await waitForMembers(page, 3);
+  await expect(pages[0].locator('#study-notice')).toHaveText(/records measurements for a study; no camera images/);
+  // every page has reported at least twice
+  for (const page of pages) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 2, null, { timeout: 20_000 });
+
+  await checkDashboard(browser, base, group, testInfo, transport);
+
+  for (const page of pages) await page.evaluate(() => window.carlab.client.stop());
+  await pages[0].waitForTimeout(1500); // the last updates and ACKs land
+  const stats = [];
+  for (const page of pages) stats.push(await page.evaluate(() => window.carlab.client.stats()));
+  const families = new Map(stats.map((s, i) => [s.id, PHONES[i].family]));
+  for (const page of pages) await page.evaluate(() => window.carlab.leave());
+  for (const context of contexts) await context.close();
+  return { stats, families, group };
+}
+
+/**
+ * The dashboard, opened with its token in a real browser, shows the four with their browsers.
+ * @param {import('@playwright/test').Browser} browser @param {string} base @param {string} group
+ * @param {import('@playwright/test').TestInfo} testInfo @param {string} transport
+ */
+async function checkDashboard(browser, base, group, testInfo, transport) {
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  const page = await context.newPage();
+  /** @type {string[]} */
+  const dialogs = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  expect((await page.goto(`${base}/dashboard`))?.status()).toBe(401);
+  await page.goto(`${base}/dashboard?token=${TOKEN}`);
+  const card = page.locator('section.group', { has: page.locator('h2', { hasText: group }) });
+  await expect(card.locator('tbody tr')).toHaveCount(4, { timeout: 20_000 });
+  const text = await card.innerText();
+  for (const needle of ['Chrome', 'Safari', 'Firefox', 'Android', 'iOS', XSS_NAME, transport]) expect(text).toContain(needle);
+  expect(await page.locator('img').count()).toBe(0);
+  expect(dialogs).toEqual([]);
+  const shot = testInfo.outputPath(`dashboard-${transport}.png`);
+  await page.screenshot({ path: shot, fullPage: true });
+  await testInfo.attach(`dashboard-${transport}`, { path: shot, contentType: 'image/png' });
+  await context.close();
+}
+
+/**
+ * Per browser family, the recording's run equals what the pages measured:
+ * RT count, the loss counts of the streams into that family, freshness.
+ * @param {any[]} runs @param {string} transport @param {{ stats: any[], families: Map<number, string>, group: string }} m
+ */
+function compareRuns(runs, transport, m) {
+  const familyOf = (/** @type {{ id: number }} */ c) => m.families.get(c.id);
+  for (const family of new Set(m.families.values())) {
+    const run = runs.find((r) => r.groupName === m.group && r.transport === transport && r.browser === family);
+    expect(run, `${transport} ${family}`).toBeTruthy();
+    const own = m.stats.filter((s) => familyOf(s) === family);
+    expect(run.rt.n).toBe(own.reduce((s, c) => s + c.rt.length, 0));
+    const streams = aggregateStreams(m.stats, (receiver) => familyOf(receiver) === family);
+    expect([run.updates.expected, run.updates.received]).toEqual([streams.expected, streams.received]);
+    const fresh = freshnessOf(own);
+    expect(run.freshness).toEqual(fresh);
+  }
+}
+
+/** A sink for a command's output. */
+function sink() {
+  return /** @type {NodeJS.WritableStream} */ (/** @type {unknown} */ ({ write: () => true }));
+}
