@@ -65,6 +65,7 @@ export const CloseCode = Object.freeze({
   FORBIDDEN: 4006,
   ID_TAKEN: 4007,
   PROTOCOL_VIOLATION: 4008,
+  GROUP_MISMATCH: 4009,
 });
 
 /** Limits of the codec itself (the relay may set tighter ones). */

@@ -14,7 +14,7 @@ import { onFrame } from './intake.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
 import { UdpEndpoint } from './udp.js';
-import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
+import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 
 /**
  * @typedef {object} RelayOptions
@@ -62,7 +62,7 @@ import { isOriginAllowed, listenForUpgrades, rejectUpgrade, shutDownWebSockets }
  */
 
 // The WebSocket plumbing other servers on the same port share (signaling/).
-export { isOriginAllowed, listenForUpgrades, pathnameOf, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
+export { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, pathnameOf, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 export { TokenBucket } from './session.js';
 // The cluster's plumbing, for the server that composes a node and for signaling.
 export { ERR_BROKER_UNREACHABLE, connectNatsBroker, newNodeId } from './broker.js';
@@ -161,7 +161,7 @@ export function createRelay(options = {}) {
     udp.drop(s);
   }
 
-  wss.on('connection', (ws) => acceptSession(ws, { ctx, intake, detach, logger: options.logger }));
+  wss.on('connection', (ws, req) => acceptSession(ws, req, { ctx, intake, detach, logger: options.logger }));
 
   const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
   const unlisten = options.server ? listenForUpgrades(options.server, opts.path, handleUpgrade) : null;
@@ -200,13 +200,15 @@ export function createRelay(options = {}) {
 
 /**
  * A new WebSocket becomes a session: its frames go to the intake, its close
- * or error detaches it.
+ * or error detaches it; the group its URL named (`?g=`) is what its HELLO must name.
  * @param {import('ws').WebSocket} ws
+ * @param {import('node:http').IncomingMessage} req the upgrade request
  * @param {{ ctx: RelayContext, intake: import('./intake.js').IntakeDeps, detach: (s: Session) => void,
  *   logger?: RelayOptions['logger'] }} deps
  */
-function acceptSession(ws, { ctx, intake, detach, logger }) {
+function acceptSession(ws, req, { ctx, intake, detach, logger }) {
   const session = new Session(ws, ctx);
+  session.urlGroup = groupOfRequestUrl(req.url);
   // Binary frames arrive as one Buffer: the server sets no binaryType.
   ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
   ws.on('close', () => detach(session));

@@ -231,6 +231,20 @@ describe('bad input closes only its sender', () => {
     assert.equal(code, CloseCode.NOT_JOINED);
   });
 
+  test('a HELLO for another group than the URL\'s ?g= -> close 4009; the URL\'s own group or none joins', async () => {
+    const wrong = new WebSocket(`${env.url}?g=${encodeURIComponent('other group')}`);
+    await once(wrong, 'open');
+    wrong.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: 'mine', name: 'x', token: '' }));
+    const [code, reason] = await once(wrong, 'close');
+    assert.equal(code, CloseCode.GROUP_MISMATCH);
+    assert.match(String(reason), /HELLO for group "mine" on a connection opened for group "other group"/);
+    const right = await rawClient(`${env.url}?g=${encodeURIComponent('mine & yours')}`, 'mine & yours', 'r');
+    const legacy = await rawClient(env.url, 'mine & yours', 'l');
+    assert.ok(right.id > 0 && legacy.id > 0, 'both joined');
+    right.ws.close();
+    legacy.ws.close();
+  });
+
   test('a taken client id -> close 4007, with a reason cut to fit the close frame', async () => {
     const group = 'ü'.repeat(127); // 254 bytes: the reason naming it would not fit in 123
     const a = new WebSocket(env.url);

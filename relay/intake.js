@@ -168,7 +168,8 @@ export function onMessage(deps, s, m, source) {
 }
 
 /**
- * HELLO: takes the session's name and mode from its flags and joins its group.
+ * HELLO: checks it names the group the URL named (if any), takes the session's
+ * name and mode from its flags and joins its group.
  * @param {IntakeDeps} deps
  * @param {import('./session.js').Session} s
  * @param {import('../core/protocol.js').HelloMsg} m
@@ -176,6 +177,11 @@ export function onMessage(deps, s, m, source) {
  */
 export function onHello(deps, s, m) {
   if (s.group) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
+  // The URL placed this connection on a process by its group; a HELLO for
+  // another group would undo that placement unseen, so it is refused.
+  if (s.urlGroup && s.urlGroup !== m.group) {
+    return [CloseCode.GROUP_MISMATCH, `HELLO for group "${m.group}" on a connection opened for group "${s.urlGroup}"`];
+  }
   s.name = m.name;
   s.batched = (m.flags & HelloFlag.BATCHED) !== 0;
   s.membershipOnly = (m.flags & HelloFlag.MEMBERSHIP_ONLY) !== 0;

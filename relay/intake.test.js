@@ -59,12 +59,12 @@ function setup(o = {}) {
   };
   /**
    * A session as intake sees it; joined ones have id 7.
-   * @param {{ joined?: boolean, udp?: boolean, membershipOnly?: boolean }} [so]
+   * @param {{ joined?: boolean, udp?: boolean, membershipOnly?: boolean, urlGroup?: string }} [so]
    */
   const session = (so = {}) => {
     const s = {
       id: so.joined ? 7 : 0, name: '', group: so.joined ? { key: 'r:g' } : null, batched: false,
-      membershipOnly: so.membershipOnly ?? false, udp: so.udp ?? false, closed: false,
+      membershipOnly: so.membershipOnly ?? false, udp: so.udp ?? false, closed: false, urlGroup: so.urlGroup ?? null,
       pending: new Map(), rate: new TokenBucket(o.rate ?? 1000, o.rate ?? 1000),
       updateRate: new TokenBucket(o.updates ?? 1000, o.updates ?? 1000), ackCredit: 0,
     };
@@ -162,6 +162,16 @@ describe('onMessage', () => {
     assert.deepEqual([s.name, s.batched, s.membershipOnly, s.udp], ['n', true, false, false]);
     assert.deepEqual(env.calls, ['join g 3 t']);
     assert.equal(handle(env, s, hello(0))?.[0], CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining');
+  });
+
+  test('HELLO for another group than the URL named -> 4009; the same group, or a URL naming none, joins', () => {
+    const env = setup();
+    assert.deepEqual(handle(env, env.session({ urlGroup: 'other' }), hello(0)),
+      [CloseCode.GROUP_MISMATCH, 'HELLO for group "g" on a connection opened for group "other"']);
+    assert.deepEqual(env.calls, [], 'nothing joined');
+    assert.equal(handle(env, env.session({ urlGroup: 'g' }), hello(0)), null);
+    assert.equal(handle(env, env.session(), hello(0)), null);
+    assert.deepEqual(env.calls, ['join g 3 t', 'join g 3 t']);
   });
 
   test('HELLO flag checks: UDP with MEMBERSHIP_ONLY, UDP where relay-udp is unavailable', () => {

@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import { FlushScheduler } from './flush.js';
 import { RELAY_DEFAULTS, closeReason, relayContext, relayOptions, startGroupTimers } from './index.js';
 import { RelayStats } from './stats.js';
-import { listenForUpgrades, pathnameOf, shutDownWebSockets } from './upgrade.js';
+import { groupOfRequestUrl, listenForUpgrades, pathnameOf, shutDownWebSockets } from './upgrade.js';
 
 /** @typedef {import('./session.js').Outbox} Outbox */
 
@@ -157,6 +157,17 @@ describe('upgrade plumbing', () => {
     assert.equal(pathnameOf('/relay?x=1'), '/relay');
     assert.equal(pathnameOf('/relay'), '/relay');
     assert.equal(pathnameOf(undefined), '/');
+  });
+
+  test('groupOfRequestUrl reads ?g= decoded; none, empty or a fragment-only g is no group', () => {
+    assert.equal(groupOfRequestUrl('/relay?g=lab'), 'lab');
+    assert.equal(groupOfRequestUrl('/relay?x=1&g=a%20b%26c'), 'a b&c');
+    assert.equal(groupOfRequestUrl('/relay?g=a+b'), 'a b', 'form encoding, as URLSearchParams writes it');
+    assert.equal(groupOfRequestUrl('/relay?g=%F0%9F%9A%97'), '🚗');
+    assert.equal(groupOfRequestUrl('/relay?g=first&g=second'), 'first');
+    assert.equal(groupOfRequestUrl('/relay?g=x#frag'), 'x');
+    assert.equal(groupOfRequestUrl('/relay#?g=x'), null);
+    for (const none of ['/relay', '/relay?', '/relay?g=', '/relay?gg=x', undefined]) assert.equal(groupOfRequestUrl(none), null, String(none));
   });
 
   test('listenForUpgrades handles its own path only, until removed', () => {

@@ -281,6 +281,12 @@ export class Session {
     this.name = '';
     /** @type {import('./groups.js').Group | null} */
     this.group = null;
+    /**
+     * The group its WebSocket URL named (`?g=`), or null: its HELLO must name the
+     * same one, since the connection was placed (balancer, cluster primary) by it.
+     * @type {string | null}
+     */
+    this.urlGroup = null;
     /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
     this.batched = false;
     this.membershipOnly = false;

@@ -102,6 +102,22 @@ export function pathnameOf(url) {
 }
 
 /**
+ * The group a WebSocket URL names in its query (`/relay?g=<group>`, URL-encoded),
+ * or null when it names none (older clients, tools). A load balancer or the
+ * cluster primary places the connection by it; the relay only holds the
+ * HELLO to it (docs/protocol.md §5.1). An empty `g` names none: no group is empty.
+ * @param {string | undefined} url the request target
+ * @returns {string | null}
+ */
+export function groupOfRequestUrl(url) {
+  if (url === undefined) return null;
+  const hash = url.indexOf('#');
+  const target = hash === -1 ? url : url.slice(0, hash);
+  const q = target.indexOf('?');
+  return q === -1 ? null : new URLSearchParams(target.slice(q + 1)).get('g') || null;
+}
+
+/**
  * @typedef {(req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void} UpgradeHandler
  */
 

@@ -23,6 +23,12 @@ export const ERR_NATS_MISSING = 'ERR_NATS_MISSING';
  * @property {string} version e.g. `2.9.10`
  * @property {() => Promise<void>} stop SIGTERM, then SIGKILL after 3 s
  * @property {() => void} kill SIGKILL at once (fault tests)
+ * @property {Promise<NatsExit>} exited resolves when the process is gone, however it went
+ */
+
+/**
+ * How a nats-server process ended.
+ * @typedef {{ code: number | null, signal: NodeJS.Signals | null }} NatsExit
  */
 
 /**
@@ -73,7 +79,8 @@ export async function startNatsServer(options = {}) {
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr?.on('data', (d) => { log = (log + d).slice(-4000); });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  /** @type {Promise<NatsExit>} */
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   try {
     await waitForLine(() => log, /Server is ready/, exited, options.timeoutMs ?? 10_000);
   } catch (err) {
@@ -93,6 +100,89 @@ export async function startNatsServer(options = {}) {
       clearTimeout(force);
     },
     kill() { child.kill('SIGKILL'); },
+    exited,
+  };
+}
+
+/**
+ * Restart pacing of a supervised nats-server: the n-th restart in a row waits
+ * min(maxMs, baseMs * 2^n); a server that stayed up stableMs starts the count again.
+ * @typedef {{ baseMs: number, maxMs: number, stableMs: number }} RestartPacing
+ */
+
+/**
+ * The pacing the cluster primary uses: the first restart after 200 ms (the
+ * workers' NATS clients retry every 250 ms, and a cluster node drops its peers
+ * after 3.5 s of silence), at most one attempt every 5 s for a server that
+ * keeps failing.
+ * @type {Readonly<RestartPacing>}
+ */
+export const NATS_RESTART = Object.freeze({ baseMs: 200, maxMs: 5000, stableMs: 30_000 });
+
+/**
+ * What a supervisor reports (the cluster primary logs it).
+ * @typedef {object} NatsSupervisorHooks
+ * @property {(e: NatsExit & { pid: number, restartInMs: number }) => void} onExit it died unasked
+ * @property {(p: NatsProcess) => void} onRestart a new one serves the same port
+ * @property {(err: Error, retryInMs: number) => void} onRestartFailed
+ */
+
+/**
+ * A nats-server kept running: one that exits without being asked is started
+ * again on the same host and port (so the URL every client holds stays right;
+ * their clients reconnect and resubscribe on their own), after a bounded,
+ * growing wait so a server that cannot start does not spin.
+ *
+ * @param {Parameters<typeof startNatsServer>[0]} options as startNatsServer
+ * @param {NatsSupervisorHooks} hooks
+ * @param {RestartPacing} [pacing]
+ * @returns {Promise<Omit<NatsProcess, 'exited'>>} `pid` is the current process's; `stop` ends supervision
+ */
+export async function startSupervisedNatsServer(options, hooks, pacing = NATS_RESTART) {
+  let current = await startNatsServer(options);
+  const fixed = { ...options, port: current.port };
+  let stopping = false;
+  let failures = 0;
+  let startedAt = Date.now();
+  /** @type {ReturnType<typeof setTimeout> | null} */
+  let timer = null;
+  const nextDelay = () => Math.min(pacing.maxMs, pacing.baseMs * 2 ** Math.min(failures++, 20));
+  const restart = async () => {
+    timer = null;
+    try {
+      const next = await startNatsServer(fixed);
+      if (stopping) { await next.stop(); return; }
+      current = next;
+      startedAt = Date.now();
+      watch(next);
+      hooks.onRestart(next);
+    } catch (err) {
+      if (stopping) return;
+      const delay = nextDelay();
+      hooks.onRestartFailed(/** @type {Error} */ (err), delay);
+      timer = setTimeout(restart, delay);
+    }
+  };
+  /** @param {NatsProcess} p */
+  const watch = (p) => p.exited.then((exit) => {
+    if (stopping || p !== current) return;
+    if (Date.now() - startedAt >= pacing.stableMs) failures = 0;
+    const delay = nextDelay();
+    hooks.onExit({ ...exit, pid: p.pid, restartInMs: delay });
+    timer = setTimeout(restart, delay);
+  });
+  watch(current);
+  return {
+    url: current.url,
+    port: current.port,
+    version: current.version,
+    get pid() { return current.pid; },
+    async stop() {
+      stopping = true;
+      if (timer) clearTimeout(timer);
+      await current.stop();
+    },
+    kill() { current.kill(); },
   };
 }
 

@@ -5,7 +5,7 @@
 import { ProtocolError, decode, encode, unbatch } from '../../../core/protocol.js';
 import { RelayOutbox } from './relay-outbox.js';
 import { ReconnectPolicy } from './relay-reconnect.js';
-import { dispatchRelayMessage, helloMessage, listenForFrames } from './relay-socket.js';
+import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup } from './relay-socket.js';
 
 /**
  * @typedef {import('../../../core/client.js').TransportHandlers} TransportHandlers
@@ -71,13 +71,15 @@ export class RelayConnection {
   /**
    * The URL a socket goes to: the first for the first join; with several,
    * every rejoin moves on to the next one, away from the relay that dropped us.
+   * It carries the group (`?g=`), by which a balancer places the connection.
    * @param {boolean} rejoin
    * @returns {string}
    */
   nextUrl(rejoin) {
     const urls = Array.isArray(this.options.url) ? this.options.url : [this.options.url];
     if (rejoin) this.urlIndex = (this.urlIndex + 1) % urls.length;
-    return urls[this.urlIndex];
+    const group = /** @type {JoinParams} */ (this.joinParams).group; // set by connect(), which comes first
+    return relayUrlForGroup(urls[this.urlIndex], group);
   }
 
   /**

@@ -46,7 +46,7 @@ test('joins with a HELLO on open and resolves on WELCOME', async () => {
   const { fake, connection, events, handlers } = setup();
   const joined = connection.connect({ group: 'g', name: 'n', token: 't' }, handlers);
   const [ws] = fake.instances;
-  assert.equal(ws.url, 'ws://relay');
+  assert.equal(ws.url, 'ws://relay/?g=g', 'the URL carries the group');
   ws.open();
   assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED, clientId: 0, group: 'g', name: 'n', token: 't' });
   /** @type {any} */
@@ -142,16 +142,16 @@ test('with several relay URLs, a rejoin moves on to the next one (failover), rou
   });
   const { handlers } = setup();
   const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
-  assert.equal(fake.instances[0].url, 'ws://home/relay', 'the first join goes home');
+  assert.equal(fake.instances[0].url, 'ws://home/relay?g=g', 'the first join goes home');
   fake.instances[0].open();
   fake.instances[0].receive(welcome(5));
   await joined;
   fake.instances[0].drop(1006, 'killed');
   await settle();
-  assert.equal(fake.instances[1].url, 'ws://other/relay', 'the rejoin goes to the next relay');
+  assert.equal(fake.instances[1].url, 'ws://other/relay?g=g', 'the rejoin goes to the next relay, with the group');
   fake.instances[1].drop(1006, 'refused');
   await settle();
   await settle();
-  assert.equal(fake.instances[2].url, 'ws://home/relay', 'and back round');
+  assert.equal(fake.instances[2].url, 'ws://home/relay?g=g', 'and back round');
   connection.close();
 });

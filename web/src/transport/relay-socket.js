@@ -47,6 +47,27 @@ export function helloMessage(mode, join, clientId) {
 }
 
 /**
+ * The relay URL for a join: `url` with the group in its query (`?g=<group>`,
+ * URL-encoded, replacing any `g` it had), so a load balancer or the cluster
+ * primary can place every member of a group on the same process before a byte
+ * of WebSocket flows (docs/scale-out.md). The HELLO still names the group and is
+ * what the relay goes by; it refuses a HELLO for another group (close 4009).
+ * @param {string} url ws:// or wss:// URL of the relay
+ * @param {string} group
+ * @returns {string}
+ */
+export function relayUrlForGroup(url, group) {
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url; // not absolute: the WebSocket constructor will say so itself
+  }
+  parsed.searchParams.set('g', group);
+  return parsed.href;
+}
+
+/**
  * Hands every frame the socket receives to `onFrame`.
  * @param {RelaySocket} socket
  * @param {(data: unknown) => void} onFrame an ArrayBuffer (browser), a Buffer (Node's `ws`), or a string for text

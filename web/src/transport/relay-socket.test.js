@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HelloFlag, MsgType } from '../../../core/protocol.js';
-import { dispatchRelayMessage, helloMessage, listenForFrames } from './relay-socket.js';
+import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup } from './relay-socket.js';
 import { FakeWebSocket } from './relay-fakes.js';
 
 const join = { group: 'g', name: 'n' };
@@ -78,4 +78,17 @@ test('every message type reaches its handler', () => {
   for (const m of messages) dispatchRelayMessage(m, 12, sinks);
   assert.deepEqual(calls, ['welcome 3', 'update 5 @12', 'ack 6', 'ackedAll 7', 'joined 4 d', 'left 4', 'signal p']);
   dispatchRelayMessage(messages[6], 0, { ...sinks, onSignal: undefined }); // no SIGNAL sink: dropped
+});
+
+test('the relay URL carries the group, URL-encoded, replacing any g it had', () => {
+  assert.equal(relayUrlForGroup('ws://h:8080/relay', 'lab'), 'ws://h:8080/relay?g=lab');
+  assert.equal(relayUrlForGroup('wss://h/relay?x=1&g=old', 'new'), 'wss://h/relay?x=1&g=new', 'other parameters kept');
+  for (const group of ['a b', 'x&g=y', '100%', 'Bö/ü?#', 'plus+sign', '🚗', ' ']) {
+    const url = new URL(relayUrlForGroup('ws://h/relay', group));
+    assert.equal(url.pathname, '/relay');
+    assert.match(url.search, /^\?g=[\x21-\x7e]+$/, `${group}: one parameter, printable ASCII`);
+    // What the relay reads back (relay/upgrade.js groupOfRequestUrl parses it the same way).
+    assert.equal(new URLSearchParams(url.search.slice(1)).get('g'), group, `${group}: round trip`);
+  }
+  assert.equal(relayUrlForGroup('relay', 'g'), 'relay', 'not absolute: left to the WebSocket constructor');
 });
