@@ -23,19 +23,21 @@ export const REPORT_VERSION = 1;
 export const REPORT_KINDS = Object.freeze(['app', 'bench', 'sim']);
 
 /**
- * The RT histogram's bucket of a value (ms): 0.1 ms below 100 ms, 1 ms below
- * 1 s, 10 ms below 10 s, then 100 ms. Percentiles read from it are exact to
- * that resolution (nearest rank over the merged buckets); mean and Dev are
- * exact (sum and sum of squares travel with it).
+ * The RT histogram's bucket of a value (ms): two significant digits (0.1 ms
+ * below 10 ms, 1 ms below 100 ms, 10 ms below 1 s, 100 ms below 10 s, then
+ * 1 s), so a percentile read from it is within 5 % of the exact one and a
+ * report stays small (an RT spread over 5..35 ms takes 76 buckets, not 300).
+ * Mean and Dev are exact: sum and sum of squares travel with the buckets.
  *
  * @param {number} ms
  * @returns {number}
  */
 export function rtBucket(ms) {
-  if (ms < 100) return Math.round(ms * 10) / 10;
-  if (ms < 1000) return Math.round(ms);
-  if (ms < 10000) return Math.round(ms / 10) * 10;
-  return Math.round(ms / 100) * 100;
+  if (ms < 10) return Math.round(ms * 10) / 10;
+  if (ms < 100) return Math.round(ms);
+  if (ms < 1000) return Math.round(ms / 10) * 10;
+  if (ms < 10000) return Math.round(ms / 100) * 100;
+  return Math.round(ms / 1000) * 1000;
 }
 
 /**

@@ -118,7 +118,8 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
 
 /**
  * @typedef {object} LiveStudy
- * @property {(record: StudyRecord) => boolean} ingest keeps the report when it is the session's newest
+ * @property {(record: StudyRecord, options?: { check?: boolean }) => boolean} ingest keeps the report when it is
+ *   the session's newest (checked with reportProblem only when `check`: the intake checked it already)
  *   (returns false for an older or repeated seq and for a malformed report)
  * @property {(group: string, clientId: number) => string | undefined} holderOf the live session holding
  *   that client id in that group
@@ -351,10 +352,15 @@ export function createLiveStudy({
     if (g.seriesFrom === null || b.t < g.seriesFrom) g.seriesFrom = b.t;
   }
 
-  /** @param {StudyRecord} record @returns {boolean} */
-  function ingest(record) {
+  /**
+   * @param {StudyRecord} record a report its caller checked (reportProblem): the intake does for
+   *   its own and for other nodes' reports, so it is not checked twice per report
+   * @param {{ check?: boolean }} [options] check: check it here (callers that did not)
+   * @returns {boolean}
+   */
+  function ingest(record, { check = false } = {}) {
     const r = record?.r;
-    if (reportProblem(r) !== null) return false;
+    if (check ? reportProblem(r) !== null : typeof r?.session !== 'string') return false;
     const t = now();
     let e = sessions.get(r.session);
     if (e && r.seq <= e.rec.r.seq) return false;

@@ -109,8 +109,9 @@ test('ingest keeps the newest report of a session and ignores older or repeated 
   const s = study.snapshot();
   assert.equal(s.sessions, 1);
   assert.deepEqual(s.groups[0].members.map((m) => m.name), ['fourth']);
-  // a malformed report is refused
-  assert.equal(study.ingest({ at: 0, node: 'n', ua: '', r: /** @type {any} */ ({ v: 1, session: C }) }), false);
+  // a malformed report is refused when the caller asks for the check (the intake checks before it ingests)
+  assert.equal(study.ingest({ at: 0, node: 'n', ua: '', r: /** @type {any} */ ({ v: 1, session: C }) }, { check: true }), false);
+  assert.equal(study.ingest({ at: 0, node: 'n', ua: '', r: /** @type {any} */ ({ v: 1 }) }), false, 'one without a session never');
 });
 
 test('the member key is short, stable and not the session id', () => {

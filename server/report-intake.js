@@ -108,13 +108,14 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
    */
   function accept(r, ua, at) {
     const record = { at, node, ua, r };
-    // Serialised once, before anything changes: the recording and the cluster share the text.
-    const text = JSON.stringify(record);
+    // Serialised once, before anything changes, and only when someone needs the text
+    // (the recording, the cluster): a third of a report's cost otherwise.
+    const text = recorder || broker ? JSON.stringify(record) : '';
     sessions.delete(r.session);
     sessions.set(r.session, { group: r.group, clientId: r.clientId, seq: r.seq, lastAt: at, final: r.final });
     study.ingest(record);
-    recorder?.appendText(`{"t":"report",${text.slice(1)}`);
-    broker?.publish(REPORTS_SUBJECT, Buffer.from(text));
+    if (recorder) recorder.appendText(`{"t":"report",${text.slice(1)}`);
+    if (broker) broker.publish(REPORTS_SUBJECT, Buffer.from(text));
     count('accepted');
   }
 
