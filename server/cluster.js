@@ -98,7 +98,7 @@ export function publicAddress(argv, env = process.env) {
  * and on SIGTERM/SIGINT an orderly stop of all of them, NATS last.
  *
  * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, logger: import('./log.js').Logger,
- *   workerEnv?: Record<string, string> }} o
+ *   workerEnv?: Record<string, string>, dashboardToken?: string }} o
  *   logger: the primary logs like its workers (JSON lines unless on a terminal); workerEnv: more
  *   environment for every worker (the shared dashboard token: never in argv, where `ps` shows it)
  * @returns {Promise<number>} exit code
@@ -125,6 +125,8 @@ export async function runClusterPrimary(o) {
   o.logger.info({ event: 'cluster-up', workers: o.workers, natsUrl, url, routing: address.http ? 'group' : 'round-robin' },
     `${o.workers} relay processes serve ${url}, joined through ${natsUrl}; ${address.http
       ? 'each group\'s WebSockets on one process' : 'HTTPS: connections round-robin (the primary does not decrypt)'}. Press Ctrl+C to stop.`);
+  // The dashboard's URL carries its token: the person who started the cluster needs it once.
+  if (o.dashboardToken) o.logger.info({ event: 'dashboard', url: `${url}dashboard?token=${encodeURIComponent(o.dashboardToken)}` }, `dashboard: ${url}dashboard?token=${encodeURIComponent(o.dashboardToken)}`);
   const code = await waitForSignal(o.logger);
   await router.close();
   await pool.stop();

@@ -92,12 +92,10 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
     if (!options.http) await loadTlsCertificate({ certPath: options.cert, keyPath: options.key });
     // One dashboard token for every worker, whichever one a browser reaches.
     const dashboardToken = options.dashboardToken ?? randomDashboardToken();
-    const scheme = options.http ? 'http' : 'https';
-    logger.info({ event: 'dashboard', path: '/dashboard' },
-      `dashboard: ${scheme}://localhost:${options.port}/dashboard?token=${encodeURIComponent(dashboardToken)}`);
     return runClusterPrimary({
       argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, logger,
       workerEnv: { CARLAB_DASHBOARD_TOKEN: dashboardToken },
+      dashboardToken,
     });
   }
   return serveNode(options, outDir, extras, { stdout, stderr, logger });
@@ -174,7 +172,7 @@ async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
   // The banner is for a person at a terminal; a file or a log shipper gets
   // the same facts as one JSON line (its text keeps `local: URL` for scripts).
   if (options.banner && isTerminal(stdout)) printBanner(carlab, options, stdout);
-  else logListening(carlab, logger);
+  else logListening(carlab, logger, options.banner);
   const code = await waitForShutdown(carlab, { logger, drainTimeoutMs: options.drainTimeoutMs });
   await broker?.close();
   logger.flush?.();
@@ -194,8 +192,10 @@ function isTerminal(stream) {
  *
  * @param {import('./server.js').CarlabServer} carlab
  * @param {import('./log.js').Logger} logger
+ * @param {boolean} withDashboard log the dashboard's URL too (not a cluster's workers: the
+ *   primary logs the public one, and theirs would name a private port)
  */
-function logListening(carlab, logger) {
+function logListening(carlab, logger, withDashboard) {
   const [local, ...lan] = carlab.urls;
   logger.info({
     event: 'listening', url: local, lanUrls: lan,
@@ -203,7 +203,7 @@ function logListening(carlab, logger) {
     recording: carlab.study.recorder?.file ?? null,
   }, `carlab is running; local: ${local}${lan.length ? ` LAN: ${lan.join(' ')}` : ''} (Press Ctrl+C to stop)`);
   // The dashboard's URL carries its token: the person who started the server needs it once.
-  logger.info({ event: 'dashboard', url: carlab.dashboardUrl }, `dashboard: ${carlab.dashboardUrl}`);
+  if (withDashboard) logger.info({ event: 'dashboard', url: carlab.dashboardUrl }, `dashboard: ${carlab.dashboardUrl}`);
 }
 
 /**
