@@ -18,16 +18,18 @@
  * @property {'server' | 'peer'} path through the relay, or phone to phone
  * @property {boolean} reliable ordered and reliable delivery: any loss is a bug
  * @property {boolean} needsBrowser needs PeerJS in a browser (no Node client)
+ * @property {boolean} needsWebRtc needs RTCPeerConnection and RTCDataChannel: a browser without
+ *   WebRTC (Debian's WebKitGTK, some in-app browsers) cannot run it
  * @property {string} color the transport's colour in every chart
  */
 
 /** @type {readonly TransportInfo[]} */
 const REGISTRY = Object.freeze([
-  { name: 'relay', label: 'WebSocket relay, batched', path: 'server', reliable: true, needsBrowser: false, color: '#2563eb' },
-  { name: 'relay-faithful', label: 'WebSocket relay, one frame per message', path: 'server', reliable: true, needsBrowser: false, color: '#ea580c' },
-  { name: 'relay-udp', label: 'server over unreliable data channels', path: 'server', reliable: false, needsBrowser: false, color: '#16a34a' },
-  { name: 'p2p', label: 'peer-to-peer, unreliable', path: 'peer', reliable: false, needsBrowser: true, color: '#9333ea' },
-  { name: 'p2p-reliable', label: 'peer-to-peer, reliable', path: 'peer', reliable: true, needsBrowser: true, color: '#dc2626' },
+  { name: 'relay', label: 'WebSocket relay, batched', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#2563eb' },
+  { name: 'relay-faithful', label: 'WebSocket relay, one frame per message', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#ea580c' },
+  { name: 'relay-udp', label: 'server over unreliable data channels', path: 'server', reliable: false, needsBrowser: false, needsWebRtc: true, color: '#16a34a' },
+  { name: 'p2p', label: 'peer-to-peer, unreliable', path: 'peer', reliable: false, needsBrowser: true, needsWebRtc: true, color: '#9333ea' },
+  { name: 'p2p-reliable', label: 'peer-to-peer, reliable', path: 'peer', reliable: true, needsBrowser: true, needsWebRtc: true, color: '#dc2626' },
 ].map((info) => Object.freeze(/** @type {TransportInfo} */ (info))));
 
 /**
@@ -41,6 +43,12 @@ export const TRANSPORTS = Object.freeze(REGISTRY.map((info) => info.name));
  * @type {readonly string[]}
  */
 export const NODE_TRANSPORTS = Object.freeze(REGISTRY.filter((info) => !info.needsBrowser).map((info) => info.name));
+
+/**
+ * Transports that need WebRTC (RTCPeerConnection and RTCDataChannel).
+ * @type {readonly string[]}
+ */
+export const WEBRTC_TRANSPORTS = Object.freeze(REGISTRY.filter((info) => info.needsWebRtc).map((info) => info.name));
 
 /**
  * What a transport is, or undefined for a name that is not one.

@@ -4,43 +4,21 @@
 // Chromium reads the video as its fake camera; Firefox, which cannot fake a
 // camera from a file, gets the same frames drawn live on a canvas and fed to
 // AR.js's sourceType 'video' (ar.html?source=synthetic).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 
 import { chromium, devices, expect, test } from '@playwright/test';
 
-import { writeVideo } from '../lab/commands/video.js';
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
-import { DEFAULT_MARKER_SIZE_M, encodePatt, parseMarkerKind } from '../web/src/ar/marker-pattern.js';
-import { lookAt, quatAngle, quatFromMat3 } from '../web/src/ar/pose-math.js';
-import { DEFAULT_VIDEO } from '../web/src/ar/synthetic.js';
+import { encodePatt } from '../web/src/ar/marker-pattern.js';
 import { chromiumLaunchOptions } from '../lab/launch.js';
+import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';
 
 const PHONE = devices['Pixel 7'];
 // test.use() cannot take defaultBrowserType inside a describe
 const { defaultBrowserType: _unused, ...PHONE_OPTIONS } = PHONE;
 const PHONE_LANDSCAPE = devices['Pixel 7 landscape'];
-const LOOP_MS = (1000 * DEFAULT_VIDEO.frames) / DEFAULT_VIDEO.fps;
-const WARMUP_MS = 2000;
 
 const unique = (/** @type {string} */ name) => `${name}-${Date.now().toString(36)}`;
-
-/**
- * Renders a synthetic camera video and reads back its true poses.
- * @param {string} marker 'pattern' | 'barcode-N'
- * @param {number} [seconds]
- */
-function makeVideo(marker = 'pattern', seconds = LOOP_MS / 1000) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'carlab-e2e-'));
-  const file = path.join(dir, `${marker}.y4m`);
-  const poses = path.join(dir, `${marker}.poses.json`);
-  writeVideo({
-    out: file, poses, fps: DEFAULT_VIDEO.fps, frames: Math.round(seconds * DEFAULT_VIDEO.fps),
-    width: 640, height: 480, marker: parseMarkerKind(marker), size: DEFAULT_MARKER_SIZE_M,
-  });
-  return { dir, file, truth: JSON.parse(readFileSync(poses, 'utf8')) };
-}
 
 /**
  * Opens the AR view in its own browser context (its own "phone").
@@ -62,66 +40,6 @@ async function openAr(browser, baseURL, query, device = PHONE) {
 
 /** @param {import('@playwright/test').Page} page */
 const trackingReady = (page) => page.evaluate(() => window.carlab.trackingReady.then(() => true));
-
-/**
- * Compares every processed frame with the true pose of the frame it was.
- * @param {any[]} frames window.carlab.frames
- * @param {any} truth the pose file
- */
-function analyseTracking(frames, truth) {
-  const start = frames[0].t;
-  const measured = frames.filter((f) => f.t - start >= WARMUP_MS);
-  const warmup = frames.length - measured.length;
-  let visibleFrames = 0;
-  let detected = 0;
-  let noMarkerFrames = 0;
-  let falseDetections = 0;
-  let unreadable = 0;
-  const positionErrors = [];
-  const angleErrors = [];
-  for (const f of measured) {
-    if (f.frame < 0) { unreadable++; continue; }
-    const t = truth.poses[f.frame];
-    if (t.visible === 'none') {
-      noMarkerFrames++;
-      if (f.visible) falseDetections++;
-    }
-    if (t.visible !== 'full') continue;
-    visibleFrames++;
-    if (!f.visible) continue;
-    detected++;
-    const d = Math.hypot(...t.position.map((/** @type {number} */ v, /** @type {number} */ i) => v - f.position[i]));
-    positionErrors.push(d / Math.hypot(...t.position));
-    angleErrors.push((quatAngle(t.quaternion, f.quaternion) * 180) / Math.PI);
-  }
-  const sorted = [...positionErrors].sort((a, b) => a - b);
-  return {
-    processed: frames.length,
-    warmup,
-    unreadable,
-    visibleFrames,
-    detected,
-    detectionRate: visibleFrames ? detected / visibleFrames : 0,
-    noMarkerFrames,
-    falseDetections,
-    positionError: {
-      mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
-      p95: sorted[Math.floor(sorted.length * 0.95)] ?? null,
-      max: sorted.at(-1) ?? null,
-    },
-    angleErrorDegMax: angleErrors.length ? Math.max(...angleErrors) : null,
-  };
-}
-
-/**
- * A fixed pose (camera at `position` looking at the marker centre) for a camera-less member.
- * @param {[number, number, number]} position
- */
-function lookingAtMarker(position) {
-  return [...position, ...quatFromMat3(lookAt(position, [0, 0, 0], [0, 1, 0]))].map((v) => v.toFixed(5)).join(',');
-}
-
-const close = (/** @type {number[]} */ a, /** @type {number[]} */ b, eps = 1e-5) => a.every((v, i) => Math.abs(v - b[i]) < eps);
 
 test.describe('pages', () => {
   test.use({ ...PHONE_OPTIONS });
@@ -236,8 +154,8 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
         + `angle error max ${result.angleErrorDegMax?.toFixed(2)} deg, ${result.falseDetections}/${result.noMarkerFrames} false detections`);
       expect(result.unreadable).toBeLessThanOrEqual(1);
       expect(result.visibleFrames).toBeGreaterThan(60);
-      expect(result.detectionRate).toBeGreaterThanOrEqual(0.95);
-      expect(result.positionError.max).toBeLessThan(0.05);
+      expect(result.detectionRate).toBeGreaterThanOrEqual(TRACKING_LIMITS.detectionRate);
+      expect(result.positionError.max).toBeLessThan(TRACKING_LIMITS.positionError);
       expect(result.angleErrorDegMax).toBeLessThan(5);
       expect(result.noMarkerFrames).toBeGreaterThan(8);
       expect(result.falseDetections).toBe(0);

@@ -20,11 +20,18 @@ export default defineConfig({
     stdout: 'pipe',
   },
   projects: [
-    { name: 'chromium', use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions() } },
+    { name: 'chromium', use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions() }, testIgnore: 'webkit.spec.js' },
     {
       name: 'firefox',
       use: { browserName: 'firefox', channel: 'moz-firefox', launchOptions: firefoxLaunchOptions() },
       grep: /@firefox/,
+      testIgnore: 'webkit.spec.js',
+    },
+    {
+      // Safari's engine: WebKitGTK driven over WebDriver (lab/webkit.js); Chromium is the phone beside it.
+      name: 'webkit',
+      use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions() },
+      testMatch: 'webkit.spec.js',
     },
   ],
 });

@@ -1,7 +1,9 @@
 // Runs one sweep point of `carlab bench`: the server in a child process,
 // the population as simulated peers in headless Debian browsers (web/peer.html),
 // then aggregation. Chromium runs under our own DevTools driver (cdp.js),
-// Firefox as a Playwright browser server; each browser's process tree is measured.
+// Firefox as a Playwright browser server, WebKit (WebKitGTK's MiniBrowser) under
+// its WebDriver on a display of its own (webkit.js); each browser's process tree
+// is measured, and per browser in a mixed fleet.
 
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { firefox } from 'playwright-core';
-import { TRANSPORTS } from '../core/transports.js';
+import { TRANSPORTS, WEBRTC_TRANSPORTS } from '../core/transports.js';
 import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
 import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
@@ -19,11 +21,40 @@ import { aggregateRun } from './aggregate.js';
 import { reportFields, startServerChild, sumReportTallies } from './sim.js';
 import { clusterRunFields, startRelayCluster } from './cluster.js';
 import { sampleProcessTree } from './proctree.js';
+import { baseOf, checkServerAllowsOrigin, sharedPageHost } from './page-host.js';
+import { SELENIUM_VERSION, launchWebKitFleetBrowser, webkitMissing } from './webkit.js';
 
 /** Transports a browser peer can run. */
 export const BENCH_TRANSPORTS = TRANSPORTS;
 /** Browsers a fleet can mix. */
-export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
+export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox', 'webkit']);
+
+/**
+ * Browsers of the fleet built without WebRTC: Debian's WebKitGTK has no
+ * RTCPeerConnection, so it runs the relay transports only. (Each run also
+ * records what the pages report: `browserCapabilities`.)
+ */
+export const NO_WEBRTC_BROWSERS = Object.freeze(['webkit']);
+
+/**
+ * Why a fleet cannot run these transports (or this way), or null when it can.
+ * @param {readonly string[]} browsers the --browsers mix
+ * @param {readonly string[]} transports the --transport list
+ * @param {{ net?: boolean }} [o] net: --net (namespaces): WebKit's WebDriver and display stay outside them
+ * @returns {string | null}
+ */
+export function fleetProblem(browsers, transports, o = {}) {
+  const noRtc = browsers.filter((b) => NO_WEBRTC_BROWSERS.includes(b));
+  const needRtc = transports.filter((t) => WEBRTC_TRANSPORTS.includes(t));
+  if (noRtc.length && needRtc.length) {
+    return `--browsers ${noRtc.join(',')} runs the relay transports only: Debian's WebKitGTK has no WebRTC `
+      + `(no RTCPeerConnection), so it cannot run ${needRtc.join(', ')}. Use --transport relay,relay-faithful, or leave `
+      + `${noRtc.join(',')} out of --browsers for ${needRtc.join(', ')}.`;
+  }
+  if (noRtc.length && o.net) return '--net runs browsers in network namespaces; WebKit (its WebDriver and display) is not supported there: drop webkit';
+  if (browsers.includes('webkit')) return webkitMissing();
+  return null;
+}
 
 /**
  * @typedef {object} BenchPointOptions
@@ -36,7 +67,9 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
  * @property {string[]} browsers fleet mix; pages take them in turn
  * @property {number} peersPerPage
  * @property {number} pagesPerBrowser
- * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then)
+ * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then);
+ *   the pages then come from the lab's page host (lab/page-host.js), so the server must allow its origin
+ * @property {number} [pagesPort] the page host's port with --url (0 or absent: a free one, kept for the whole run)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
@@ -47,12 +80,14 @@ export const BENCH_BROWSERS = Object.freeze(['chromium', 'firefox']);
 
 /**
  * How a point's peers fill pages and browser processes. Interleaved: page p
- * hosts peers p, p + pages, p + 2 pages, ... (a group spans pages).
- * @param {{ clients: number, peersPerPage: number, pagesPerBrowser: number, interleave: boolean }} o
+ * hosts peers p, p + pages, p + 2 pages, ... (a group spans pages). A mix of
+ * `browsers` kinds gets a process of each kind as long as there are pages for
+ * them (pages take the processes in turn), however few pages that is.
+ * @param {{ clients: number, peersPerPage: number, pagesPerBrowser: number, interleave: boolean, browsers?: number }} o
  */
-export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave }) {
+export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave, browsers = 1 }) {
   const pageCount = Math.ceil(clients / peersPerPage);
-  const browserCount = Math.max(1, Math.ceil(pageCount / pagesPerBrowser));
+  const browserCount = Math.max(1, Math.ceil(pageCount / pagesPerBrowser), Math.min(pageCount, browsers));
   const pages = Array.from({ length: pageCount }, (_, p) => (interleave
     ? { offset: p, stride: pageCount, peers: Math.ceil((clients - p) / pageCount) }
     : { offset: p * peersPerPage, stride: 1, peers: Math.min(peersPerPage, clients - p * peersPerPage) }));
@@ -63,8 +98,10 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
 /**
  * A fleet browser as the bench uses it, whichever driver is under it.
  * @typedef {object} FleetBrowser
- * @property {string} name 'chromium' | 'firefox'
+ * @property {string} name 'chromium' | 'firefox' | 'webkit'
  * @property {number} pid root of its process tree
+ * @property {number[]} [pids] roots of every process tree it costs, when more than `pid`'s
+ *   (WebKit: its WebDriver, with MiniBrowser and its web processes below it, and its Xvfb display)
  * @property {string} version
  * @property {() => Promise<FleetPage>} newPage a page in a browser context of its own
  * @property {() => Promise<void>} close
@@ -76,15 +113,29 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
  */
 
 /**
- * How the fleet's browsers are driven, for the results' environment.
+ * What the fleet's pages reported of their browser, by browser name, as the
+ * runs of this process measured them (runBenchPoint): a browser's build does
+ * not change within a run, and the environment is written after the runs.
+ * @type {Map<string, { webrtc: boolean, userAgent: string }>}
+ */
+const measuredCapabilities = new Map();
+
+/**
+ * How the fleet's browsers are driven, for the results' environment, and what
+ * each could run (`browserCapabilities`, measured by the runs so far).
  * @param {string[]} browsers the fleet mix
  */
 export function fleetDrivers(browsers) {
+  const capabilities = browsers.filter((b) => measuredCapabilities.has(b)).map((b) => [b, measuredCapabilities.get(b)]);
   return {
     ...(browsers.includes('chromium')
       ? { chromiumDriver: 'DevTools pipe (lab/cdp.js)', chromiumFlags: driverSwitches(chromiumArgs()).join(' ') }
       : {}),
     ...(browsers.includes('firefox') ? { firefoxDriver: 'Playwright (WebDriver BiDi)' } : {}),
+    ...(browsers.includes('webkit')
+      ? { webkitDriver: `WebKitWebDriver (selenium-webdriver ${SELENIUM_VERSION}), WebKitGTK MiniBrowser on its own Xvfb display; pages are windows of one session` }
+      : {}),
+    ...(capabilities.length ? { browserCapabilities: Object.fromEntries(capabilities) } : {}),
   };
 }
 
@@ -97,6 +148,10 @@ export function fleetDrivers(browsers) {
  * @returns {Promise<FleetBrowser>}
  */
 async function launchBrowser(name, executablePath = null) {
+  if (name === 'webkit') {
+    if (executablePath) throw new Error('webkit cannot run in a network namespace (--net)');
+    return launchWebKitFleetBrowser();
+  }
   if (name !== 'firefox') {
     const b = await launchChromium({ executablePath: executablePath ?? CHROMIUM_PATH, args: chromiumArgs() });
     return { name, pid: b.pid, version: b.version, newPage: () => b.newPage(), close: () => b.close() };
@@ -210,7 +265,7 @@ export function firefoxNamespaceWrapperScript(ns, executable = FIREFOX_PATH, ip 
  * @param {string | null} wrapperDir
  * @param {FleetBrowser[]} browsers
  */
-async function launchFleet(o, browserCount, wrapperDir, browsers) {
+export async function launchFleet(o, browserCount, wrapperDir, browsers) {
   const net = o.net ?? null;
   for (let b = 0; b < browserCount; b++) {
     let executable = null;
@@ -230,17 +285,20 @@ async function launchFleet(o, browserCount, wrapperDir, browsers) {
  * Opens the pages round-robin over the browsers, each hosting its share of
  * peers (peer.html), pushing each into `pages` once ready.
  * @param {BenchPointOptions} o
- * @param {{ layout: ReturnType<typeof benchLayout>, browsers: FleetBrowser[], baseUrls: string[], runId: string }} fleet
- *   baseUrls: the servers; with --relays, page p loads from relay p mod N, so groups span relays
+ * @param {{ layout: { pageCount: number, pages: { peers: number, offset: number, stride: number, indices?: number[] }[] },
+ *   browsers: FleetBrowser[], baseUrls: string[], runId: string, pageHost?: string | null }} fleet
+ *   baseUrls: the servers; with --relays, page p loads from relay p mod N, so groups span relays;
+ *   pageHost: the lab's page host (lab/page-host.js) the pages load from instead, pointed at their
+ *   server with `server=`; a page's `indices`: its peers' population indices (a fleet agent's share)
  * @param {FleetPageOf[]} pages
  * @param {string[]} pageErrors
  */
-async function openPages(o, { layout, browsers, baseUrls, runId }, pages, pageErrors) {
+export async function openPages(o, { layout, browsers, baseUrls, runId, pageHost = null }, pages, pageErrors) {
   const { point } = o;
   for (let p = 0; p < layout.pageCount; p++) {
     if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
     const host = browsers[p % browsers.length];
-    const { peers, offset, stride } = layout.pages[p];
+    const { peers, offset, stride, indices } = layout.pages[p];
     const page = await host.newPage();
     page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
     const q = new URLSearchParams({
@@ -249,7 +307,9 @@ async function openPages(o, { layout, browsers, baseUrls, runId }, pages, pageEr
       ackTimeout: String(o.ackTimeoutMs), warmup: String(o.warmupS * 1000), updates: String(o.updates),
       autostart: '0', name: `${host.name[0]}`, reports: String(reportPeriodMs(point.reportsIntervalS ?? 0) / 1000),
     });
-    await page.goto(`${baseUrls[p % baseUrls.length]}/peer.html?${q}`);
+    if (indices) q.set('indices', indices.join(','));
+    if (pageHost) q.set('server', baseUrls[p % baseUrls.length]);
+    await page.goto(`${pageHost ?? baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
     pages.push({ page, browser: host.name });
     o.onProgress?.({ phase: `opened ${pages.length}/${layout.pageCount} pages`, elapsedS: 0, rtMean: null });
@@ -260,7 +320,7 @@ async function openPages(o, { layout, browsers, baseUrls, runId }, pages, pageEr
  * Resolves once every page's peers are meshed; throws after 60 s.
  * @param {FleetPageOf[]} pages
  */
-async function waitForMesh(pages) {
+export async function waitForMesh(pages) {
   const meshDeadline = Date.now() + 60_000;
   for (;;) {
     const states = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.meshed())));
@@ -278,7 +338,7 @@ async function waitForMesh(pages) {
  * @param {string} phase
  * @param {number} seconds
  */
-async function watchPhase(o, pages, started, phase, seconds) {
+export async function watchPhase(o, pages, started, phase, seconds) {
   const end = Date.now() + seconds * 1000;
   while (Date.now() < end && !o.shouldStop?.()) {
     await new Promise((r) => setTimeout(r, 1000));
@@ -289,10 +349,29 @@ async function watchPhase(o, pages, started, phase, seconds) {
 }
 
 /**
+ * What each browser of the fleet can run, as its first page reports it.
+ * @param {FleetPageOf[]} pages
+ * @returns {Promise<Record<string, { webrtc: boolean, userAgent: string }>>}
+ */
+export async function browserCapabilitiesOf(pages) {
+  /** @type {Record<string, { webrtc: boolean, userAgent: string }>} */
+  const out = {};
+  for (const { page, browser } of pages) {
+    if (out[browser]) continue;
+    out[browser] = await page.evaluate(() => ({
+      webrtc: typeof globalThis.RTCPeerConnection === 'function' && typeof globalThis.RTCDataChannel === 'function',
+      userAgent: navigator.userAgent,
+    }));
+    measuredCapabilities.set(browser, out[browser]);
+  }
+  return out;
+}
+
+/**
  * Every peer's stats, tagged with its browser.
  * @param {FleetPageOf[]} pages
  */
-async function collectPeerStats(pages) {
+export async function collectPeerStats(pages) {
   const perPage = await Promise.all(pages.map(async ({ page, browser }) => {
     const stats = /** @type {Record<string, unknown>[]} */ (await page.evaluate(() => window.carlab.stats()));
     return stats.map((s) => ({ ...s, browser }));
@@ -307,7 +386,12 @@ async function collectPeerStats(pages) {
  */
 async function startBenchSystem(o) {
   const net = o.net ?? null;
-  if (o.url) return { server: null, cluster: null, baseUrls: [o.url.replace(/\/$/, '')] };
+  if (o.url) {
+    // the server under test serves no lab pages: ours do, from an origin it must allow
+    const pageHost = await sharedPageHost(o.url, o.pagesPort ?? 0);
+    await checkServerAllowsOrigin(o.url, pageHost.origin);
+    return { server: null, cluster: null, baseUrls: [baseOf(o.url)], pageHost: pageHost.url };
+  }
   // A --net profile with `turn` runs coturn beside the server (server/turn.js), in its namespace.
   const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, ...(net ? { host: net.serverIp } : {}), ...(net?.turn ? { turn: true } : {}) };
   const serverPlace = net ? { netns: net.serverNs } : {};
@@ -315,10 +399,10 @@ async function startBenchSystem(o) {
     const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats ?? null, serverOptions, serverPlace });
     /** @type {{ resetWindow(): Promise<unknown>, metrics(): Promise<any>, close(): Promise<void> }} */
     const server = cluster;
-    return { server, cluster, baseUrls: cluster.urls.map((u) => u.replace(/\/$/, '')) };
+    return { server, cluster, baseUrls: cluster.urls.map((u) => u.replace(/\/$/, '')), pageHost: null };
   }
   const server = await startServerChild(serverOptions, serverPlace);
-  return { server, cluster: null, baseUrls: [server.url.replace(/\/$/, '')] };
+  return { server, cluster: null, baseUrls: [server.url.replace(/\/$/, '')], pageHost: null };
 }
 
 /**
@@ -328,10 +412,14 @@ async function startBenchSystem(o) {
 export async function runBenchPoint(o) {
   const { point } = o;
   const net = o.net ?? null;
-  const { server, cluster, baseUrls } = await startBenchSystem(o);
+  const { server, cluster, baseUrls, pageHost } = await startBenchSystem(o);
   const runId = `bench${Date.now().toString(36)}`;
   // Interleaved: a group's peers sit on different pages (and so, with --relays, on different relays).
-  const layout = benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) || point.relays > 0 });
+  const layout = benchLayout({
+    clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: Boolean(net) || point.relays > 0,
+    // a mix gets a process of each kind (under --net the namespaces are counted per process: one kind per process as before)
+    browsers: net ? 1 : new Set(o.browsers).size,
+  });
   const { pageCount, browserCount } = layout;
   if (net && net.clientNs.length !== browserCount) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${browserCount} browsers`);
   // Chromium keeps Playwright's pipe through `exec ip netns exec NS chromium`
@@ -345,18 +433,32 @@ export async function runBenchPoint(o) {
   try {
     o.onProgress?.({ phase: 'launching', elapsedS: 0, rtMean: null });
     await launchFleet(o, browserCount, wrapperDir, browsers);
-    await openPages(o, { layout, browsers, baseUrls, runId }, pages, pageErrors);
+    await openPages(o, { layout, browsers, baseUrls, runId, pageHost }, pages, pageErrors);
+    const capabilities = await browserCapabilitiesOf(pages);
     await waitForMesh(pages);
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
     const started = Date.now();
     await watchPhase(o, pages, started, 'warm-up', o.warmupS);
     await server?.resetWindow();
-    const sampler = sampleProcessTree(() => browsers.map((b) => b.pid));
+    const rootsOf = (/** @type {FleetBrowser} */ b) => b.pids ?? [b.pid];
+    const sampler = sampleProcessTree(() => browsers.flatMap(rootsOf));
+    // a mixed fleet: each kind's process trees on their own as well
+    const kinds = [...new Set(browsers.map((b) => b.name))];
+    const kindSamplers = kinds.length > 1
+      ? kinds.map((name) => /** @type {const} */ ([name, sampleProcessTree(() => browsers.filter((b) => b.name === name).flatMap(rootsOf))]))
+      : [];
     const windowStart = performance.now();
     await watchPhase(o, pages, started, 'measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
     const windowMs = performance.now() - windowStart;
     const browserUsage = sampler.stop();
+    /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
+    const usageByBrowser = kindSamplers.length
+      ? Object.fromEntries(kindSamplers.map(([name, s]) => {
+        const u = s.stop();
+        return [name, { cpuPct: u.cpuPct, rssMaxBytes: u.rssMaxBytes }];
+      }))
+      : { [kinds[0]]: { cpuPct: browserUsage.cpuPct, rssMaxBytes: browserUsage.rssMaxBytes } };
     const serverMetrics = server ? await server.metrics() : null;
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
     await new Promise((r) => setTimeout(r, 1000)); // in-flight updates and ACKs land
@@ -379,6 +481,9 @@ export async function runBenchPoint(o) {
         pages: pageCount,
         browserProcesses: browserCount,
         browserRssMaxBytes: browserUsage.rssMaxBytes,
+        // per browser kind: CPU % (100 = one core) and peak RSS of its process trees; what its pages could run
+        browserUsage: usageByBrowser,
+        browserCapabilities: capabilities,
         serverRssBytes: serverMetrics?.rssBytes ?? null,
         durationS: Math.round(windowMs / 100) / 10,
         ...reportFields(point.reportsIntervalS ?? 0, reports),
@@ -386,6 +491,9 @@ export async function runBenchPoint(o) {
         stoppedEarly: Boolean(o.shouldStop?.()),
       },
     });
+    // a mixed fleet's per-browser figures carry each browser's CPU and memory too
+    const byBrowser = /** @type {Record<string, any> | undefined} */ (/** @type {any} */ (record).byBrowser);
+    for (const [name, figures] of Object.entries(byBrowser ?? {})) Object.assign(figures, usageByBrowser[name] ?? {});
     return cluster ? { ...record, ...clusterRunFields({ point, cluster, serverMetrics }) } : record;
   } finally {
     for (const { page } of pages) await page.evaluate(() => window.carlab.close()).catch(() => {});

@@ -3,7 +3,7 @@
 // (lab/command.js); the point runner is lab/bench.js.
 
 import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../flags.js';
-import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, runBenchPoint } from '../bench.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench.js';
 import { runLabCommand } from '../command.js';
 import { ensureLabPages } from '../pages/build.js';
 
@@ -12,7 +12,8 @@ export function benchHelp() {
   return `Usage: carlab bench [flags]
 
 Drives simulated peers (scripted poses, no camera) in headless Debian
-Chromium / Firefox ESR against a carlab server it starts on a free loopback
+Chromium / Firefox ESR (and WebKitGTK, Safari's engine, under Xvfb: relay
+transports only) against a carlab server it starts on a free loopback
 port (or --url of a running one), and reports RT, RTS, CPU, loss, jitter
 and setup delay per sweep point.
 
@@ -20,7 +21,10 @@ Transports: ${BENCH_TRANSPORTS.join(', ')}
 
 ${LAB_FLAGS_HELP}
 Fleet:
-  --browsers LIST      chromium, firefox or both (pages take them in turn; default chromium)
+  --browsers LIST      chromium, firefox, webkit or a mix (pages take them in turn, each kind
+                       gets a process; default chromium). webkit: Debian's WebKitGTK, which
+                       has no WebRTC, so relay and relay-faithful only (apt-get install
+                       webkit2gtk-driver xvfb)
   --peers-per-page K   simulated peers hosted in one page (default 1); several per page
                        share one renderer process, its event loop and its CPU
   --pages-per-browser N  pages per browser process (default 50; 1 with --net)
@@ -55,6 +59,8 @@ export const benchCommand = {
     } catch (err) {
       return /** @type {Error} */ (err).message;
     }
+    const fleet = fleetProblem(o.browsers, o.transports, { net: Boolean(o.nets) });
+    if (fleet) return fleet;
     if (o.killRelayAtS !== null) return '--kill-relay-at is a carlab sim flag (bench measures browsers across relays with --relays)';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && (o.url || o.nets)) return '--relays starts its own relays: not with --url or --net';
     // under --net each browser process is one link: one page per browser unless asked otherwise

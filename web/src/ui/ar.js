@@ -28,7 +28,8 @@ import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
 import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
 import { startTracking } from '../ar/tracking.js';
 import { Hud } from './hud.js';
-import { closeCodeText, joinErrorText } from './join-errors.js';
+import { browserCapabilities } from './capabilities.js';
+import { closeCodeText, joinErrorText, unsupportedTransportText, withTransport } from './join-errors.js';
 import { tokenFrom } from './join-link.js';
 import { showRecordingNotice, startReports, trackingCounts } from './reports.js';
 
@@ -188,6 +189,15 @@ async function joinGroup() {
     hud.showError('network', `Unknown transport "${settings.transport}". Choose one of: ${TRANSPORTS.join(', ')}.`);
     throw new Error(`unknown transport ${settings.transport}`);
   }
+  // A link asking for p2p, p2p-reliable or relay-udp in a browser without WebRTC: say so and offer the relay.
+  const unsupported = unsupportedTransportText(settings.transport, browserCapabilities());
+  if (unsupported) {
+    status.connection = 'unsupported';
+    hud.showError('transport', unsupported);
+    offerRelay();
+    updateHud();
+    throw new Error(`transport ${settings.transport} needs WebRTC`);
+  }
   let config;
   try {
     const res = await fetch('/config.json', { cache: 'no-store' });
@@ -232,6 +242,17 @@ async function joinGroup() {
   showRecordingNotice(document.getElementById('study-notice'), config.reports);
   reporter = startReports(client, { baseUrl: location.origin, config: config.reports, tracking: () => trackingCounts(tracking) });
   return client;
+}
+
+/** One tap to the same group over the relay, beside the page's links. */
+function offerRelay() {
+  const link = document.createElement('a');
+  link.id = 'use-relay';
+  link.href = withTransport(location.href, 'relay');
+  link.textContent = 'Join over relay';
+  link.style.background = '#2563eb'; // the relay's colour (core/transports.js)
+  link.style.fontWeight = '700';
+  document.querySelector('.ar-links')?.prepend(link);
 }
 
 async function startCamera() {

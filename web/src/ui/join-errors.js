@@ -1,8 +1,11 @@
 // What a person reads when joining a group fails or the connection closes:
-// close codes (docs/protocol.md §9) turned into text that says what to do.
+// close codes (docs/protocol.md §9) turned into text that says what to do, and
+// a link asking for a transport this browser cannot run.
 // Pure, so it is unit-tested in Node.
 
 import { CloseCode } from '../../../core/protocol.js';
+import { transportInfo } from '../../../core/transports.js';
+import { canRun, missingWebRtcApis } from './capabilities.js';
 
 /**
  * Readable text for a close code, or null when the code has none of its own.
@@ -42,4 +45,29 @@ export function closeCodeText(code, ctx) {
 export function joinErrorText(err, ctx) {
   return closeCodeText(err.code, ctx)
     ?? `Could not join group "${ctx.group}" over ${ctx.transport}: ${err.message ?? err}.`;
+}
+
+/**
+ * What the AR page says when its link asks for a transport this browser
+ * cannot run (p2p, p2p-reliable or relay-udp without WebRTC), or null when it
+ * can. Never "unreachable": nothing is wrong with the network.
+ * @param {string} transport
+ * @param {import('./capabilities.js').BrowserCapabilities} caps
+ */
+export function unsupportedTransportText(transport, caps) {
+  if (!transportInfo(transport) || canRun(transport, caps)) return null;
+  return `This link asks for ${transport}, which needs WebRTC, and this browser has none (no `
+    + `${missingWebRtcApis(caps)}). Nothing is wrong with the network: join over the relay, which works in every browser.`;
+}
+
+/**
+ * The same page's URL with another transport: the one-tap way from a
+ * transport this browser cannot run to the relay.
+ * @param {string} href the page's URL
+ * @param {string} transport
+ */
+export function withTransport(href, transport) {
+  const url = new URL(href);
+  url.searchParams.set('transport', transport);
+  return url.href;
 }

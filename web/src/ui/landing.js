@@ -1,12 +1,14 @@
 // Landing page: prefill the join form from a shared link (?group=&transport=&token=&mode=),
-// remember the name and recent groups, make up new group names, list every
-// transport the client knows, and show the group's join link as a QR code
-// for the next phone, with the group's access token when it has one. The
-// form itself works without this script.
+// remember the name and recent groups, make up new group names, list the
+// transports this browser can run (without WebRTC only the relay ones, with a
+// line saying why), and show the group's join link as a QR code for the next
+// phone, with the group's access token when it has one. The form itself works
+// without this script.
 
 import QRCode from 'qrcode';
 
-import { TRANSPORTS, transportInfo } from '../../../core/transports.js';
+import { transportInfo } from '../../../core/transports.js';
+import { browserCapabilities, cameraWarningText, canRun, missingTransportsText, usableTransports } from './capabilities.js';
 import { joinLink as makeJoinLink, makeToken } from './join-link.js';
 import { showRecordingNotice } from './reports.js';
 
@@ -17,8 +19,9 @@ const nameInput = /** @type {HTMLInputElement} */ (field('name'));
 const transportSelect = /** @type {HTMLSelectElement} */ (field('transport'));
 const tokenInput = /** @type {HTMLInputElement} */ (field('token'));
 
-// Every transport of the registry, with what it is.
-transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
+// Every transport of the registry this browser can run, with what it is.
+const caps = browserCapabilities();
+transportSelect.replaceChildren(...usableTransports(caps).map((name) => {
   const option = document.createElement('option');
   option.value = name;
   option.textContent = `${name}: ${transportInfo(name)?.label ?? ''}`;
@@ -27,6 +30,23 @@ transportSelect.replaceChildren(...TRANSPORTS.map((name) => {
 transportSelect.value = 'relay';
 
 const params = new URLSearchParams(location.search);
+// One line on why some transports are missing (and what a link that asked for one gets instead).
+const missingLine = missingTransportsText(caps);
+if (missingLine) {
+  const asked = params.get('transport') ?? '';
+  const hint = /** @type {HTMLElement} */ (document.getElementById('transport-hint'));
+  hint.textContent = transportInfo(asked) && !canRun(asked, caps)
+    ? `${missingLine} The link asked for ${asked}, so relay is chosen instead.`
+    : missingLine;
+  hint.hidden = false;
+}
+// Tell before the tap when the camera cannot work here (plain http, an in-app browser).
+const cameraLine = cameraWarningText(caps);
+if (cameraLine) {
+  const warning = /** @type {HTMLElement} */ (document.getElementById('camera-warning'));
+  warning.textContent = cameraLine;
+  warning.hidden = false;
+}
 // The action cycle's mode: ?mode=, or ?cycle=gated|pipelined (the radio group).
 const modeParam = params.get('mode') ?? (['gated', 'pipelined'].includes(params.get('cycle') ?? '') ? params.get('cycle') : null);
 const modeInputs = /** @type {HTMLInputElement[]} */ (Array.from(form.querySelectorAll('input[name="mode"]')));
