@@ -11,32 +11,13 @@ import { chromium, devices, expect, test } from '@playwright/test';
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
 import { encodePatt } from '../web/src/ar/marker-pattern.js';
 import { chromiumLaunchOptions } from '../lab/launch.js';
+import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';
 
 const PHONE = devices['Pixel 7'];
 // test.use() cannot take defaultBrowserType inside a describe
 const { defaultBrowserType: _unused, ...PHONE_OPTIONS } = PHONE;
 const PHONE_LANDSCAPE = devices['Pixel 7 landscape'];
-
-const unique = (/** @type {string} */ name) => `${name}-${Date.now().toString(36)}`;
-
-/**
- * Opens the AR view in its own browser context (its own "phone").
- * @param {import('@playwright/test').Browser} browser
- * @param {string} baseURL
- * @param {string} query
- * @param {object} [device]
- */
-async function openAr(browser, baseURL, query, device = PHONE) {
-  const context = await browser.newContext({ ...device, baseURL });
-  const page = await context.newPage();
-  /** @type {string[]} */
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`/ar.html?${query}`);
-  await page.evaluate(() => window.carlab.ready.then(() => true));
-  return { context, page, errors };
-}
 
 /** @param {import('@playwright/test').Page} page */
 const trackingReady = (page) => page.evaluate(() => window.carlab.trackingReady.then(() => true));

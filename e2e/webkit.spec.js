@@ -15,13 +15,13 @@ import { devices, expect, test } from '@playwright/test';
 import { By, Origin } from 'selenium-webdriver';
 
 import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/webkit.js';
+import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, syntheticTruth } from './tracking-check.js';
 
 const { defaultBrowserType: _unused, ...PHONE } = devices['Pixel 7'];
 /** The WebKit window: a phone held upright (412 CSS px wide, like the Pixel 7 profile). */
 const WINDOW = { width: 412, height: 860 };
 
-const unique = (/** @type {string} */ name) => `${name}-${Date.now().toString(36)}`;
 
 /** @typedef {{ id: number, name: string, visible: boolean, drawn: boolean, position: number[], target: number[], seq: number, screen: { x: number, y: number } | null }} AvatarInfo */
 
@@ -74,16 +74,7 @@ async function screenshot(testInfo, name) {
  * A Chromium phone on the AR page (no camera: it sends a fixed pose).
  * @param {import('@playwright/test').Browser} browser @param {string} baseURL @param {string} query
  */
-async function chromiumPhone(browser, baseURL, query) {
-  const context = await browser.newContext({ ...PHONE, deviceScaleFactor: 1, baseURL });
-  const page = await context.newPage();
-  /** @type {string[]} */
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`/ar.html?${query}`);
-  await page.evaluate(() => window.carlab.ready.then(() => true));
-  return { context, page, errors };
-}
+const chromiumPhone = (browser, baseURL, query) => openAr(browser, baseURL, query, { ...PHONE, deviceScaleFactor: 1 });
 
 /**
  * One-way delays (ms, sorted) of the updates `sent` from `since` on (epoch

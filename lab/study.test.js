@@ -83,6 +83,20 @@ function member(base, group, name) {
   return { client, reporter, answers };
 }
 
+/**
+ * The members stop, send their final reports (answered), then the server stops (SIGTERM: the recording is flushed).
+ * @param {ReturnType<typeof member>[]} members @param {ReturnType<typeof carlab>} server
+ */
+async function leaveAndStop(members, server) {
+  for (const m of members) m.client.stop();
+  await sleep(500); // the last ACKs land before the final reports are made
+  for (const m of members) m.reporter.finish();
+  await until(() => members.every((m) => m.answers.some((a) => a.seq === m.reporter.seq)), 10_000);
+  server.child.kill('SIGTERM');
+  await server.exited;
+  for (const m of members) m.client.close();
+}
+
 /** @param {string} dir */
 function tempCleanup(dir) {
   return () => rmSync(dir, { recursive: true, force: true });
@@ -117,13 +131,7 @@ test('a study survives SIGKILL of its server: a restart on the same DIR adds to 
   await until(() => members.every((m) => m.client.connected), 20_000);
   const afterRestart = Date.now();
   await until(() => members.every((m) => m.answers.some((a) => a.status === 204 && a.at > afterRestart)), 15_000);
-  for (const m of members) m.client.stop();
-  await sleep(500);
-  for (const m of members) m.reporter.finish();
-  await until(() => members.every((m) => m.answers.some((a) => a.seq === m.reporter.seq)), 10_000);
-  server.child.kill('SIGTERM');
-  await server.exited;
-  for (const m of members) m.client.close();
+  await leaveAndStop(members, server);
 
   const recording = await readRecording(dir);
   assert.equal(recording.segments.length, 2, 'one segment per start');
@@ -171,12 +179,7 @@ test('--cluster 2: a group\'s reports reach both nodes, one study holds them all
     for (const row of group.members) seenNodes.add(row.node);
   }
   assert.equal(seenNodes.size, 2, 'the reports came in on both nodes');
-  for (const m of members) m.client.stop();
-  for (const m of members) m.reporter.finish();
-  await until(() => members.every((m) => m.answers.some((a) => a.seq === m.reporter.seq)), 10_000);
-  server.child.kill('SIGTERM');
-  await server.exited;
-  for (const m of members) m.client.close();
+  await leaveAndStop(members, server);
 
   const recording = await readRecording(dir);
   assert.equal(recording.segments.length, 2, 'one segment per node');

@@ -15,6 +15,7 @@
  */
 
 import { REPORT_LIMITS, reportProblem } from '../core/report.js';
+import { sendJson } from './json-response.js';
 
 /** The path clients POST reports to. */
 export const REPORTS_PATH = '/reports';
@@ -128,7 +129,7 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
   function handleRequest(req, res) {
     if (pathOf(req.url) !== REPORTS_PATH) return false;
     if (req.method !== 'POST') {
-      answer(res, 405, { error: 'POST a report here' }, { Allow: 'POST', Connection: 'close' });
+      sendJson(res, 405, { error: 'POST a report here' }, { Allow: 'POST', Connection: 'close' });
       return true;
     }
     const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
@@ -189,7 +190,7 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
     const headers = /** @type {Record<string, string>} */ ({});
     if (result === 'too_frequent') headers['Retry-After'] = String(Math.ceil(limits.minIntervalMs / 1000));
     if (closeConnection) headers.Connection = 'close';
-    answer(res, REFUSALS[result], { error, code: result }, headers);
+    sendJson(res, REFUSALS[result], { error, code: result }, headers);
     return true;
   }
 
@@ -262,18 +263,3 @@ function pathOf(url) {
   return q < 0 ? s : s.slice(0, q);
 }
 
-/**
- * @param {import('node:http').ServerResponse} res @param {number} status @param {unknown} body
- * @param {Record<string, string>} [headers]
- */
-function answer(res, status, body, headers = {}) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    ...headers,
-  });
-  res.end(text);
-}

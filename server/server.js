@@ -20,6 +20,7 @@ import { createMetrics, wantsJson } from './metrics.js';
 import { formatUrl, isWildcardHost, listLanAddresses, listLanUrls } from './net.js';
 import { createStaticHandler, rawPathOf } from './static.js';
 import { loadTlsCertificate } from './tls.js';
+import { sendJson } from './json-response.js';
 import { createStudyServices } from './study.js';
 import { startTurnServer } from './turn.js';
 
@@ -664,24 +665,6 @@ export function createCpuMeter() {
     lastTime = now;
     return elapsedMicros > 0 ? roundTo((100 * cpuMicros) / elapsedMicros, 1) : 0;
   };
-}
-
-/**
- * @param {http.ServerResponse} res
- * @param {number} status
- * @param {unknown} body
- * @param {Record<string, string>} [headers]
- */
-function sendJson(res, status, body, headers = {}) {
-  const text = `${JSON.stringify(body)}\n`;
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    ...headers,
-  });
-  res.end(text);
 }
 
 /**
