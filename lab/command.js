@@ -51,7 +51,8 @@ export function stopOnSigint(stderr, message) {
  * @param {import('./flags.js').SweepPoint} point
  */
 export function pointLabel(point) {
-  const relays = point.relays > 0 ? ` · ${point.relays} relays (${point.placement})` : '';
+  const relays = point.startCluster ? ` · carlab start${point.startCluster > 1 ? ` --cluster ${point.startCluster}` : ''}`
+    : point.relays > 0 ? ` · ${point.relays} relays (${point.placement})` : '';
   const reports = point.reportsIntervalS ? ` · reports ${point.reportsIntervalS} s` : '';
   return `${point.net ? `${point.net} · ` : ''}${point.transport}${relays} · ${point.clients} clients · group ${point.group} · ${point.cycleMs} ms${reports}`;
 }
@@ -166,6 +167,7 @@ export async function runLabCommand(command, argv, io = {}) {
   const points = expandSweep({
     transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets,
     cycleModes: options.cycleModes, relays: options.relays, placements: options.placements, reports: options.reports,
+    startClusters: options.startClusters,
   });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
   const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: stderr });

@@ -107,6 +107,8 @@ export function failedConditions(conditions, run) {
  * @property {CycleMode} cycleMode the action cycle's mode (docs/architecture.md "The action cycle")
  * @property {number} relays relay processes joined through NATS; 0: one relay process, no NATS
  * @property {Placement} placement how clients are put on the relays (only with relays > 0)
+ * @property {number} [startCluster] --start-cluster: the server under test is the product's `carlab start`
+ *   (1: one process, no NATS; N >= 2: `--cluster N`); absent without --start-cluster
  * @property {string} [net] network profile (--net); absent without --net
  * @property {number} [reportsIntervalS] --reports: every client reports every this many seconds
  *   (POST /reports, core/report.js); 0: no reports. Absent when the caller swept no report intervals.
@@ -126,14 +128,20 @@ export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', '
  * given), then transports, group, cycle and clients ascending (so a point
  * that fails is followed by bigger ones), report intervals innermost (so the
  * runs with and without reports of one population run back to back).
+ * --start-cluster values are outermost after the network profiles, so the
+ * same points run against each server in turn.
  * @param {{ transports: readonly string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null,
- *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[], reports?: number[] }} lists
+ *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[], reports?: number[], startClusters?: number[] | null }} lists
  *   reports: client report intervals in seconds (0: none); without it the points carry no reportsIntervalS
+ *   startClusters: --start-cluster values; without them the points carry no startCluster
  * @returns {SweepPoint[]}
  */
 export function expandSweep(lists) {
   if (lists.nets?.length) {
     return lists.nets.flatMap((net) => expandSweep({ ...lists, nets: null }).map((p) => ({ net, ...p })));
+  }
+  if (lists.startClusters?.length) {
+    return lists.startClusters.flatMap((startCluster) => expandSweep({ ...lists, startClusters: null }).map((p) => ({ ...p, startCluster })));
   }
   /** @type {SweepPoint[]} */
   const points = [];
@@ -180,6 +188,14 @@ export function parseLabFlags(argv, spec) {
   const v = /** @type {Record<string, any>} */ (parsed.values);
   if (v.help) return { kind: 'help' };
   try {
+    // Before the defaults fill them in: given at all, --relays and --placement contradict --start-cluster.
+    if (v['start-cluster'] !== undefined && v.relays !== undefined) {
+      throw new UsageError('--start-cluster and --relays are two ways to run the server under test: give one '
+        + '(--start-cluster N runs the product\'s `carlab start --cluster N`, --relays N the lab\'s relays on NATS)');
+    }
+    if (v['start-cluster'] !== undefined && v.placement !== undefined) {
+      throw new UsageError('--placement places clients on --relays\' relays; under --start-cluster the primary places each group itself');
+    }
     applyDefaults(v, spec);
     const options = readLabOptions(v, spec.transports);
     checkLabOptions(options);
@@ -272,6 +288,8 @@ function readLabOptions(v, transports) {
     placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
     nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
     killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
+    // a flag of `carlab sim` only (START_CLUSTER_FLAG): null for the commands without it
+    startClusters: v['start-cluster'] === undefined ? null : parseStartClusterCounts(String(v['start-cluster'])),
     reports: parseReportIntervals(String(v.reports)),
     values: v,
   };
@@ -285,7 +303,8 @@ function checkLabOptions(options) {
   if (options.killRelayAtS !== null && options.relays.every((n) => n < 2)) {
     throw new UsageError('--kill-relay-at needs --relays 2 or more (a relay to kill and one to move to)');
   }
-  if (options.nats && options.relays.every((n) => n === 0)) throw new UsageError('--nats needs --relays N (the relays that join it)');
+  // --nats is the relays' NATS, or (bench --agents) the one the fleet's agents joined
+  if (options.nats && options.relays.every((n) => n === 0) && options.values.agents === undefined) throw new UsageError('--nats needs --relays N (the relays that join it)');
   if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
   if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
   if (options.url) {
@@ -301,6 +320,28 @@ function checkLabOptions(options) {
 export function parseRelayCounts(text) {
   const counts = parseNumberList(text, '--relays', true).map(Math.round);
   for (const n of counts) if (n < 0 || n > 64) throw new UsageError(`--relays: ${n} is not a relay count 0..64`);
+  return counts;
+}
+
+/**
+ * `--start-cluster`, for the commands that have it (`carlab sim`): parseArgs's spec.
+ * @type {Record<string, { type: 'string' }>}
+ */
+export const START_CLUSTER_FLAG = Object.freeze({ 'start-cluster': { type: 'string' } });
+
+/**
+ * `--start-cluster`: how the product's `carlab start` runs for each point:
+ * 1 plain (one process, no NATS), N >= 2 `--cluster N`.
+ * @param {string} text
+ * @returns {number[]}
+ */
+export function parseStartClusterCounts(text) {
+  const counts = parseNumberList(text, '--start-cluster', true);
+  for (const n of counts) {
+    if (!Number.isInteger(n) || n < 1 || n > 64) {
+      throw new UsageError(`--start-cluster: ${n} is not a process count 1..64 (1: \`carlab start\`, N >= 2: \`carlab start --cluster N\`)`);
+    }
+  }
   return counts;
 }
 

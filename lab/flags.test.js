@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  LAB_FLAGS_HELP, UsageError, expandSweep, failedConditions, parseFailIf, parseLabFlags, parseNameList, parseNumberList,
-  parseReportIntervals, reportPeriodMs, reportsIntervalOf,
+  LAB_FLAGS_HELP, START_CLUSTER_FLAG, UsageError, expandSweep, failedConditions, parseFailIf, parseLabFlags, parseNameList, parseNumberList,
+  parseReportIntervals, parseStartClusterCounts, reportPeriodMs, reportsIntervalOf,
 } from './flags.js';
 
 const spec = { transports: ['relay', 'relay-faithful', 'p2p'], defaults: { transport: 'relay', clients: '10', group: '5' } };
@@ -61,6 +61,31 @@ test('scale-out flags: --relays, --placement, --nats, --kill-relay-at, with clea
   assert.match(error(['--relays', '-1']), /--relays/);
   assert.match(error(['--cycle-mode', 'lazy']), /--cycle-mode/);
   assert.match(error(['--relays', '2', '--placement', 'random']), /--placement/);
+});
+
+test('--start-cluster: process counts 1..64 swept outermost; not with --relays or --placement; only where a command declares it', () => {
+  assert.deepEqual(parseStartClusterCounts('1,2'), [1, 2]);
+  assert.deepEqual(parseStartClusterCounts('1..3'), [1, 2, 3]);
+  for (const bad of ['0', '1.5', '65', 'two', '']) assert.throws(() => parseStartClusterCounts(bad), UsageError, bad);
+  const simSpec = { ...spec, extra: { ...START_CLUSTER_FLAG } };
+  const ok = parseLabFlags(['--clients', '10,20', '--start-cluster', '1,2'], simSpec);
+  assert.ok(ok.kind === 'options');
+  assert.deepEqual(ok.options.startClusters, [1, 2]);
+  assert.deepEqual(ok.options.relays, [0], 'the lab\'s own relays stay out of it');
+  const points = expandSweep({ transports: ['relay'], clients: [20, 10], groups: [5], cycles: [167], relays: ok.options.relays, startClusters: ok.options.startClusters });
+  assert.deepEqual(points.map((p) => `${p.startCluster}/${p.clients}/${p.relays}`), ['1/10/0', '1/20/0', '2/10/0', '2/20/0'], 'each server in turn over the same points');
+  const without = parseLabFlags(['--clients', '10'], simSpec);
+  assert.ok(without.kind === 'options' && without.options.startClusters === null);
+  assert.equal(expandSweep({ transports: ['relay'], clients: [10], groups: [5], cycles: [167] })[0].startCluster, undefined, 'absent unless swept');
+  /** @param {string[]} argv @param {any} [s] */
+  const error = (argv, s = simSpec) => { const r = parseLabFlags(['--clients', '10', ...argv], s); return r.kind === 'error' ? r.error.message : ''; };
+  assert.match(error(['--start-cluster', '2', '--relays', '2']), /--start-cluster and --relays are two ways to run the server under test: give one/);
+  assert.match(error(['--start-cluster', '2', '--relays', '0']), /--start-cluster and --relays/, 'any --relays, even 0');
+  assert.match(error(['--start-cluster', '2', '--placement', 'group']), /under --start-cluster the primary places each group itself/);
+  assert.match(error(['--start-cluster', '0']), /--start-cluster: 0 is not a process count 1\.\.64/);
+  assert.match(error(['--start-cluster', '2', '--kill-relay-at', '3']), /--kill-relay-at needs --relays 2 or more/);
+  assert.match(error(['--start-cluster', '2', '--nats', 'nats://x:1']), /--nats needs --relays N/);
+  assert.match(error(['--start-cluster', '2'], spec), /Unknown option '--start-cluster'/, 'a command without it (bench) refuses it');
 });
 
 test('--fail-if: parsing, evaluation on nested paths, nulls break nothing', () => {

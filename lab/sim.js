@@ -10,6 +10,7 @@ import { aggregateRun } from './aggregate.js';
 import { forkInNamespace } from './net/network.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
 import { clusterRunFields, startRelayCluster } from './cluster.js';
+import { startCarlab, startClusterRunFields } from './start-cluster.js';
 import { reportPeriodMs } from './flags.js';
 
 const SERVER_CHILD = new URL('./server-child.js', import.meta.url);
@@ -378,6 +379,7 @@ export function createTimeline(currentServer, bucket) {
  * @property {BucketTally} bucket
  * @property {{ atS: number, serverDownMs: number } | null} restartInfo set once --restart happened
  * @property {import('./cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
+ * @property {import('./start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  */
 
@@ -555,7 +557,8 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
     clients: stats,
     relay,
     cpu: {
-      server: relay.cpuPctMean,
+      // --start-cluster: every process of the server (primary, workers, nats-server) summed
+      server: typeof serverMetrics.serverCpuPct === 'number' ? serverMetrics.serverCpuPct : relay.cpuPctMean,
       clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100,
     },
     extra: {
@@ -592,17 +595,48 @@ export function reportFields(reportsIntervalS, reports) {
 }
 
 /**
- * The system under test: one relay (the server child), or with point.relays
- * a cluster of them on NATS.
+ * A started `carlab start` as the one server the rest of a point talks to:
+ * its public URL; metrics are its window's (lab/start-cluster.js); close
+ * stops it with SIGTERM.
+ * @param {import('./start-cluster.js').StartedServer} started
+ * @returns {ServerChild}
+ */
+function startedAsServer(started) {
+  /** @type {{ code: number | null, signal: string | null } | null} */
+  let exit = null;
+  started.exited.then((e) => { exit = e; });
+  return /** @type {ServerChild} */ ({
+    url: started.url,
+    pid: started.pids.primary,
+    faults: started.faults,
+    exited: started.exited,
+    get exit() { return exit; },
+    resetWindow: () => started.resetWindow(),
+    metrics: () => started.metrics(),
+    heap: async () => ({}),
+    kill: (signal) => started.kill(signal),
+    close: async () => { await started.stop(); },
+  });
+}
+
+/**
+ * The system under test: one relay (the server child), with point.relays
+ * a cluster of them on NATS, or with point.startCluster the product's own
+ * `carlab start` (`--cluster N` for N >= 2) in a process of its own.
  * @param {PointOptions} o
  * @param {Record<string, any>} serverOptions
  * @param {{ netns?: string }} serverPlace
- * @returns {Promise<{ server: ServerChild, cluster: import('./cluster.js').RelayCluster | null }>}
+ * @returns {Promise<{ server: ServerChild, cluster: import('./cluster.js').RelayCluster | null,
+ *   started: import('./start-cluster.js').StartedServer | null }>}
  */
 async function startSystem(o, serverOptions, serverPlace) {
-  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null };
+  if (o.point.startCluster) {
+    const started = await startCarlab({ cluster: o.point.startCluster, ackTimeoutMs: o.ackTimeoutMs });
+    return { server: startedAsServer(started), cluster: null, started };
+  }
+  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null, started: null };
   const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats, serverOptions, serverPlace });
-  return { server: clusterAsServer(cluster), cluster };
+  return { server: clusterAsServer(cluster), cluster, started: null };
 }
 
 /**
@@ -619,6 +653,7 @@ export async function runSimPoint(o) {
   const run = {
     server: system.server,
     cluster: system.cluster,
+    started: system.started,
     killInfo: null,
     pastServers: [],
     workers: [],
@@ -632,17 +667,29 @@ export async function runSimPoint(o) {
   // node-datachannel (relay-udp) only works in a process's main thread; a
   // thread cannot change network namespace (--net)
   const asProcesses = point.transport === 'relay-udp' || Boolean(net);
+  let generatorsClosed = false;
   try {
+    // --start-cluster: the primary's CPU while the clients connect (every connection goes through it then)
+    const connectPhase = run.started?.measurePrimary() ?? null;
     const connected = startGenerators(o, run, shares, runId, asProcesses);
     o.onProgress?.({ phase: 'connecting', elapsedS: 0, rtMean: null, sent: 0 });
     await connected;
+    const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const serverMetrics = await run.server.metrics();
     const { stats, reports } = await stopGenerators(run.workers);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
+    if (run.started) {
+      // Stopped before the record is done: the primary logs what it routed as it stops.
+      await closeGenerators(run.workers);
+      generatorsClosed = true;
+      const stopped = await run.started.stop();
+      const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
+      return { ...record, ...fields, serverFaults: run.started.faults.length };
+    }
     return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, outage: record.outage }) } : record;
   } finally {
-    await closeGenerators(run.workers);
+    if (!generatorsClosed) await closeGenerators(run.workers);
     await run.server.close();
   }
 }

@@ -2,7 +2,7 @@
 // on the shared client core. The sweep, progress and output are shared with
 // `carlab bench` (lab/command.js); the point runner is lab/sim.js.
 
-import { LAB_FLAGS_HELP, reportsIntervalOf } from '../flags.js';
+import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../flags.js';
 import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
 import { runLabCommand } from '../command.js';
 
@@ -25,6 +25,12 @@ ${LAB_FLAGS_HELP}
                        start it again on the same port: clients reconnect, the run
                        reports the outage and the updates lost in it
   --restart-down MS    keep it down this long before restarting (default 0)
+  --start-cluster LIST measure the product as it runs: the server under test is a real
+                       \`carlab start --http\` process, 1: plain (one process, no NATS),
+                       N >= 2: \`carlab start --cluster N\` (a primary routing each group to one of
+                       N workers, and its nats-server); a sweep axis, e.g. 1,2. CPU is every one of
+                       its processes summed; runs record cluster { nodes, crossNodeUpdates,
+                       primaryCpuPct, routed, primaryUsPerConnection, ... }. Not with --relays
 
 With --net the server runs in a server namespace and each load generator is a
 child process in its own client namespace (one link per generator; the
@@ -35,6 +41,8 @@ Scale-out: --relays N runs N relay processes joined by a nats-server of the run'
 relays) and fail over to the next relay when theirs goes; --kill-relay-at S kills one.
 Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, ... }
 and, with a kill, failover { clientsMoved, reconnectMs, lostUpdates, ... }.
+--start-cluster 1,2 instead runs the product's own \`carlab start\` and \`carlab start --cluster 2\`
+(docs/scale-out.md "Capacity").
 
 Presets:
   car-paper            relay-faithful, relay, relay-udp x 100..1000 clients (step 100) x groups
@@ -44,6 +52,8 @@ Examples:
   carlab sim --transport relay,relay-faithful --clients 100..500:100 --group 5,25 --duration 20 --out results/sim
   carlab sim --net none,lossy-2,3g --transport relay,relay-udp --clients 500 --group 25 --out results/net-sim
   carlab sim --transport relay --relays 3 --clients 300 --group 5 --duration 15 --kill-relay-at 6
+  carlab sim --transport relay --start-cluster 1,2 --clients 2000 --group 5 --duration 30 --out results/start-cluster
+    (CPU per delivered update of one process against \`--cluster 2\`, all its processes summed)
   carlab sim --clients 1000 --group 5 --reports 0,5 --duration 20 --out results/reports-cost
     (what client reports every 5 s cost the relay: compare serverCpuUsPerUpdate of the two runs)
   carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
@@ -66,6 +76,7 @@ export const simCommand = {
   },
   extraFlags: {
     workers: { type: 'string' }, timeline: { type: 'string' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+    ...START_CLUSTER_FLAG,
   },
   help: simHelp,
   validate(o) {
@@ -89,6 +100,12 @@ export const simCommand = {
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.nets) return '--relays with --net is not supported yet: the relays would need NATS inside the server namespace';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.transports.some((/** @type {string} */ t) => BASELINES.includes(t))) {
       return `--relays: the baselines (${BASELINES.join(', ')}) have no cluster`;
+    }
+    if (o.startClusters) {
+      if (o.restartAtS !== undefined) return '--restart-at restarts the lab\'s server child; it does not go with --start-cluster';
+      if (o.nets) return '--start-cluster with --net is not supported: `carlab start` runs outside the network namespaces';
+      const baselines = o.transports.filter((/** @type {string} */ t) => BASELINES.includes(t));
+      if (baselines.length) return `--start-cluster: \`carlab start\` does not serve the lab's baselines (${baselines.join(', ')})`;
     }
     return null;
   },

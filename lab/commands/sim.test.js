@@ -111,3 +111,17 @@ test('sim: a bad flag prints what was wrong and the help, exit 2', async () => {
   assert.match(stderr.text(), /carlab sim: --clients: "many" is not a positive number/);
   assert.match(stderr.text(), /Usage: carlab sim/);
 });
+
+test('sim --start-cluster: clear usage errors for what does not go with it', async () => {
+  /** @param {string[]} argv */
+  const usage = async (argv) => {
+    const stderr = sink();
+    const code = await run(argv, { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 2, argv.join(' '));
+    return stderr.text();
+  };
+  assert.match(await usage(['--start-cluster', '1,2', '--relays', '2']), /carlab sim: --start-cluster and --relays are two ways to run the server under test: give one/);
+  assert.match(await usage(['--start-cluster', '0']), /--start-cluster: 0 is not a process count/);
+  assert.match(await usage(['--start-cluster', '2', '--restart-at', '1']), /--restart-at .* does not go with --start-cluster/);
+  assert.match(await usage(['--start-cluster', '2', '--transport', 'ws-floor']), /--start-cluster: `carlab start` does not serve the lab's baselines \(ws-floor\)/);
+});
