@@ -787,6 +787,11 @@ export function renderTables(results) {
     }
     const failed = table.runs.filter((run) => run.error);
     if (failed.length) out.push('', ...failed.map((run) => `- ${fmt(run.clients)} clients failed: ${mdText(run.error)}`));
+    const lost = table.runs.flatMap((run) => (/** @type {any} */ (run).fleet?.lost ?? []).map((/** @type {any} */ l) => ({ run, l })));
+    if (lost.length) {
+      out.push('', ...lost.map(({ run, l }) => `- ${fmt(run.clients)} clients: ${fmt(l.peers)} peers lost with agent ${mdText(l.agent)} (${mdText(l.host)}) `
+        + `at ${fmt(l.atS, 1)} s (${mdText(l.phase)}): ${mdText(l.reason)}; they are left out of loss`));
+    }
     out.push('');
   }
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
@@ -811,7 +816,34 @@ export function renderTables(results) {
   if (scale) out.push(scale);
   const net = renderNetTables(runs);
   if (net) out.push(net);
+  const fleet = renderFleetTable(runs);
+  if (fleet) out.push(fleet);
   return out.join('\n');
+}
+
+/** Columns of the fleet table (`carlab bench --agents`). */
+export const FLEET_COLUMNS = Object.freeze([
+  'Transport', 'Size', 'Group', 'Agent', 'Host', 'Peers', 'Browser CPU %', 'RSS max (MB)', 'Agent CPU %', 'Setup (ms)', 'Start skew (ms)', 'Lost',
+]);
+
+/** What the fleet columns mean. */
+export const FLEET_LEGEND = 'One row per agent of a fleet run (docs/fleet.md). Browser CPU %: its browsers\' process trees over the '
+  + 'measured window (100 = one core); Agent CPU %: the agent process itself; Setup: launching browsers and opening pages, on '
+  + 'the agent\'s clock; Start skew: when it started its peers after the first agent did, estimated on the bench\'s clock '
+  + '(send and reply times and the agent\'s own duration: no clocks compared).';
+
+/**
+ * The fleet table, or null when no run ran on agents.
+ * @param {Run[]} runs
+ * @returns {string | null}
+ */
+export function renderFleetTable(runs) {
+  const rows = runs.flatMap((run) => (/** @type {any} */ (run).fleet?.agents ?? []).map((/** @type {any} */ a) => [
+    String(run.transport), fmt(run.clients), fmt(run.group), mdData(a.name), mdData(a.host), fmt(a.peers), fmt(a.cpuPct, 1),
+    fmt(a.rssMaxMb), fmt(a.agentCpuPct, 1), fmt(a.setupMs), fmt(a.startSkewMs, 1), a.lost ? 'lost' : NONE,
+  ]));
+  if (rows.length === 0) return null;
+  return ['## Fleet', '', FLEET_LEGEND, '', markdownTable(FLEET_COLUMNS, rows, FLEET_COLUMNS.map((_, i) => (i === 0 || i === 3 || i === 4 ? 'left' : 'right'))), ''].join('\n');
 }
 
 /** Columns of the freshness table. */

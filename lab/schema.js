@@ -68,6 +68,8 @@ export function addedFieldProblems(run) {
     if (typeof run.cluster !== 'object') p.push('cluster is not an object');
     else for (const k of ['nodes', 'crossNodeUpdates']) if (k in run.cluster && !isNumOrNull(run.cluster[k])) p.push(`cluster.${k} is not a number or null`);
   }
+  if ('fleet' in run && run.fleet !== null) p.push(...fleetProblems(run.fleet));
+  if ('lostPeers' in run && typeof run.lostPeers !== 'number') p.push('lostPeers is not a number');
   if ('failover' in run && run.failover !== null) {
     const f = run.failover;
     if (typeof f !== 'object') p.push('failover is not an object');
@@ -79,6 +81,26 @@ export function addedFieldProblems(run) {
       }
     }
   }
+  return p;
+}
+
+/**
+ * The `fleet` block of a run over `carlab agent`s (lab/fleet.js fleetBlock):
+ * `agents`, one per agent, each { name, host, peers, browsers, cpuPct,
+ * rssMaxMb, startSkewMs }; `lost`, the agents lost mid-point.
+ * @param {any} f
+ * @returns {string[]}
+ */
+function fleetProblems(f) {
+  if (typeof f !== 'object' || !Array.isArray(f.agents)) return ['fleet.agents is not a list'];
+  const p = [];
+  f.agents.forEach((/** @type {any} */ a, /** @type {number} */ i) => {
+    for (const k of ['name', 'host']) if (typeof a?.[k] !== 'string') p.push(`fleet.agents[${i}].${k} is not a string`);
+    if (typeof a?.peers !== 'number') p.push(`fleet.agents[${i}].peers is not a number`);
+    if (!Array.isArray(a?.browsers)) p.push(`fleet.agents[${i}].browsers is not a list`);
+    for (const k of ['cpuPct', 'rssMaxMb', 'startSkewMs']) if (!isNumOrNull(a?.[k])) p.push(`fleet.agents[${i}].${k} is not a number or null`);
+  });
+  if ('lost' in f && !Array.isArray(f.lost)) p.push('fleet.lost is not a list');
   return p;
 }
 

@@ -6,6 +6,7 @@ import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../flags.js';
 import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench.js';
 import { runLabCommand } from '../command.js';
 import { ensureLabPages } from '../pages/build.js';
+import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet-bench.js';
 
 /** Help text of `carlab bench`. */
 export function benchHelp() {
@@ -28,7 +29,12 @@ Fleet:
   --peers-per-page K   simulated peers hosted in one page (default 1); several per page
                        share one renderer process, its event loop and its CPU
   --pages-per-browser N  pages per browser process (default 50; 1 with --net)
-  --url URL            measure a running carlab server (no server CPU or RTS then)
+  --url URL            measure a running carlab server (no server CPU or RTS then). The peer
+                       pages come from the bench's own page host, so start that server with
+                       --allowed-origins naming the pages' origin (the bench says which) or '*'
+  --pages-port N       the page host's port with --url (default: a free one)
+
+${FLEET_HELP}
 
 With --net the server runs in a server namespace and each Chromium process in
 its own client namespace (one link per browser; the profile's rate is per peer,
@@ -51,6 +57,8 @@ export const benchCommand = {
     browsers: { type: 'string', default: 'chromium' },
     'peers-per-page': { type: 'string', default: '1' },
     'pages-per-browser': { type: 'string' },
+    'pages-port': { type: 'string' },
+    ...FLEET_FLAGS,
   },
   help: benchHelp,
   validate(o) {
@@ -71,7 +79,9 @@ export const benchCommand = {
       o[key] = n;
     }
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
-    return null;
+    o.pagesPort = Number(o.values['pages-port'] ?? 0);
+    if (!Number.isInteger(o.pagesPort) || o.pagesPort < 0 || o.pagesPort > 65535) return `--pages-port: "${o.values['pages-port']}" is not a port 0..65535`;
+    return fleetOptionsProblem(o);
   },
   netLinks: (point, o) => benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: true }).peersPerBrowser,
   describe: (o) => ({
@@ -80,18 +90,23 @@ export const benchCommand = {
     peersPerPage: o.peersPerPage,
     pagesPerBrowser: o.pagesPerBrowser,
     ...fleetDrivers(o.browsers),
+    ...fleetEnv(o.fleet),
   }),
   async prepare(o, stderr) {
-    if (o.url) return;
+    // with --url too: the bench hosts the peer pages itself (lab/page-host.js)
     await ensureLabPages({ log: (line) => stderr.write(`carlab bench: ${line}\n`) });
   },
   secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
-  runPoint: ({ point, options, onProgress, shouldStop, net }) => runBenchPoint({
+  runPoint: ({ point, options, onProgress, shouldStop, net }) => (options.fleet ? runFleetPoint({
+    point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
+    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
+    pagesPerBrowser: options.pagesPerBrowser, url: options.url, fleet: options.fleet, onProgress, shouldStop,
+  }) : runBenchPoint({
     net,
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
-    pagesPerBrowser: options.pagesPerBrowser, url: options.url, onProgress, shouldStop, nats: options.nats,
-  }),
+    pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
+  })),
 };
 
 /**

@@ -14,6 +14,12 @@
 //   warmup     ms;  updates  max updates per peer (0 = until stopped)
 //   autostart  0 to wait for window.carlab.start() (default 1)
 //   discard    p2p test knob: fraction of received updates to drop
+//   server     base URL of the carlab server under test (default: this page's own origin). The
+//              page is then hosted by the lab (lab/page-host.js, which answers /config.json and
+//              /reports by passing them on to that server); the relay and PeerJS connections go
+//              straight to it, so it must allow this page's origin (--allowed-origins)
+//   indices    the population indices of this page's peers, comma-separated (a fleet agent's
+//              share, lab/fleet.js); instead of offset and stride
 //   reports    seconds between each peer's client reports (POST /reports, core/report.js), sent as
 //              the phone app sends them: periodic ones with fetch keepalive, the last one with
 //              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
@@ -31,11 +37,15 @@ import { tokenFrom } from '../../../web/src/ui/join-link.js';
 
 const q = new URLSearchParams(location.search);
 const num = (/** @type {string} */ name, /** @type {number} */ dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
+/** @param {string | null} text "3,5,8" -> [3, 5, 8]; null or empty -> null */
+const indexList = (text) => (text ? text.split(',').map(Number) : null);
 const settings = {
   group: q.get('group') ?? 'fleet',
+  server: q.get('server') ?? location.origin,
+  indices: indexList(q.get('indices')),
   token: tokenFrom(q),
   transport: q.get('transport') ?? 'relay',
-  peers: num('peers', 1),
+  peers: q.has('indices') ? (indexList(q.get('indices')) ?? []).length : num('peers', 1),
   size: num('size', 0),
   offset: num('offset', 0),
   stride: num('stride', 1),
@@ -57,6 +67,9 @@ const tbody = /** @type {HTMLElement} */ (document.querySelector('#peers tbody')
 /** @type {CarClient[]} */
 const clients = [];
 
+/** The population index of this page's i-th peer. @param {number} i */
+const indexOf = (i) => (settings.indices ? settings.indices[i] : settings.offset + i * settings.stride);
+
 async function boot() {
   const res = await fetch('/config.json');
   if (!res.ok) throw new Error(`GET /config.json: ${res.status}`);
@@ -64,10 +77,10 @@ async function boot() {
   const t0 = performance.now();
   const joins = [];
   for (let i = 0; i < settings.peers; i++) {
-    const index = settings.offset + i * settings.stride;
+    const index = indexOf(i);
     const group = settings.size > 0 ? `${settings.group}-${Math.floor(index / settings.size)}` : settings.group;
     const transport = createTransport(settings.transport, {
-      baseUrl: location.origin, config, Peer, discardIncomingFraction: settings.discard || undefined,
+      baseUrl: settings.server, config, Peer, discardIncomingFraction: settings.discard || undefined,
     });
     const client = new CarClient({
       transport, group, name: `${settings.name}${index}`, token: settings.token || undefined,
@@ -233,7 +246,7 @@ window.carlab = {
   meshed() {
     return clients.every((c, i) => {
       if (settings.size <= 0 || settings.total <= 0) return true;
-      const g = Math.floor((settings.offset + i * settings.stride) / settings.size);
+      const g = Math.floor(indexOf(i) / settings.size);
       return c.members.size === Math.min(settings.size, settings.total - g * settings.size) - 1;
     });
   },
