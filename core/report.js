@@ -216,7 +216,7 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     sentTo: { ...s.sentTo },
     acksFrom: { ...s.acksFrom },
     recv: s.recv,
-    ages: Object.fromEntries([...client.freshnessAges()].map(([id, a]) => [String(id), a.ageMs === null ? null : Math.round(a.ageMs)])),
+    ages: Object.fromEntries([...client.freshnessAges()].map(([id, a]) => [String(id), a.ageMs === null ? null : Math.max(0, Math.round(a.ageMs))])),
     channel: s.channel ?? null,
     setup: s.setup ?? null,
     connection: { reconnects: s.reconnects, outageMs: Math.round(s.outageMs) },
@@ -359,19 +359,55 @@ export function reportProblem(r) {
   return rtProblem(r.rt) ?? countsProblem(r) ?? recvProblem(r.recv) ?? restProblem(r);
 }
 
+/**
+ * The sum of a histogram's counts (bucket value -> count), or -1 when it is
+ * not one: more than `max` buckets, a bucket that is not a number >= 0, a
+ * count that is not a whole number >= 0. A for-in loop, not entries(): the
+ * intake runs it on every report (docs/results.md, what reports cost).
+ * @param {Record<string, unknown>} buckets @param {number} max
+ */
+function histogramTotal(buckets, max) {
+  let total = 0;
+  let size = 0;
+  for (const k in buckets) {
+    const c = buckets[k];
+    const at = +k;
+    if (++size > max || !(at >= 0) || at === Infinity || typeof c !== 'number' || !Number.isInteger(c) || c < 0) return -1;
+    total += c;
+  }
+  return total;
+}
+
+/**
+ * Whether a map is client id -> `valid(value)`, with at most `max` entries.
+ * @param {Record<string, unknown>} map @param {(v: any) => boolean} valid @param {number} max
+ */
+function isIdMap(map, valid, max) {
+  let size = 0;
+  for (const id in map) {
+    if (++size > max || id.length > 10 || !isDigits(id) || !valid(map[id])) return false;
+  }
+  return true;
+}
+
+/** @param {string} text */
+function isDigits(text) {
+  if (text.length === 0) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
 /** @param {any} h @returns {string | null} */
 function rtProblem(h) {
   if (!isObject(h)) return 'rt must be a histogram';
   for (const k of ['n', 'sum', 'sumSq']) if (!isCount(h[k])) return `rt.${k} must be a number >= 0`;
   for (const k of ['min', 'max']) if (h[k] !== null && !isCount(h[k])) return `rt.${k} must be a number >= 0 or null`;
   if (!isObject(h.buckets)) return 'rt.buckets must be an object';
-  const entries = Object.entries(h.buckets);
-  if (entries.length > REPORT_LIMITS.maxBuckets) return `rt.buckets has more than ${REPORT_LIMITS.maxBuckets} buckets`;
-  let total = 0;
-  for (const [k, c] of entries) {
-    if (!isCount(Number(k)) || !Number.isInteger(c) || c < 0) return 'rt.buckets must map bucket (ms) to a count';
-    total += c;
-  }
+  const total = histogramTotal(h.buckets, REPORT_LIMITS.maxBuckets);
+  if (total < 0) return `rt.buckets must map bucket (ms) to a count, at most ${REPORT_LIMITS.maxBuckets} buckets`;
   if (total !== h.n) return 'rt.buckets do not add up to rt.n';
   return null;
 }
@@ -382,9 +418,7 @@ function countsProblem(r) {
   for (const k of ['sent', 'completed', 'ackTimeouts', 'skippedCycles', 'lateAcks']) if (!isCount(r.updates[k])) return `updates.${k} must be a count`;
   for (const field of ['sentTo', 'acksFrom']) {
     if (!isObject(r[field])) return `${field} must be an object`;
-    const entries = Object.entries(r[field]);
-    if (entries.length > REPORT_LIMITS.maxStreams) return `${field} has more than ${REPORT_LIMITS.maxStreams} entries`;
-    for (const [id, c] of entries) if (!/^\d{1,10}$/.test(id) || !isCount(c)) return `${field} must map client id to a count`;
+    if (!isIdMap(r[field], isCount, REPORT_LIMITS.maxStreams)) return `${field} must map client id to a count, at most ${REPORT_LIMITS.maxStreams} entries`;
   }
   return null;
 }
@@ -392,16 +426,14 @@ function countsProblem(r) {
 /** @param {any} recv @returns {string | null} */
 function recvProblem(recv) {
   if (!isObject(recv)) return 'recv must be an object';
-  const entries = Object.entries(recv);
-  if (entries.length > REPORT_LIMITS.maxStreams) return `recv has more than ${REPORT_LIMITS.maxStreams} streams`;
-  for (const [id, s] of entries) {
-    if (!/^\d{1,10}$/.test(id) || !isObject(s)) return 'recv must map sender id to a stream';
+  if (!isIdMap(recv, isObject, REPORT_LIMITS.maxStreams)) return `recv must map sender id to a stream, at most ${REPORT_LIMITS.maxStreams} streams`;
+  for (const id in recv) {
+    const s = recv[id];
     for (const k of ['received', 'duplicates', 'reorders', 'jitterMs', 'acksSent']) if (!isCount(s[k])) return `recv.${id}.${k} must be a number >= 0`;
     const f = s.fresh;
     if (f !== undefined) {
-      if (!isObject(f) || !['n', 'spanMs', 'frozenMs', 'maxGapMs'].every((k) => isCount(f[k])) || !isObject(f.gaps)) return `recv.${id}.fresh is not a freshness record`;
-      if (Object.keys(f.gaps).length > REPORT_LIMITS.maxBuckets) return `recv.${id}.fresh.gaps has too many buckets`;
-      for (const [k, c] of Object.entries(f.gaps)) if (!isCount(Number(k)) || !Number.isInteger(c) || c < 0) return `recv.${id}.fresh.gaps must map gap (ms) to a count`;
+      if (!isObject(f) || !isCount(f.n) || !isCount(f.spanMs) || !isCount(f.frozenMs) || !isCount(f.maxGapMs) || !isObject(f.gaps)) return `recv.${id}.fresh is not a freshness record`;
+      if (histogramTotal(f.gaps, REPORT_LIMITS.maxBuckets) < 0) return `recv.${id}.fresh.gaps must map gap (ms) to a count, at most ${REPORT_LIMITS.maxBuckets} buckets`;
     }
   }
   return null;
@@ -426,8 +458,7 @@ function withinDepth(value, depth) {
 /** @param {any} r @returns {string | null} */
 function restProblem(r) {
   if (r.rtLastMs !== null && !isCount(r.rtLastMs)) return 'rtLastMs must be a number >= 0 or null';
-  if (!isObject(r.ages) || Object.keys(r.ages).length > REPORT_LIMITS.maxStreams) return 'ages must map member id to ms';
-  for (const [id, a] of Object.entries(r.ages)) if (!/^\d{1,10}$/.test(id) || (a !== null && !isCount(a))) return 'ages must map member id to ms or null';
+  if (!isObject(r.ages) || !isIdMap(r.ages, (a) => a === null || isCount(a), REPORT_LIMITS.maxStreams)) return 'ages must map member id to ms or null';
   if (r.channel !== null && !isObject(r.channel)) return 'channel must be an object or null';
   if (r.setup !== null && !isObject(r.setup)) return 'setup must be an object or null';
   // Free-form parts are bounded in depth: a deep one would overflow the stack of whoever serialises it.
