@@ -177,6 +177,19 @@ const reportAgents = { http: new http.Agent({ keepAlive: true, maxSockets: 16 })
  * @returns {Promise<number>}
  */
 function httpPost(url, body) {
+  return httpPostOnce(url, body).catch((err) => {
+    // A kept-alive socket the server closed as we reused it (its idle timeout equals the
+    // report period): Node's documented case for one retry, on a fresh socket.
+    if (err?.reusedSocket && err.code === 'ECONNRESET') return httpPostOnce(url, body);
+    throw err;
+  });
+}
+
+/**
+ * @param {string} url @param {string} body
+ * @returns {Promise<number>}
+ */
+function httpPostOnce(url, body) {
   return new Promise((resolve, reject) => {
     const secure = url.startsWith('https:');
     const req = (secure ? https : http).request(url, {
@@ -188,7 +201,7 @@ function httpPost(url, body) {
       res.once('error', reject);
     });
     req.once('timeout', () => req.destroy(Object.assign(new Error('report timed out'), { name: 'TimeoutError' })));
-    req.once('error', reject);
+    req.once('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket })));
     req.end(body);
   });
 }
