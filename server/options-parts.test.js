@@ -66,6 +66,7 @@ describe('readStartOptions', () => {
       peerjsPath: '/peerjs', peerjsKey: 'peerjs', relayPath: '/relay',
       maxPayload: undefined, queueSoftBytes: undefined, queueHardBytes: undefined, ackTimeoutMs: undefined,
       maxMessagesPerSecond: undefined, allowedOrigins: undefined, build: true, qr: true, banner: true, cluster: null, nats: null,
+      record: null, dashboardToken: null, reportIntervalMs: 5000,
       logLevel: 'info', drainTimeoutMs: 5000,
     });
     assert.equal(read(['--http']).port, 8080);
