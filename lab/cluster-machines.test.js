@@ -10,7 +10,7 @@ import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { startNatsServer } from '../server/nats-process.js';
 import { planTopology } from './net/commands.js';
-import { createTopology, destroyTopology, namespacesForbidden, runCommand } from './net/system.js';
+import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import { startServerChild } from './sim.js';
 
 const forbidden = namespacesForbidden();
@@ -44,13 +44,7 @@ before(async () => {
   createTopology(topology);
   // The test process joins the bridge too, as the clients' network.
   const S = topology.serverNs;
-  for (const argv of [
-    ['ip', 'link', 'add', ROOT_LINK, 'type', 'veth', 'peer', 'name', 'up0', 'netns', S],
-    ['ip', '-n', S, 'link', 'set', 'up0', 'master', 'br0'],
-    ['ip', '-n', S, 'link', 'set', 'up0', 'up'],
-    ['ip', 'addr', 'add', `${ROOT_IP}/16`, 'dev', ROOT_LINK],
-    ['ip', 'link', 'set', ROOT_LINK, 'up'],
-  ]) runCommand({ argv });
+  joinBridgeFromRoot(topology, { link: ROOT_LINK, peer: 'up0', ip: ROOT_IP });
   nats = await startNatsServer({ host: topology.serverIp, netns: S });
   for (let i = 0; i < 2; i++) {
     relays.push(await startServerChild({ host: topology.clientIps[i], natsUrl: nats.url }, { netns: topology.clientNs[i] }));

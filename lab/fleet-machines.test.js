@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { startNatsServer } from '../server/nats-process.js';
 import { run } from './commands/bench.js';
 import { planTopology } from './net/commands.js';
-import { createTopology, destroyTopology, namespacesForbidden, runCommand } from './net/system.js';
+import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import { ensureLabPages } from './pages/build.js';
 import { resultsSchemaProblems } from './schema.js';
 import { startServerChild } from './sim.js';
@@ -56,13 +56,7 @@ before(async () => {
   topology = { ...planned, serverIp: `${NET}.0.1`, clientIps: [`${NET}.1.1`, `${NET}.1.2`] };
   createTopology(topology);
   const S = topology.serverNs;
-  for (const argv of [
-    ['ip', 'link', 'add', ROOT_LINK, 'type', 'veth', 'peer', 'name', 'fl0', 'netns', S],
-    ['ip', '-n', S, 'link', 'set', 'fl0', 'master', 'br0'],
-    ['ip', '-n', S, 'link', 'set', 'fl0', 'up'],
-    ['ip', 'addr', 'add', `${ROOT_IP}/16`, 'dev', ROOT_LINK],
-    ['ip', 'link', 'set', ROOT_LINK, 'up'],
-  ]) runCommand({ argv });
+  joinBridgeFromRoot(topology, { link: ROOT_LINK, peer: 'fl0', ip: ROOT_IP });
   nats = await startNatsServer({ host: topology.serverIp, netns: S });
   // the server under test, in the server's namespace; the agents' pages come from their own loopbacks
   server = await startServerChild({ host: topology.serverIp, allowedOrigins: ['*'] }, { netns: S });

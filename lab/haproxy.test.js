@@ -27,7 +27,7 @@ import { createTransport } from '../web/src/transport/index.js';
 import { freePort, startNatsServer } from '../server/nats-process.js';
 import { loadTlsCertificate } from '../server/tls.js';
 import { planTopology } from './net/commands.js';
-import { createTopology, destroyTopology, namespacesForbidden, runCommand } from './net/system.js';
+import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import {
   checkHaproxyConfig, ensureWebBuild, getJson, haproxyEnv, missingTools, serverStates, startCarlabMachine, startHaproxy, until, userExists,
 } from './lb.js';
@@ -75,13 +75,7 @@ before(async () => {
   topology = { ...planned, serverIp: '10.202.0.1', clientIps: ['10.202.1.1', '10.202.1.2'] };
   createTopology(topology);
   const S = topology.serverNs;
-  for (const argv of [
-    ['ip', 'link', 'add', ROOT_LINK, 'type', 'veth', 'peer', 'name', 'lb0', 'netns', S],
-    ['ip', '-n', S, 'link', 'set', 'lb0', 'master', 'br0'],
-    ['ip', '-n', S, 'link', 'set', 'lb0', 'up'],
-    ['ip', 'addr', 'add', `${ROOT_IP}/16`, 'dev', ROOT_LINK],
-    ['ip', 'link', 'set', ROOT_LINK, 'up'],
-  ]) runCommand({ argv });
+  joinBridgeFromRoot(topology, { link: ROOT_LINK, peer: 'lb0', ip: ROOT_IP });
   nats = await startNatsServer({ host: topology.serverIp, netns: S });
   const t = topology;
   const natsUrl = nats.url;

@@ -68,7 +68,9 @@ export function addedFieldProblems(run) {
     if (typeof run.cluster !== 'object') p.push('cluster is not an object');
     else for (const k of ['nodes', 'crossNodeUpdates']) if (k in run.cluster && !isNumOrNull(run.cluster[k])) p.push(`cluster.${k} is not a number or null`);
   }
-  if ('fleet' in run && run.fleet !== null) p.push(...fleetProblems(run.fleet));
+  // An object is the agents' block (bench --agents); a string is `carlab browsers`' fleet label ('chromium+firefox').
+  if ('fleet' in run && run.fleet !== null && typeof run.fleet === 'object') p.push(...fleetProblems(run.fleet));
+  else if ('fleet' in run && run.fleet !== null && typeof run.fleet !== 'string') p.push('fleet is neither an agents block nor a browsers label');
   if ('lostPeers' in run && typeof run.lostPeers !== 'number') p.push('lostPeers is not a number');
   if ('failover' in run && run.failover !== null) {
     const f = run.failover;

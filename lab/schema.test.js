@@ -41,3 +41,15 @@ test('the fields of recordings and combined reports are checked when present', (
     'devices[0] is not an object', 'devices[1].reports is not a number', 'recordings[0].name is not a string', 'recordings[0].counts.lines is not a number',
   ]);
 });
+
+test('fleet: an agents block is checked; the string label of `carlab browsers` car runs is allowed', () => {
+  const run = {
+    transport: 'relay', clients: 2, group: 2, cycleMs: 167, browser: 'chromium',
+    rt: { mean: 1, dev: 0, p50: 1, p95: 1, p99: 1, max: 1, n: 1 }, rts: null, cpu: { server: null, clients: null },
+    lossPct: 0, ackLossPct: 0, dups: 0, reorders: 0, jitterMs: 0, setupMs: null, channel: null,
+  };
+  assert.deepEqual(runSchemaProblems({ ...run, fleet: 'chromium+firefox' }), []);
+  assert.deepEqual(runSchemaProblems({ ...run, fleet: { agents: [] } }), []);
+  assert.deepEqual(runSchemaProblems({ ...run, fleet: { pages: 3 } }), ['fleet.agents is not a list']);
+  assert.deepEqual(runSchemaProblems({ ...run, fleet: 7 }), ['fleet is neither an agents block nor a browsers label']);
+});

@@ -121,6 +121,26 @@ export function createTopology(t) {
 }
 
 /**
+ * Puts this process's own network (the root namespace) on the topology's
+ * bridge, as one more host: the tests that play the clients' network or a
+ * load balancer from here. Removed with the topology's server namespace
+ * (deleting the namespace deletes the veth pair).
+ * @param {import('./commands.js').Topology} t
+ * @param {{ link: string, peer: string, ip: string }} host the root-side link name, its peer's
+ *   name in the server namespace, and the root side's address (a /16 on the bridge's network)
+ */
+export function joinBridgeFromRoot(t, host) {
+  const S = t.serverNs;
+  for (const argv of [
+    ['ip', 'link', 'add', host.link, 'type', 'veth', 'peer', 'name', host.peer, 'netns', S],
+    ['ip', '-n', S, 'link', 'set', host.peer, 'master', 'br0'],
+    ['ip', '-n', S, 'link', 'set', host.peer, 'up'],
+    ['ip', 'addr', 'add', `${host.ip}/16`, 'dev', host.link],
+    ['ip', 'link', 'set', host.link, 'up'],
+  ]) runCommand({ argv });
+}
+
+/**
  * Removes a topology (idempotent).
  * @param {import('./commands.js').Topology} t
  */
