@@ -2,7 +2,7 @@
 // and points them at a separately started `carlab start`, one process or
 // `--cluster 2`; a server that does not allow the pages' origin is named with
 // the flag that fixes it.
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -14,12 +14,16 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../server/nats-process.js';
 import { run } from './commands/bench.js';
 import { checkServerAllowsOrigin, originRefusedText, startPageHost } from './page-host.js';
+import { ensureLabPages } from './pages/build.js';
 import { resultsSchemaProblems } from './schema.js';
 
 const CARLAB = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 
 /** @type {import('node:child_process').ChildProcess[]} */
 const servers = [];
+// The page host serves lab/pages/dist, which a fresh clone has not built yet (the bench command builds it itself).
+before(() => ensureLabPages({ log: () => {} }), { timeout: 180_000 });
+
 after(async () => {
   for (const s of servers) if (s.exitCode === null) { s.kill('SIGTERM'); await new Promise((r) => s.once('exit', r)); }
 });
@@ -36,7 +40,8 @@ async function startCarlab(extra) {
   const url = `http://127.0.0.1:${port}`;
   const end = Date.now() + 30_000;
   for (;;) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    // /healthz, not /readyz: a fresh clone has no web build (--no-build), and the bench needs none
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
     if (ok) return { url, child };
     if (Date.now() > end || child.exitCode !== null) throw new Error(`carlab start ${extra.join(' ')} did not get ready`);
     await new Promise((r) => setTimeout(r, 200));
