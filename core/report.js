@@ -254,7 +254,13 @@ export function randomSessionId() {
  * @property {() => ReportExtras} [extras]
  * @property {string} [session] default randomSessionId()
  * @property {() => number} [now] the client's clock (default the client core's)
+ * @property {number} [minGapMs] a periodic report is skipped while the previous delivery is
+ *   unanswered or was answered less than this ago (default: the server's minimum interval and a
+ *   few ms, so timer drift never earns a 429)
  */
+
+/** Timers drift: a report exactly the server's minimum interval after the last one may arrive a little early. */
+const MIN_GAP_GUARD_MS = 5;
 
 /**
  * Sends a client's reports: every `intervalMs`, and once (final) on finish().
@@ -269,6 +275,7 @@ export class Reporter {
     this.session = options.session ?? randomSessionId();
     this.kind = options.kind ?? 'app';
     this.intervalMs = options.intervalMs ?? REPORT_LIMITS.intervalMs;
+    this.minGapMs = options.minGapMs ?? REPORT_LIMITS.minIntervalMs + MIN_GAP_GUARD_MS;
     this.now = options.now ?? (() => this.client.now());
     this.startedAt = this.now();
     this.seq = 0;
@@ -278,14 +285,42 @@ export class Reporter {
     this.finished = false;
     /** Reports whose delivery failed (counted, never retried: the next one carries everything). */
     this.failures = 0;
+    /** Periodic reports not sent: the previous one was unanswered, or answered less than minGapMs ago. */
+    this.skipped = 0;
+    /** @type {Promise<void> | null} the delivery in flight (when `send` gives a promise) */
+    this.inflight = null;
+    /** When the newest delivery was answered (the reporter's clock). */
+    this.answeredAt = -Infinity;
     /** @type {ReturnType<typeof setInterval> | null} */
     this.timer = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.startTimer = null;
   }
 
-  /** Starts the periodic reports. */
-  start() {
-    if (this.timer || this.finished || !(this.intervalMs > 0)) return;
+  /**
+   * Starts the periodic reports; with `delayMs`, the first one goes after it
+   * (a population's reports spread over the period instead of coming at once).
+   * @param {number} [delayMs]
+   */
+  start(delayMs = 0) {
+    if (this.timer || this.startTimer || this.finished || !(this.intervalMs > 0)) return;
+    if (delayMs > 0) {
+      this.startTimer = setTimeout(() => {
+        this.startTimer = null;
+        this.send(false);
+        this.start();
+      }, delayMs);
+      return;
+    }
     this.timer = setInterval(() => { this.send(false); }, this.intervalMs);
+  }
+
+  /** Stops the periodic reports (the final one is still to come: finish()). */
+  stop() {
+    if (this.startTimer) clearTimeout(this.startTimer);
+    if (this.timer) clearInterval(this.timer);
+    this.startTimer = null;
+    this.timer = null;
   }
 
   /** The report as of now (advances the report number). @param {boolean} final */
@@ -302,6 +337,11 @@ export class Reporter {
   /** @param {boolean} final */
   send(final) {
     if (this.finished) return;
+    // the server refuses a session's reports closer than its minimum (429): skip instead
+    if (!final && (this.inflight || this.now() - this.answeredAt < this.minGapMs)) {
+      this.skipped++;
+      return;
+    }
     /** @type {ClientReport} */
     let report;
     try {
@@ -313,17 +353,34 @@ export class Reporter {
     const deliver = final ? (this.options.sendFinal ?? this.options.send) : this.options.send;
     try {
       const sent = /** @type {unknown} */ (deliver(report));
-      if (sent instanceof Promise) sent.catch(() => { this.failures++; });
+      if (sent instanceof Promise) this.track(sent);
     } catch {
       this.failures++;
     }
   }
 
-  /** Stops the timer and sends the final report (once). */
+  /**
+   * Follows a delivery until it is answered.
+   * @param {Promise<unknown>} sent
+   */
+  track(sent) {
+    /** @type {Promise<void>} */
+    const settled = sent.then(() => {}, () => { this.failures++; }).then(() => {
+      this.answeredAt = this.now();
+      if (this.inflight === settled) this.inflight = null;
+    });
+    this.inflight = settled;
+  }
+
+  /** Resolves once no delivery is in flight. */
+  async idle() {
+    while (this.inflight) await this.inflight;
+  }
+
+  /** Stops the timers and sends the final report (once). */
   finish() {
     if (this.finished) return;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.stop();
     this.send(true);
     this.finished = true;
   }

@@ -13,7 +13,7 @@ import https from 'node:https';
 import WebSocket from 'ws';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../core/client.js';
 import { scriptedPose } from '../core/path.js';
-import { REPORT_LIMITS, Reporter } from '../core/report.js';
+import { Reporter } from '../core/report.js';
 import { createLabTransport } from './transports.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
@@ -49,7 +49,7 @@ const io = job.transport === 'socketio' ? (await import('socket.io-client')).io 
 
 /** Closes every client and exits; open peer connections would keep the process alive. */
 function exit() {
-  for (const e of reporting) { if (e.startTimer) clearTimeout(e.startTimer); if (e.reporter.timer) clearInterval(e.reporter.timer); }
+  for (const r of reporting) r.stop();
   for (const c of clients) c.close();
   setTimeout(() => {
     try { nativeRtc?.cleanup(); } catch { /* exiting anyway */ }
@@ -110,15 +110,6 @@ function allMeshed() {
 
 /** The period of each client's reports (ms; lab/flags.js reportPeriodMs), 0 for none. */
 const reportsMs = job.reportsIntervalMs ?? 0;
-/**
- * A periodic report is skipped (counted, not sent) while its client's previous
- * one is unanswered or was answered less than the server's minimum interval
- * ago (plus this, for the servers' ms clocks): the server would refuse it
- * (429), and the next report carries everything anyway. With the period's
- * slack (lab/flags.js REPORT_SLACK_MS) this happens only when the generator
- * or the server falls behind.
- */
-const REPORT_GUARD_MS = 5;
 /** A report not answered in this long counts as failed. */
 const REPORT_TIMEOUT_MS = 10_000;
 /** Final reports in flight at once when the clients stop. */
@@ -128,19 +119,12 @@ const FINAL_REPORTS_BUDGET_MS = 15_000;
 
 /**
  * What this generator's reports did: sent, not accepted and why (HTTP status,
- * 'network' or 'timeout'), skipped (REPORT_GUARD_MS).
+ * 'network' or 'timeout'); `skipped` is summed from the reporters when the stats go out.
  */
-const reportTally = { sent: 0, failed: 0, skipped: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+const reportTally = { sent: 0, failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
 
-/**
- * A client's reporter, its periodic report in flight, when the last one was
- * answered (performance.now()), and its final report.
- * @typedef {{ reporter: Reporter, inflight: Promise<void> | null, answeredAt: number, final: Promise<void> | null,
- *   startTimer: ReturnType<typeof setTimeout> | null }} ReportingClient
- */
-/** @type {ReportingClient[]} */
+/** @type {Reporter[]} every client's reporter (core/report.js skips a report the server would refuse) */
 const reporting = [];
-const ignore = () => {};
 
 /**
  * POSTs one report; resolves when the server accepted it (2xx), else counts
@@ -216,38 +200,9 @@ function startReports() {
   if (!reportsMs) return;
   clients.forEach((client, k) => {
     const url = new URL('/reports', serversOf(job.from + k)[0]).href;
-    /** @type {ReportingClient} */
-    const entry = /** @type {any} */ ({ inflight: null, answeredAt: -Infinity, final: null, startTimer: null });
-    entry.reporter = new Reporter({
-      client,
-      kind: 'sim',
-      intervalMs: reportsMs,
-      send: (report) => {
-        if (entry.inflight || performance.now() - entry.answeredAt < REPORT_LIMITS.minIntervalMs + REPORT_GUARD_MS) {
-          reportTally.skipped++;
-          return undefined;
-        }
-        const sent = postReport(url, report);
-        /** @type {Promise<void>} */
-        const settled = sent.then(ignore, ignore).then(() => {
-          entry.answeredAt = performance.now();
-          if (entry.inflight === settled) entry.inflight = null;
-        });
-        entry.inflight = settled;
-        return sent;
-      },
-      sendFinal: (report) => {
-        const sent = postReport(url, report);
-        entry.final = sent.then(ignore, ignore);
-        return sent;
-      },
-    });
-    entry.startTimer = setTimeout(() => {
-      entry.startTimer = null;
-      entry.reporter.send(false);
-      entry.reporter.start();
-    }, Math.random() * reportsMs);
-    reporting.push(entry);
+    const reporter = new Reporter({ client, kind: 'sim', intervalMs: reportsMs, send: (report) => postReport(url, report) });
+    reporter.start(Math.random() * reportsMs);
+    reporting.push(reporter);
   });
 }
 
@@ -257,14 +212,14 @@ function startReports() {
  * resolves when all are answered or the budget ran out.
  */
 async function finishReports() {
-  for (const e of reporting) if (e.startTimer) clearTimeout(e.startTimer);
+  for (const r of reporting) r.stop();
   let next = 0;
   const one = async () => {
     while (next < reporting.length) {
-      const e = reporting[next++];
-      while (e.inflight) await e.inflight;
-      e.reporter.finish();
-      await e.final;
+      const r = reporting[next++];
+      await r.idle();
+      r.finish();
+      await r.idle();
     }
   };
   /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -303,7 +258,8 @@ port.on('message', async (m) => {
     while (Date.now() < end && clients.some((c) => c.cycle.inFlight() > 0)) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
     await finishReports();
-    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs ? { ...reportTally, failedBy: { ...reportTally.failedBy } } : null });
+    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs
+      ? { ...reportTally, skipped: reporting.reduce((sum, r) => sum + r.skipped, 0), failedBy: { ...reportTally.failedBy } } : null });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's
     port.postMessage({ type: 'cpu', usage: process.cpuUsage() });

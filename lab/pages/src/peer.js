@@ -30,7 +30,7 @@ import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { scriptedPose } from '../../../core/path.js';
 import { summarize } from '../../../core/metrics.js';
-import { REPORT_LIMITS, Reporter } from '../../../core/report.js';
+import { Reporter } from '../../../core/report.js';
 import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
@@ -98,24 +98,14 @@ async function boot() {
 // Client reports (reports=S): each peer reports like the phone app, on a
 // timer of its own that the action cycle never waits for; outcomes are only counted.
 
-/**
- * A periodic report is skipped (counted, not sent) while its peer's previous one is unanswered or
- * was answered less than the server's minimum interval (plus this) ago: the server would refuse it.
- */
-const REPORT_GUARD_MS = 5;
 /** The period of each peer's reports (ms), 0 for none. */
 const reportsMs = Number.isFinite(settings.reportsS) && settings.reportsS > 0 ? settings.reportsS * 1000 : 0;
 /** Keepalive bodies in flight are capped per page (64 KiB in the Fetch spec); above this, periodic reports go as plain fetches. */
 const KEEPALIVE_BUDGET_BYTES = 48 * 1024;
 let keepaliveBytes = 0;
 /** What this page's reports did (lab/sim.js ReportTally): sent, not accepted (or not queued, for a beacon) and why, skipped. */
-const reportTally = { sent: 0, failed: 0, skipped: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
-/**
- * A peer's reporter, its periodic report in flight and when the last one was answered (performance.now()).
- * @typedef {{ reporter: Reporter, inflight: Promise<void> | null, answeredAt: number,
- *   startTimer: ReturnType<typeof setTimeout> | null }} ReportingPeer
- */
-/** @type {ReportingPeer[]} */
+const reportTally = { sent: 0, failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+/** @type {Reporter[]} every peer's reporter (core/report.js skips a report the server would refuse) */
 const reporting = [];
 
 /** @param {string} why */
@@ -155,47 +145,21 @@ function beaconReport(report) {
 function startReports() {
   if (!reportsMs || reporting.length) return;
   for (const client of clients) {
-    /** @type {ReportingPeer} */
-    const entry = /** @type {any} */ ({ inflight: null, answeredAt: -Infinity, startTimer: null });
-    entry.reporter = new Reporter({
-      client,
-      kind: 'bench',
-      intervalMs: reportsMs,
-      send: (report) => {
-        if (entry.inflight || performance.now() - entry.answeredAt < REPORT_LIMITS.minIntervalMs + REPORT_GUARD_MS) {
-          reportTally.skipped++;
-          return undefined;
-        }
-        const sent = postReport(report);
-        /** @type {Promise<void>} */
-        const settled = sent.then(() => {}, () => {}).then(() => {
-          entry.answeredAt = performance.now();
-          if (entry.inflight === settled) entry.inflight = null;
-        });
-        entry.inflight = settled;
-        return sent;
-      },
-      sendFinal: beaconReport,
-    });
-    entry.startTimer = setTimeout(() => { entry.startTimer = null; entry.reporter.send(false); entry.reporter.start(); }, Math.random() * reportsMs);
-    reporting.push(entry);
+    const reporter = new Reporter({ client, kind: 'bench', intervalMs: reportsMs, send: postReport, sendFinal: beaconReport });
+    reporter.start(Math.random() * reportsMs);
+    reporting.push(reporter);
   }
 }
 
 /** Stops the periodic reports (the last one stays to send). */
 function stopPeriodicReports() {
-  for (const e of reporting) {
-    if (e.startTimer) clearTimeout(e.startTimer);
-    e.startTimer = null;
-    if (e.reporter.timer) clearInterval(e.reporter.timer);
-    e.reporter.timer = null;
-  }
+  for (const r of reporting) r.stop();
 }
 
 /** Every peer's last report, by beacon (each once; a no-op without reports). */
 function sendFinalReports() {
   stopPeriodicReports();
-  for (const e of reporting) e.reporter.finish();
+  for (const r of reporting) r.finish();
 }
 addEventListener('pagehide', sendFinalReports);
 
@@ -236,12 +200,14 @@ window.carlab = {
   async finishReports() {
     if (!reportsMs) return null;
     stopPeriodicReports();
-    await Promise.race([Promise.all(reporting.map((e) => e.inflight)), new Promise((r) => setTimeout(r, 3000))]);
+    await Promise.race([Promise.all(reporting.map((r) => r.idle())), new Promise((r) => setTimeout(r, 3000))]);
     sendFinalReports();
     return window.carlab.reportCounts();
   },
   /** What this page's reports did so far, or null without reports. */
-  reportCounts() { return reportsMs ? { ...reportTally, failedBy: { ...reportTally.failedBy } } : null; },
+  reportCounts() {
+    return reportsMs ? { ...reportTally, skipped: reporting.reduce((sum, r) => sum + r.skipped, 0), failedBy: { ...reportTally.failedBy } } : null;
+  },
   /** Every hosted peer sees its whole working group (channels open, for p2p). */
   meshed() {
     return clients.every((c, i) => {
