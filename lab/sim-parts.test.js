@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { createTimeline, reportFields, sumReportTallies, tallyProgress } from './sim.js';
+import { createTimeline, liveHeapGrowth, reportFields, sumReportTallies, tallyProgress } from './sim.js';
 
 test('tallyProgress adds progress to the live tally, and to the bucket only while measuring', () => {
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
@@ -19,7 +19,7 @@ test('tallyProgress adds progress to the live tally, and to the bucket only whil
 test('createTimeline closes buckets with the RT mean and the memory of the server at that moment', async () => {
   let rss = 1000;
   const server = /** @type {import('./sim.js').ServerChild} */ (/** @type {unknown} */ ({
-    metrics: async () => ({ rssBytes: rss, memory: { heapTotal: 50 }, heapAfterMajorGc: { bytes: 20 } }),
+    metrics: async () => ({ rssBytes: rss, memory: { heapTotal: 50, external: 7 }, heapAfterMajorGc: { bytes: 20 } }),
   }));
   const bucket = { on: true, rtSum: 300, rtN: 3 };
   const timeline = createTimeline(() => server, bucket);
@@ -27,11 +27,30 @@ test('createTimeline closes buckets with the RT mean and the memory of the serve
   rss = 2000;
   await timeline.close(15_040);
   assert.deepEqual(timeline.buckets, [
-    { t: 0, s: 10, rtMean: 100, n: 3, rssBytes: 1000, heapTotalBytes: 50, heapAfterGcBytes: 20 },
-    { t: 10, s: 5, rtMean: null, n: 0, rssBytes: 2000, heapTotalBytes: 50, heapAfterGcBytes: 20 },
+    { t: 0, s: 10, rtMean: 100, n: 3, rssBytes: 1000, heapTotalBytes: 50, heapAfterGcBytes: 20, externalBytes: 7 },
+    { t: 10, s: 5, rtMean: null, n: 0, rssBytes: 2000, heapTotalBytes: 50, heapAfterGcBytes: 20, externalBytes: 7 },
   ]);
   assert.equal(timeline.start, 15_040);
   assert.deepEqual(bucket, { on: true, rtSum: 0, rtN: 0 });
+  assert.deepEqual(liveHeapGrowth(timeline.buckets), {}, 'no forced GC, no live heap');
+});
+
+test('with liveHeap each bucket forces a GC first and records the live heap and native memory; growth is first to last', async () => {
+  const calls = /** @type {string[]} */ ([]);
+  let live = 1000;
+  let external = 100;
+  const server = /** @type {import('./sim.js').ServerChild} */ (/** @type {unknown} */ ({
+    heap: async () => { calls.push('heap'); return { heapUsed: live, heapTotal: 3000, external, rss: 10_000 }; },
+    metrics: async () => { calls.push('metrics'); return { rssBytes: 10_000, memory: { heapTotal: 3000, external }, heapAfterMajorGc: { bytes: null } }; },
+  }));
+  const timeline = createTimeline(() => server, { on: true, rtSum: 0, rtN: 0 }, true);
+  await timeline.close(5000);
+  live = 1100; external = 600;
+  await timeline.close(10_000);
+  assert.deepEqual(calls, ['heap', 'metrics', 'heap', 'metrics'], 'the GC comes before the sample');
+  assert.equal(timeline.buckets[0].liveHeapBytes, 1000);
+  assert.equal(timeline.buckets[0].nativeBytes, 10_000 - 3000 - 100);
+  assert.deepEqual(liveHeapGrowth(timeline.buckets), { liveHeapGrowthPct: 10, externalGrowthBytes: 500 });
 });
 
 test('report tallies add up over generators (or pages); a run records its report interval, and its reports when on', () => {

@@ -152,6 +152,10 @@ export async function startServerChild(serverOptions = {}, childOptions = {}) {
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
  * @property {number} [timelineS] length of the timeline's buckets (RT mean and server RSS), default 10
+ * @property {boolean} [liveHeap] start the relay with --expose-gc and force a full GC as each
+ *   timeline bucket closes, so that every bucket holds the live heap and the native memory
+ *   (RSS beyond V8's heap and external buffers) rather than wherever V8's sizing happens to be:
+ *   what a leak check compares (the soak test); it costs the relay a GC per bucket
  * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
  *   seconds into the measured window and start it again on the same port after downMs:
  *   the clients reconnect, the run record reports the outage
@@ -191,8 +195,26 @@ export function generatorShares(clients, workers) {
  * live heap after V8's last full GC (none forced: a JS leak shows as a climb
  * there, while RSS also moves with V8's heap sizing and the allocator).
  * @typedef {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null,
- *   heapTotalBytes?: number | null, heapAfterGcBytes?: number | null }} TimelineBucket
+ *   heapTotalBytes?: number | null, heapAfterGcBytes?: number | null, externalBytes?: number | null,
+ *   liveHeapBytes?: number, nativeBytes?: number }} TimelineBucket
  */
+
+/**
+ * Live heap and external (Buffer) memory growth from the first bucket to the
+ * last, when the buckets were taken after a forced GC (--live-heap); {} otherwise.
+ * @param {TimelineBucket[]} timeline
+ * @returns {{ liveHeapGrowthPct?: number, externalGrowthBytes?: number }}
+ */
+export function liveHeapGrowth(timeline) {
+  const live = timeline.filter((b) => typeof b.liveHeapBytes === 'number');
+  if (live.length < 2) return {};
+  const [first, last] = [live[0], live[live.length - 1]];
+  const [h0, h1] = [first.liveHeapBytes ?? 0, last.liveHeapBytes ?? 0];
+  return {
+    liveHeapGrowthPct: h0 > 0 ? (100 * (h1 - h0)) / h0 : 0,
+    externalGrowthBytes: (last.externalBytes ?? 0) - (first.externalBytes ?? 0),
+  };
+}
 
 /**
  * RT and memory stability over a run from its timeline: the mean RT of the
@@ -233,6 +255,7 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
     heapAfterGcFirstBytes: heapFirst,
     heapAfterGcLastBytes: heapLast,
     heapAfterGcGrowthPct: heapFirst && heapLast !== null ? (100 * (heapLast - heapFirst)) / heapFirst : null,
+    ...liveHeapGrowth(timeline),
   };
 }
 
@@ -345,8 +368,9 @@ async function closeGenerators(workers) {
  * mean of its bucket tally and the server's memory at that moment.
  * @param {() => ServerChild} currentServer the server now (a restart replaces it)
  * @param {BucketTally} bucket
+ * @param {boolean} [liveHeap] force a full GC first and record the live heap ({@link PointOptions}.liveHeap)
  */
-export function createTimeline(currentServer, bucket) {
+export function createTimeline(currentServer, bucket, liveHeap = false) {
   /** @type {TimelineBucket[]} */
   const buckets = [];
   const timeline = {
@@ -355,11 +379,14 @@ export function createTimeline(currentServer, bucket) {
     start: 0,
     /** Closes the bucket being filled: its RT mean and the server's RSS now. @param {number} at */
     async close(at) {
+      const live = liveHeap ? await currentServer().heap() : null;
       const m = await currentServer().metrics();
       buckets.push({
         t: Math.round(timeline.start / 100) / 10, s: Math.round((at - timeline.start) / 100) / 10,
         rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
         heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
+        externalBytes: m.memory?.external ?? null,
+        ...(live ? { liveHeapBytes: live.heapUsed, nativeBytes: live.rss - live.heapTotal - live.external } : {}),
       });
       bucket.rtSum = 0; bucket.rtN = 0;
       timeline.start = at;
@@ -462,7 +489,7 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
  * @param {SimPointState} run
  * @param {PointOptions} o
  * @param {Record<string, any>} serverOptions
- * @param {{ netns?: string }} serverPlace
+ * @param {{ netns?: string, execArgv?: string[] }} serverPlace
  * @param {number} at ms into the measured window
  */
 async function restartServer(run, o, serverOptions, serverPlace, at) {
@@ -516,7 +543,7 @@ function clusterAsServer(cluster) {
 async function measure(o, run, asProcesses, restart) {
   for (const w of run.workers) w.postMessage({ cmd: 'start' });
   const started = Date.now();
-  const timeline = createTimeline(() => run.server, run.bucket);
+  const timeline = createTimeline(() => run.server, run.bucket, o.liveHeap ?? false);
   await runPhase(o, run, started, 'warm-up', o.warmupS);
   await run.server.resetWindow();
   const rssWarm = (await run.server.metrics()).rssBytes ?? null;
@@ -625,7 +652,7 @@ function startedAsServer(started) {
  * `carlab start` (`--cluster N` for N >= 2) in a process of its own.
  * @param {PointOptions} o
  * @param {Record<string, any>} serverOptions
- * @param {{ netns?: string }} serverPlace
+ * @param {{ netns?: string, execArgv?: string[] }} serverPlace
  * @returns {Promise<{ server: ServerChild, cluster: import('./cluster.js').RelayCluster | null,
  *   started: import('./start-cluster.js').StartedServer | null }>}
  */
@@ -647,7 +674,7 @@ export async function runSimPoint(o) {
   const { point } = o;
   const net = o.net ?? null;
   const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport), ...(net ? { host: net.serverIp } : {}) };
-  const serverPlace = net ? { netns: net.serverNs } : {};
+  const serverPlace = { ...(net ? { netns: net.serverNs } : {}), ...(o.liveHeap ? { execArgv: ['--expose-gc'] } : {}) };
   const system = await startSystem(o, serverOptions, serverPlace);
   /** @type {SimPointState} */
   const run = {

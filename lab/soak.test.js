@@ -1,7 +1,7 @@
 // Soak, short form: `carlab sim` on relay with 60 clients for 15 s. The long
 // form (300 clients, 600 s) is a command, see docs/reliability.md. Zero lost,
 // duplicated or reordered updates (sequence-checked per stream), no memory
-// growth after the warm-up (live heap, and RSS beyond V8's heap, under 10 %), RT stable: the last window's mean RT
+// growth after the warm-up (live heap and Buffers after a full GC), RT stable: the last window's mean RT
 // within 20 % of the first's, or within 5 ms: on loopback RT is ~1-3 ms, where a
 // scheduler hiccup on a shared machine is more than 20 % (the long form, at 60 s
 // windows, is held to the 20 % alone).
@@ -19,7 +19,7 @@ import { runSimPoint } from './sim.js';
 test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT stable', { timeout: 90_000 }, async () => {
   const run = /** @type {SoakRun} */ (await runSimPoint({
     point: { transport: 'relay', clients: 60, group: 5, cycleMs: 167, cycleMode: 'pipelined', relays: 0, placement: 'spread' }, // the CLI's defaults
-    durationS: 15, warmupS: 3, updates: 0, ackTimeoutMs: 20000, timelineS: 5,
+    durationS: 15, warmupS: 3, updates: 0, ackTimeoutMs: 20000, timelineS: 5, liveHeap: true,
   }));
   const s = run.stability;
   console.log(`soak: ${JSON.stringify({ rt: run.rt.mean, lossPct: run.lossPct, dups: run.dups, reorders: run.reorders,
@@ -37,18 +37,19 @@ test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT st
   const { rssGrowthPct, rtDriftPct, rtFirst, rtLast } = s;
   // (the messages below called toFixed on these: a null failed the test before, too)
   assert.ok(rssGrowthPct !== null && rtDriftPct !== null && rtFirst !== null && rtLast !== null, `stability measured: ${JSON.stringify(s)}`);
-  // A leak shows as live heap after V8's full GCs growing (a JS leak) or as RSS growing past what
-  // V8's own heap grew (a native one). RSS alone is not the test: in a 15 s run V8 is still sizing
-  // its young generation (measured 2026-11-25: RSS +12.3 MB, +12.8 %, all of it heapTotal, +16.8 MB,
-  // with the live heap flat at 16.0 MB).
-  const [first, last] = [run.timeline[0], run.timeline[run.timeline.length - 1]];
-  const [rss0, rss1, heap0, heap1] = [first.rssBytes ?? 0, last.rssBytes ?? 0, first.heapTotalBytes ?? 0, last.heapTotalBytes ?? 0];
-  const rssBeyondHeap = (rss1 - rss0) - Math.max(0, heap1 - heap0);
-  assert.ok(rss0 > 0 && rssBeyondHeap < 0.1 * rss0,
-    `relay RSS grew ${rssGrowthPct.toFixed(1)} % after the warm-up, ${(rssBeyondHeap / 1e6).toFixed(1)} MB of it outside V8's heap`);
-  if (s.heapAfterGcGrowthPct !== null && s.heapAfterGcGrowthPct !== undefined) {
-    assert.ok(s.heapAfterGcGrowthPct < 10, `live heap after full GCs grew ${s.heapAfterGcGrowthPct.toFixed(1)} %`);
-  }
+  // A leak is memory that stays after a full GC: the live heap (a JS leak) or
+  // external Buffers (ws frames kept). Each bucket is taken right after a forced GC
+  // (liveHeap), so V8's heap sizing and the allocator's pages are not in it.
+  // Measured 2026-11-25, 3 runs: live heap 16.6 -> 16.7 MB (<= 0.6 %), external
+  // +0.0 MB, while RSS grew 12-16 % (heapTotal +18 MB: V8 sizing its new space;
+  // the failed CI run saw RSS +13.6 % the same way). A leak of 100 bytes per
+  // delivered update (14 400 deliveries in these 10 s) is +1.4 MB, +8.7 %.
+  // RSS is held only to 40 %, for gross native leaks; the long form holds it to 10 %.
+  assert.ok(run.timeline.every((b) => typeof b.liveHeapBytes === 'number' && b.liveHeapBytes > 0), 'live heap sampled after a GC');
+  const { liveHeapGrowthPct, externalGrowthBytes } = s;
+  assert.ok(liveHeapGrowthPct !== undefined && liveHeapGrowthPct < 5, `live heap after a full GC grew ${liveHeapGrowthPct?.toFixed(1)} %`);
+  assert.ok(externalGrowthBytes !== undefined && externalGrowthBytes < 1e6, `external memory grew ${((externalGrowthBytes ?? 0) / 1e6).toFixed(2)} MB`);
+  assert.ok(rssGrowthPct < 40, `relay RSS grew ${rssGrowthPct.toFixed(1)} % after the warm-up`);
   assert.ok(rtDriftPct < 20 || Math.abs(rtLast - rtFirst) < 5,
     `RT first ${rtFirst.toFixed(2)} ms, last ${rtLast.toFixed(2)} ms (${rtDriftPct.toFixed(0)} %)`);
   assert.equal(run.serverFaults, 0);

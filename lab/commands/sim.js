@@ -21,6 +21,9 @@ ${LAB_FLAGS_HELP}
   --workers N          load-generator threads (default: 1 per 400 clients, at most 2)
   --timeline S         timeline bucket in seconds: RT mean and server RSS per bucket,
                        and the run's stability (first vs last window) (default 10)
+  --live-heap          force a full GC in the server as each timeline bucket closes and record
+                       its live heap and external memory: the leak check of a soak
+                       (stability.liveHeapGrowthPct, stability.externalGrowthBytes)
   --restart-at S       kill the server (SIGKILL) S seconds into each measured window and
                        start it again on the same port: clients reconnect, the run
                        reports the outage and the updates lost in it
@@ -56,8 +59,8 @@ Examples:
     (CPU per delivered update of one process against \`--cluster 2\`, all its processes summed)
   carlab sim --clients 1000 --group 5 --reports 0,5 --duration 20 --out results/reports-cost
     (what client reports every 5 s cost the relay: compare serverCpuUsPerUpdate of the two runs)
-  carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 \\
-    --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
+  carlab sim --transport relay --clients 300 --group 5 --duration 600 --warmup 30 --timeline 60 --live-heap \\
+    --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.liveHeapGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
 /** @type {import('../command.js').LabCommand} */
@@ -75,7 +78,7 @@ export const simCommand = {
     },
   },
   extraFlags: {
-    workers: { type: 'string' }, timeline: { type: 'string' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+    workers: { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
     ...START_CLUSTER_FLAG,
   },
   help: simHelp,
@@ -92,6 +95,10 @@ export const simCommand = {
       const n = Number(raw);
       if (!Number.isFinite(n) || n < min) return `--${flag}: "${raw}" is not a number >= ${min}`;
       o[key] = n;
+    }
+    o.liveHeap = Boolean(o.values['live-heap']);
+    if (o.liveHeap && (o.startClusters || o.relays.some((/** @type {number} */ n) => n > 0))) {
+      return '--live-heap measures the one relay process; it does not go with --relays or --start-cluster';
     }
     if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
     if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
@@ -116,7 +123,7 @@ export const simCommand = {
     net,
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
-    timelineS: options.timelineS,
+    timelineS: options.timelineS, liveHeap: options.liveHeap,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
     nats: options.nats, killRelayAtS: options.killRelayAtS,
   }),

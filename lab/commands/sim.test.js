@@ -124,4 +124,6 @@ test('sim --start-cluster: clear usage errors for what does not go with it', asy
   assert.match(await usage(['--start-cluster', '0']), /--start-cluster: 0 is not a process count/);
   assert.match(await usage(['--start-cluster', '2', '--restart-at', '1']), /--restart-at .* does not go with --start-cluster/);
   assert.match(await usage(['--start-cluster', '2', '--transport', 'ws-floor']), /--start-cluster: `carlab start` does not serve the lab's baselines \(ws-floor\)/);
+  assert.match(await usage(['--start-cluster', '2', '--live-heap']), /--live-heap measures the one relay process/);
+  assert.match(await usage(['--relays', '2', '--live-heap']), /--live-heap measures the one relay process/);
 });
