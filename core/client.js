@@ -6,6 +6,7 @@
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from './defaults.js';
 import { ActionCycle, CYCLE_MODES } from './cycle.js';
 import { FREEZE_MS, ReceiveStream, summarize, summarizeFreshness } from './metrics.js';
+import { CloseCode } from './protocol.js';
 
 /**
  * What every transport implements (web/src/transport/*).
@@ -14,7 +15,8 @@ import { FREEZE_MS, ReceiveStream, summarize, summarizeFreshness } from './metri
  * @property {(join: JoinParams, handlers: TransportHandlers) => Promise<import('./protocol.js').WelcomeMsg>} connect
  * @property {(update: import('./protocol.js').UpdateMsg) => void} sendUpdate to every neighbour
  * @property {(sender: number, seq: number, acker: number) => void} sendAck to the update's sender
- * @property {(stats: object) => void} [sendStats] end-of-run counters to the server, where it takes them
+ * @property {(stats: object) => boolean} [sendStats] a report (or end-of-run counters) to the server as
+ *   STATS on the client's relay session: false when no session is open to take it
  * @property {() => object | null} channelInfo live channel parameters, null where there is no channel
  * @property {() => object | null} [setupInfo] setup delays, where the transport measures them
  * @property {() => void} close
@@ -34,6 +36,8 @@ import { FREEZE_MS, ReceiveStream, summarize, summarizeFreshness } from './metri
  * @property {(m: import('./protocol.js').AckedAllMsg) => void} onAckedAll
  * @property {(m: import('./protocol.js').Member) => void} onMemberJoined
  * @property {(id: number) => void} onMemberLeft
+ * @property {(m: import('./protocol.js').ErrorMsg) => void} [onServerError] an ERROR from the relay:
+ *   informational, the session stays open (a refused report, docs/protocol.md §5.9)
  * @property {(code: number, reason: string) => void} onClose the connection is gone for good
  * @property {(info: { code: number, reason: string }) => void} [onReconnecting] the connection
  *   dropped and the transport is reconnecting (transports that can)
@@ -129,6 +133,8 @@ export class CarClient {
     this.outage = null;
     /** @type {number | null} start of the freshness window (our clock): after our warm-up */
     this.freshFrom = null;
+    /** @type {Record<string, number>} reports the relay refused (ERROR REPORT_REFUSED), by reason code */
+    this.reportsRefused = {};
     this.cycle = new ActionCycle({
       mode: options.cycleMode ?? 'gated',
       cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
@@ -163,6 +169,7 @@ export class CarClient {
         onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq, m.dropped); },
         onMemberJoined: (m) => this.addMember(m.id, m.name),
         onMemberLeft: (id) => this.removeMember(id),
+        onServerError: (m) => this.serverError(m),
         onClose: (code, reason) => {
           this.connected = false;
           this.closedWith = { code, reason };
@@ -266,6 +273,19 @@ export class CarClient {
     this.streams.get(id)?.freshness.endWindow(this.now()); // gone: its silence from now on is no freeze
     this.cycle.memberLeft(id);
     this.emit('member-left', { id });
+  }
+
+  /**
+   * An ERROR from the relay: the session goes on. A refused report is counted
+   * by its reason's code (`too_frequent: ...` -> too_frequent).
+   * @param {import('./protocol.js').ErrorMsg} m
+   */
+  serverError(m) {
+    if (m.code === CloseCode.REPORT_REFUSED) {
+      const code = m.reason.split(':')[0] || 'refused';
+      this.reportsRefused[code] = (this.reportsRefused[code] ?? 0) + 1;
+    }
+    this.emit('server-error', { code: m.code, reason: m.reason });
   }
 
   /**

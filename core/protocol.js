@@ -66,6 +66,8 @@ export const CloseCode = Object.freeze({
   ID_TAKEN: 4007,
   PROTOCOL_VIOLATION: 4008,
   GROUP_MISMATCH: 4009,
+  /** Only in an ERROR, never a close: a client report sent as STATS was refused (the reason says why). */
+  REPORT_REFUSED: 4010,
 });
 
 /** Limits of the codec itself (the relay may set tighter ones). */

@@ -244,6 +244,41 @@ export function randomSessionId() {
 }
 
 /**
+ * A report's delivery that prefers the client's own relay session: STATS on
+ * it when one is open (no HTTP request and answer for the server to handle;
+ * a refusal comes back as an ERROR the client core counts in
+ * `reportsRefused`), else `post` (HTTP). docs/study.md "How a report travels".
+ * @param {import('./client.js').CarClient} client
+ * @param {(report: ClientReport) => void | Promise<unknown>} post
+ * @returns {(report: ClientReport) => void | Promise<unknown>}
+ */
+export function overSession(client, post) {
+  return (report) => (client.transport.sendStats?.(report) ? undefined : post(report));
+}
+
+/**
+ * What a population's reports did, for a run record (lab/sim.js ReportTally):
+ * sent and skipped as the reporters counted them; failed by why: the HTTP
+ * deliveries' failures as given (status, 'network', ...) and the refusals
+ * that came back on relay sessions, by reason code.
+ * @param {Reporter[]} reporters
+ * @param {{ failed: number, failedBy: Record<string, number> }} http
+ * @returns {{ sent: number, failed: number, skipped: number, failedBy: Record<string, number> }}
+ */
+export function tallyReports(reporters, http) {
+  const failedBy = { ...http.failedBy };
+  let failed = http.failed;
+  for (const r of reporters) {
+    for (const [code, n] of Object.entries(r.client.reportsRefused)) {
+      failedBy[code] = (failedBy[code] ?? 0) + n;
+      failed += n;
+    }
+  }
+  const sum = (/** @type {(r: Reporter) => number} */ f) => reporters.reduce((total, r) => total + f(r), 0);
+  return { sent: sum((r) => r.sent), failed, skipped: sum((r) => r.skipped), failedBy };
+}
+
+/**
  * @typedef {object} ReporterOptions
  * @property {import('./client.js').CarClient} client
  * @property {(report: ClientReport) => void | Promise<unknown>} send delivers one report (periodic ones)
@@ -283,6 +318,8 @@ export class Reporter {
     /** RTs of client.rt already in the histogram. */
     this.rtSeen = 0;
     this.finished = false;
+    /** Reports handed to a delivery (over the relay session or HTTP). */
+    this.sent = 0;
     /** Reports whose delivery failed (counted, never retried: the next one carries everything). */
     this.failures = 0;
     /** Periodic reports not sent: the previous one was unanswered, or answered less than minGapMs ago. */
@@ -351,9 +388,11 @@ export class Reporter {
       return;
     }
     const deliver = final ? (this.options.sendFinal ?? this.options.send) : this.options.send;
+    this.sent++;
     try {
       const sent = /** @type {unknown} */ (deliver(report));
       if (sent instanceof Promise) this.track(sent);
+      else this.answeredAt = this.now(); // handed to an open socket: as good as answered
     } catch {
       this.failures++;
     }

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 
 import { CarClient } from './client.js';
 import { summarize } from './metrics.js';
-import { REPORT_LIMITS, Reporter, RtHistogram, buildReport, randomSessionId, reportProblem, rtBucket } from './report.js';
+import { REPORT_LIMITS, Reporter, RtHistogram, buildReport, overSession, randomSessionId, reportProblem, rtBucket, tallyReports } from './report.js';
+import { CloseCode } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Pose} Pose */
 const pose = () => /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
@@ -87,10 +88,15 @@ test('the Reporter adds only new RTs, numbers its reports and sends the final on
   const sent = [];
   /** @type {import('./report.js').ClientReport[]} */
   const finals = [];
-  const reporter = new Reporter({ client: a, intervalMs: 0, send: (r) => { sent.push(r); }, sendFinal: (r) => { finals.push(r); } });
+  let clock = 0;
+  const reporter = new Reporter({ client: a, intervalMs: 0, now: () => clock, send: (r) => { sent.push(r); }, sendFinal: (r) => { finals.push(r); } });
   a.rt.push(10, 20);
   reporter.send(false);
   a.rt.push(30);
+  clock += 500;
+  reporter.send(false);
+  assert.equal(reporter.skipped, 1, 'handed to an open socket counts as answered: the next one waits the minimum gap');
+  clock += REPORT_LIMITS.minIntervalMs;
   reporter.send(false);
   reporter.finish();
   reporter.finish();
@@ -98,6 +104,30 @@ test('the Reporter adds only new RTs, numbers its reports and sends the final on
   assert.equal(finals.length, 1);
   assert.deepEqual([finals[0].seq, finals[0].rt.n, finals[0].final, finals[0].rtLastMs], [3, 3, true, 30]);
   assert.equal(reporter.session, sent[0].session);
+  assert.equal(reporter.sent, 3, 'two periodic and the final one');
+});
+
+test('overSession sends on the client\'s relay session when one is open, else posts; tallyReports adds refusals that came back', async () => {
+  const { a } = pairedClients();
+  await a.connect();
+  /** @type {string[]} */
+  const via = [];
+  let open = true;
+  a.transport.sendStats = (stats) => { if (open) via.push(`stats ${/** @type {any} */ (stats).seq}`); return open; };
+  const send = overSession(a, (r) => { via.push(`post ${r.seq}`); return Promise.resolve(); });
+  let clock = 0;
+  const reporter = new Reporter({ client: a, intervalMs: 0, now: () => clock, send });
+  reporter.send(false);
+  open = false;
+  clock += 2000;
+  reporter.send(false);
+  await reporter.idle();
+  assert.deepEqual(via, ['stats 1', 'post 2']);
+  a.serverError({ type: 9, code: CloseCode.REPORT_REFUSED, reason: 'too_frequent: at most one report per 1000 ms' });
+  a.serverError({ type: 9, code: 4999, reason: 'something else' });
+  assert.deepEqual(a.reportsRefused, { too_frequent: 1 });
+  assert.deepEqual(tallyReports([reporter], { failed: 1, failedBy: { 429: 1 } }),
+    { sent: 2, failed: 2, skipped: 0, failedBy: { 429: 1, too_frequent: 1 } });
 });
 
 test('a failing delivery is counted, never thrown into the cycle', async () => {

@@ -13,7 +13,7 @@ import https from 'node:https';
 import WebSocket from 'ws';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../core/client.js';
 import { scriptedPose } from '../core/path.js';
-import { Reporter } from '../core/report.js';
+import { Reporter, overSession, tallyReports } from '../core/report.js';
 import { createLabTransport } from './transports.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
@@ -118,10 +118,11 @@ const FINAL_REPORTS_IN_FLIGHT = 64;
 const FINAL_REPORTS_BUDGET_MS = 15_000;
 
 /**
- * What this generator's reports did: sent, not accepted and why (HTTP status,
- * 'network' or 'timeout'); `skipped` is summed from the reporters when the stats go out.
+ * What this generator's HTTP reports did: not accepted and why (HTTP status,
+ * 'network' or 'timeout'). Sent and skipped are the reporters' counts, refusals
+ * over the relay session the clients' (tallyReports).
  */
-const reportTally = { sent: 0, failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+const reportTally = { failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
 
 /** @type {Reporter[]} every client's reporter (core/report.js skips a report the server would refuse) */
 const reporting = [];
@@ -134,7 +135,6 @@ const reporting = [];
  * @param {import('../core/report.js').ClientReport} report
  */
 async function postReport(url, report) {
-  reportTally.sent++;
   let failure;
   try {
     const status = await httpPost(url, JSON.stringify(report));
@@ -200,7 +200,8 @@ function startReports() {
   if (!reportsMs) return;
   clients.forEach((client, k) => {
     const url = new URL('/reports', serversOf(job.from + k)[0]).href;
-    const reporter = new Reporter({ client, kind: 'sim', intervalMs: reportsMs, send: (report) => postReport(url, report) });
+    // STATS on the client's relay session; HTTP when it has none open
+    const reporter = new Reporter({ client, kind: 'sim', intervalMs: reportsMs, send: overSession(client, (report) => postReport(url, report)) });
     reporter.start(Math.random() * reportsMs);
     reporting.push(reporter);
   });
@@ -258,8 +259,7 @@ port.on('message', async (m) => {
     while (Date.now() < end && clients.some((c) => c.cycle.inFlight() > 0)) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
     await finishReports();
-    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs
-      ? { ...reportTally, skipped: reporting.reduce((sum, r) => sum + r.skipped, 0), failedBy: { ...reportTally.failedBy } } : null });
+    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs ? tallyReports(reporting, reportTally) : null });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's
     port.postMessage({ type: 'cpu', usage: process.cpuUsage() });

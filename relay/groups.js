@@ -29,6 +29,8 @@ export class Group {
   /** @param {string} key @param {string} [hash] tokenHash() of the access token set by the first member */
   constructor(key, hash = '') {
     this.key = key;
+    /** The name its members' HELLOs gave (the key without its 'r:' or 'm:' key space). */
+    this.name = key.slice(key.indexOf(':') + 1);
     this.tokenHash = hash;
     /** @type {Map<number, Member>} */
     this.members = new Map();

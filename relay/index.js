@@ -46,6 +46,15 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
  *   signaling shares it; default: the relay's own
  * @property {RelayLogger} [logger] where the relay says why it closed a socket (one warn line per close)
  * @property {RelayObserver} [observer] hooks for the process's metrics (server/metrics.js)
+ * @property {ReportSink} [reports] where client reports sent as STATS go (the server's study);
+ *   without it STATS are discarded
+ */
+
+/**
+ * Takes a client report that came as STATS (docs/study.md) from a joined
+ * session: null when accepted, else why not (`<code>: <reason>`, sent back
+ * to the client in an ERROR).
+ * @typedef {{ take(report: unknown, from: { userAgent: string, group: string, clientId: number }): string | null }} ReportSink
  */
 
 /**
@@ -89,7 +98,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes' | 'logger' | 'observer'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes' | 'logger' | 'observer' | 'reports'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
  * @property {(o: Outbox) => void} scheduleFlush
  * @property {(o: Outbox) => void} markBlocked
@@ -143,7 +152,7 @@ export function createRelay(options = {}) {
   groups.cluster = cluster;
   cluster?.start();
   /** @type {import('./intake.js').IntakeDeps} */
-  const intake = { ctx, groups, udp: /** @type {UdpEndpoint} */ (/** @type {unknown} */ (null)) };
+  const intake = { ctx, groups, udp: /** @type {UdpEndpoint} */ (/** @type {unknown} */ (null)), reports: options.reports };
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
     onFrame: (s, data, isBinary) => onFrame(intake, s, data, isBinary, 'dc'),
     announce: (s) => groups.announce(s),
@@ -209,6 +218,7 @@ export function createRelay(options = {}) {
 function acceptSession(ws, req, { ctx, intake, detach, logger }) {
   const session = new Session(ws, ctx);
   session.urlGroup = groupOfRequestUrl(req.url);
+  session.userAgent = String(req.headers['user-agent'] ?? '').slice(0, 512);
   // Binary frames arrive as one Buffer: the server sets no binaryType.
   ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
   ws.on('close', () => detach(session));
@@ -227,7 +237,7 @@ function acceptSession(ws, req, { ctx, intake, detach, logger }) {
  * @returns {ResolvedRelayOptions}
  */
 export function relayOptions(options) {
-  const { server: _server, udp: _udp, broker: _broker, nodes: _nodes, logger: _logger, observer: _observer, ...rest } = options;
+  const { server: _server, udp: _udp, broker: _broker, nodes: _nodes, logger: _logger, observer: _observer, reports: _reports, ...rest } = options;
   return { ...RELAY_DEFAULTS, ...stripUndefined(rest) };
 }
 

@@ -4,7 +4,7 @@
 // session's WebSocket with the same code. Kept apart from createRelay so each
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
-import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
 import { frameCost } from './budget.js';
 import { onLink } from './link.js';
 
@@ -19,6 +19,7 @@ import { onLink } from './link.js';
  * @property {import('./index.js').RelayContext} ctx options, stats and closeSession
  * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget'>} groups
  * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
+ * @property {import('./index.js').ReportSink} [reports] where client reports sent as STATS go
  */
 
 /**
@@ -156,7 +157,7 @@ export function onMessage(deps, s, m, source) {
       deps.groups.ack(s, m);
       return null;
     case MsgType.STATS:
-      return null; // end-of-run counters: accepted, collected by the bench from the client itself
+      return onStats(deps, s, m);
     case MsgType.SIGNAL:
       if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
       return deps.udp.onSignal(s, m);
@@ -165,6 +166,27 @@ export function onMessage(deps, s, m, source) {
     default:
       return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
   }
+}
+
+/**
+ * STATS: a client report (a JSON object with `"v": 1`, docs/study.md) goes to
+ * the report sink; a refused one is answered with an ERROR (code
+ * REPORT_REFUSED) and the session stays open: a report is not worth the
+ * client's place in its group. Other STATS, and all of them without a sink,
+ * are discarded (docs/protocol.md §5.10).
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {import('../core/protocol.js').StatsMsg} m
+ * @returns {null}
+ */
+export function onStats(deps, s, m) {
+  const stats = /** @type {unknown} */ (m.stats);
+  if (!deps.reports || typeof stats !== 'object' || stats === null || /** @type {{ v?: unknown }} */ (stats).v !== 1) return null;
+  const refused = deps.reports.take(stats, { userAgent: s.userAgent, group: s.group?.name ?? '', clientId: s.id });
+  if (refused !== null) {
+    s.push(encode({ type: MsgType.ERROR, code: CloseCode.REPORT_REFUSED, reason: refused }).subarray(1));
+  }
+  return null;
 }
 
 /**

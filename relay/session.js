@@ -287,6 +287,8 @@ export class Session {
      * @type {string | null}
      */
     this.urlGroup = null;
+    /** @type {string} the upgrade request's User-Agent (first 512 characters): what a report's browser is read from */
+    this.userAgent = '';
     /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
     this.batched = false;
     this.membershipOnly = false;

@@ -5,11 +5,12 @@
  * records, and the other nodes of a cluster. A refused report costs its
  * sender one 4xx answer and nothing else; it is counted, never stored.
  *
- * Why HTTP and not the relay's STATS message: every transport has it (p2p
- * clients have no relay socket of their own once their links are up, and a
- * lab's Node client sends it with fetch); a page that goes away sends its
- * last report with navigator.sendBeacon, which only speaks HTTP; and the
- * User-Agent the study tables group by comes with the request.
+ * Two ways in, one check: a client with an open relay session (every
+ * transport has one: p2p's membership session too) sends its periodic
+ * reports as STATS on it (relay/intake.js hands them to takeStats), which
+ * costs the relay no HTTP request and answer per report; `POST /reports`
+ * takes the rest: a page that goes away (navigator.sendBeacon only speaks
+ * HTTP), a client between two relay sessions, a lab client without one.
  *
  * @module server/report-intake
  */
@@ -145,11 +146,61 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
   }
 
   /**
+   * Checks and takes one parsed report, wherever it came from: null when
+   * accepted, else the refusal (counted, never stored).
+   * @param {unknown} r
+   * @param {string} ua
+   * @param {{ group: string, clientId: number }} [own] it came on this relay session, which
+   *   proved its group and client id by joining: the report must be for them
+   * @returns {{ result: keyof typeof REFUSALS, error: string } | null}
+   */
+  function take(r, ua, own) {
+    const problem = reportProblem(r);
+    if (problem) return refused('bad_shape', problem);
+    const report = /** @type {import('../core/report.js').ClientReport} */ (r);
+    if (own && (report.group !== own.group || report.clientId !== own.clientId)) {
+      return refused('claimed', `a report on a relay session is for its own group and client id (${own.clientId})`);
+    }
+    const at = now();
+    const no = refusal(report, at);
+    if (no) return refused(no.result, no.error);
+    try {
+      accept(report, ua.slice(0, 512), at);
+    } catch (err) {
+      // reportProblem() bounds what could make this throw; should anything still, the sender hears of it
+      return refused('bad_shape', `the report cannot be taken: ${/** @type {Error} */ (err).message}`);
+    }
+    return null;
+  }
+
+  /**
+   * A refusal, counted (and logged at debug).
+   * @param {keyof typeof REFUSALS} result @param {string} error
+   */
+  function refused(result, error) {
+    count(result);
+    logger?.debug?.({ event: 'report-refused', result, error }, 'client report refused');
+    return { result, error };
+  }
+
+  /**
+   * A report that came as STATS on a relay session (relay/intake.js): the
+   * refusal as `<code>: <reason>`, or null when accepted.
+   * @param {unknown} r
+   * @param {{ userAgent: string, group: string, clientId: number }} from
+   * @returns {string | null}
+   */
+  function takeStats(r, from) {
+    const no = take(r, from.userAgent, from);
+    return no && `${no.result}: ${no.error}`;
+  }
+
+  /**
    * @param {Buffer} body @param {string} ua
    * @param {import('node:http').ServerResponse} res
    */
   function takeBody(body, ua, res) {
-    /** @type {any} */
+    /** @type {unknown} */
     let r;
     try {
       r = JSON.parse(body.toString('utf8'));
@@ -157,22 +208,9 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
       refuse(res, 'bad_json', 'the body is not JSON');
       return;
     }
-    const problem = reportProblem(r);
-    if (problem) {
-      refuse(res, 'bad_shape', problem);
-      return;
-    }
-    const at = now();
-    const no = refusal(r, at);
+    const no = take(r, ua);
     if (no) {
-      refuse(res, no.result, no.error);
-      return;
-    }
-    try {
-      accept(r, ua.slice(0, 512), at);
-    } catch (err) {
-      // reportProblem() bounds what could make this throw; should anything still, the sender hears of it
-      refuse(res, 'bad_shape', `the report cannot be taken: ${/** @type {Error} */ (err).message}`);
+      answerRefusal(res, no.result, no.error);
       return;
     }
     res.writeHead(204, { 'Cache-Control': 'no-store' });
@@ -185,8 +223,17 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
    * @param {boolean} [closeConnection] the body was not read: the connection cannot be reused
    */
   function refuse(res, result, error, closeConnection = false) {
-    count(result);
-    logger?.debug?.({ event: 'report-refused', result, error }, 'client report refused');
+    refused(result, error);
+    return answerRefusal(res, result, error, closeConnection);
+  }
+
+  /**
+   * Answers a refusal already counted.
+   * @param {import('node:http').ServerResponse} res
+   * @param {keyof typeof REFUSALS} result @param {string} error
+   * @param {boolean} [closeConnection]
+   */
+  function answerRefusal(res, result, error, closeConnection = false) {
     const headers = /** @type {Record<string, string>} */ ({});
     if (result === 'too_frequent') headers['Retry-After'] = String(Math.ceil(limits.minIntervalMs / 1000));
     if (closeConnection) headers.Connection = 'close';
@@ -197,6 +244,8 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
   return {
     path: REPORTS_PATH,
     handleRequest,
+    /** The relay's report sink: reports that came as STATS on a relay session. */
+    takeStats,
     /** Outcomes so far: accepted and every refusal by reason. */
     counts: () => ({ ...counts }),
     close() {

@@ -140,8 +140,10 @@ export async function createCarlabServer(options = {}) {
   const turn = options.turn
     ? await startTurnServer({ host: isWildcardHost(host) ? '0.0.0.0' : host, publicHost: isWildcardHost(host) ? listLanAddresses()[0] ?? '127.0.0.1' : undefined, ...turnOptions })
     : null;
-  const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer });
   const study = createStudyServices(options, { broker: options.broker, logger, version: VERSION, onReport: metrics.countReport });
+  // The study first: the relay hands it the reports that come as STATS.
+  const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer, reports: { take: study.intake.takeStats } })
+    .catch((err) => { study.close(); throw err; });
   metrics.attach({ relay, signaling });
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
   let draining = false;
@@ -270,10 +272,11 @@ export function trackSockets(server) {
  *
  * @param {http.Server | https.Server} server
  * @param {CarlabServerOptions} options
- * @param {{ logger: import('./log.js').Logger, observer: import('../relay/index.js').RelayObserver }} hooks
+ * @param {{ logger: import('./log.js').Logger, observer: import('../relay/index.js').RelayObserver,
+ *   reports?: import('../relay/index.js').ReportSink }} hooks
  * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
  */
-async function createServices(server, options, { logger, observer }) {
+async function createServices(server, options, { logger, observer, reports }) {
   // One node directory per process: the relay and signaling share its heartbeats.
   const nodes = options.broker ? new NodeDirectory(options.broker) : undefined;
   const relay = await createRelay(withoutUndefined({
@@ -292,6 +295,7 @@ async function createServices(server, options, { logger, observer }) {
     closeTimeoutMs: options.closeTimeoutMs === undefined ? undefined : Math.max(0, options.closeTimeoutMs - 500),
     logger,
     observer,
+    reports,
   }));
   const signaling = await createSignaling(withoutUndefined({
     server,

@@ -30,7 +30,7 @@ import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { scriptedPose } from '../../../core/path.js';
 import { summarize } from '../../../core/metrics.js';
-import { Reporter } from '../../../core/report.js';
+import { Reporter, overSession, tallyReports } from '../../../core/report.js';
 import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
@@ -103,8 +103,8 @@ const reportsMs = Number.isFinite(settings.reportsS) && settings.reportsS > 0 ? 
 /** Keepalive bodies in flight are capped per page (64 KiB in the Fetch spec); above this, periodic reports go as plain fetches. */
 const KEEPALIVE_BUDGET_BYTES = 48 * 1024;
 let keepaliveBytes = 0;
-/** What this page's reports did (lab/sim.js ReportTally): sent, not accepted (or not queued, for a beacon) and why, skipped. */
-const reportTally = { sent: 0, failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
+/** This page's HTTP reports not accepted (or not queued, for a beacon) and why; the rest of the tally is the reporters' (tallyReports). */
+const reportTally = { failed: 0, failedBy: /** @type {Record<string, number>} */ ({}) };
 /** @type {Reporter[]} every peer's reporter (core/report.js skips a report the server would refuse) */
 const reporting = [];
 
@@ -123,7 +123,6 @@ function postReport(report) {
   const body = JSON.stringify(report);
   const keepalive = keepaliveBytes + body.length <= KEEPALIVE_BUDGET_BYTES;
   if (keepalive) keepaliveBytes += body.length;
-  reportTally.sent++;
   return fetch('/reports', { method: 'POST', headers: { 'content-type': 'application/json' }, body, keepalive })
     .then(async (res) => {
       await res.arrayBuffer().catch(() => {});
@@ -137,7 +136,6 @@ function postReport(report) {
  * @param {import('../../../core/report.js').ClientReport} report
  */
 function beaconReport(report) {
-  reportTally.sent++;
   if (!navigator.sendBeacon('/reports', new Blob([JSON.stringify(report)], { type: 'application/json' }))) reportFailed('beacon');
 }
 
@@ -145,7 +143,8 @@ function beaconReport(report) {
 function startReports() {
   if (!reportsMs || reporting.length) return;
   for (const client of clients) {
-    const reporter = new Reporter({ client, kind: 'bench', intervalMs: reportsMs, send: postReport, sendFinal: beaconReport });
+    // STATS on the peer's relay session, HTTP when none is open; the last one by beacon, as a phone's
+    const reporter = new Reporter({ client, kind: 'bench', intervalMs: reportsMs, send: overSession(client, postReport), sendFinal: beaconReport });
     reporter.start(Math.random() * reportsMs);
     reporting.push(reporter);
   }
@@ -206,7 +205,7 @@ window.carlab = {
   },
   /** What this page's reports did so far, or null without reports. */
   reportCounts() {
-    return reportsMs ? { ...reportTally, skipped: reporting.reduce((sum, r) => sum + r.skipped, 0), failedBy: { ...reportTally.failedBy } } : null;
+    return reportsMs ? tallyReports(reporting, reportTally) : null;
   },
   /** Every hosted peer sees its whole working group (channels open, for p2p). */
   meshed() {

@@ -50,6 +50,7 @@ export function membershipHandlers(mesh, h, hooks) {
     onAckedAll: () => {},
     onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name),
     onMemberLeft: (id) => mesh.memberGone(id),
+    onServerError: (m) => h.onServerError?.(m),
     onClose: (code, reason) => {
       mesh.leaveAll();
       const fatal = hooks.fatal();

@@ -153,6 +153,8 @@ export function createP2PTransport(options) {
     sendAck(sender, seq, acker) {
       sendAck(mesh.links.get(sender) ?? null, sender, seq, acker, counters, relayPath);
     },
+    // reports (docs/study.md) go on the membership session, the client's own relay session
+    sendStats: (stats) => membership.sendStats?.(stats) ?? false,
     linkPaths: () => mesh.linkPaths(),
     // `links`: per neighbour, how its updates travel now (direct, turn, relay, connecting).
     channelInfo: () => ({ ...summarizeChannels(mesh.openChannels(), mode), links: mesh.linkPaths() }),

@@ -28,13 +28,14 @@ export class RelayOutbox {
   /**
    * Sends `msg`, now or at the end of the turn; dropped while no socket is open.
    * @param {OutgoingMessage} msg
+   * @returns {boolean} whether a socket was open to take it
    */
   send(msg) {
     const ws = this.socket();
-    if (!ws || ws.readyState !== 1) return;
+    if (!ws || ws.readyState !== 1) return false;
     if (!this.batched) {
       ws.send(encode(msg));
-      return;
+      return true;
     }
     this.queued.push(msg);
     if (!this.flushQueued) {
@@ -42,6 +43,7 @@ export class RelayOutbox {
       // Everything this turn produces (e.g. ACKs for a whole BATCH) goes in one frame.
       queueMicrotask(() => this.flush());
     }
+    return true;
   }
 
   /** Sends what is queued in one frame (dropped if the socket is no longer open). */

@@ -108,6 +108,7 @@ export function dispatchRelayMessage(m, arrival, sinks) {
     case MsgType.MEMBER_JOINED: h.onMemberJoined(m); break;
     case MsgType.MEMBER_LEFT: h.onMemberLeft(m.id); break;
     case MsgType.SIGNAL: sinks.onSignal?.(m); break;
-    default: break; // ERROR and others: informational
+    case MsgType.ERROR: h.onServerError?.(m); break; // informational: the session stays open
+    default: break;
   }
 }

@@ -94,7 +94,7 @@ export function createRelayUdpTransport(options) {
     connect: (join, h) => session.connect(join, h),
     sendUpdate(update) { session.sendData(update); },
     sendAck(sender, seq, acker) { session.sendData({ type: MsgType.ACK, sender, seq, acker }); },
-    sendStats(stats) { session.membership.sendStats?.(stats); },
+    sendStats(stats) { return session.membership.sendStats?.(stats) ?? false; },
     channelInfo: () => session.channelInfo(),
     setupInfo: () => session.setupInfo(),
     close() { session.close(); },

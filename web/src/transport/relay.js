@@ -67,9 +67,9 @@ export function createRelayTransport(options) {
     sendUpdate(update) { outbox.send(update); },
     sendAck(sender, seq, acker) { outbox.send({ type: MsgType.ACK, sender, seq, acker }); },
     sendStats(stats) {
-      // The client core's end-of-run stats name the member they belong to.
-      const id = /** @type {{ id?: number }} */ (stats).id ?? 0;
-      outbox.send({ type: MsgType.STATS, clientId: id, stats });
+      // A report names its member as clientId, the client core's end-of-run stats as id.
+      const named = /** @type {{ clientId?: number, id?: number }} */ (stats);
+      return outbox.send({ type: MsgType.STATS, clientId: named.clientId ?? named.id ?? 0, stats });
     },
     sendSignal(m) { outbox.send(m); },
     channelInfo: () => ({ kind: 'websocket', ordered: true, maxRetransmits: null, maxPacketLifeTime: null, protocol: '' }),

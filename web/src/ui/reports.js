@@ -1,10 +1,10 @@
 // The phone's study reports (docs/study.md): the client core's Reporter
-// (core/report.js) with the browser's ways to deliver them: fetch with
-// keepalive every few seconds, sendBeacon when the page goes away (the one
-// request a browser still sends while it unloads), and the one-line notice
-// that the server records.
+// (core/report.js) with the browser's ways to deliver them: every few seconds
+// on the page's relay session (STATS), or a keepalive fetch while it has none
+// open; sendBeacon when the page goes away (the one request a browser still
+// sends while it unloads); and the one-line notice that the server records.
 
-import { Reporter } from '../../../core/report.js';
+import { Reporter, overSession } from '../../../core/report.js';
 
 /** What the pages say when the server records (landing page and AR view). */
 export const RECORDING_NOTICE = 'This server records measurements for a study; no camera images.';
@@ -79,7 +79,8 @@ export function startReports(client, { baseUrl, config = {}, kind = 'app', track
     client,
     kind,
     intervalMs: config.intervalMs,
-    send: (report) => postReport(url, report),
+    // STATS on the page's relay session while it is open, a keepalive fetch otherwise
+    send: overSession(client, (report) => postReport(url, report)),
     sendFinal: (report) => beaconReport(url, report),
     extras: () => ({ tracking: tracking(), effectiveType: effectiveType() }),
   });
