@@ -392,7 +392,6 @@ export class Reporter {
     try {
       const sent = /** @type {unknown} */ (deliver(report));
       if (sent instanceof Promise) this.track(sent);
-      else this.answeredAt = this.now(); // handed to an open socket: as good as answered
     } catch {
       this.failures++;
     }
