@@ -26,6 +26,8 @@ import { startServerChild } from './sim.js';
  * @property {number} [silentFraction] joins that are silent members: they never ACK and leave
  *   after 0.1..2.5 s, so the stable members wait on them until they leave or time out (default 0.25)
  * @property {number} [seed] default 1
+ * @property {number} [steps] churn exactly this many joins and leaves instead of for durationS: with
+ *   a seed, the same joins and leaves on a busy machine as on an idle one (the tests)
  */
 
 /** @param {number} ms */
@@ -94,11 +96,14 @@ async function connectStable(client, groupCount, stablePerGroup) {
 /**
  * The churn: joins and leaves, clean (close) or abrupt (the socket just
  * dies), one every [minMs, maxMs] until durationS passed.
- * @param {Required<Pick<ChurnOptions, 'durationS' | 'groups' | 'cycleMs' | 'everyMs' | 'maxChurners' | 'silentFraction'>>} o
+ * @param {Required<Pick<ChurnOptions, 'durationS' | 'groups' | 'cycleMs' | 'everyMs' | 'maxChurners' | 'silentFraction'>> & { steps: number | null }} o
  * @param {{ server: import('./sim.js').ServerChild, url: string, rng: import('./fuzz-cases.js').Rng,
  *   client: (g: number, name: string, cycle?: number) => CarClient }} run
  */
 async function churn(o, { server, url, rng, client }) {
+  // by count (o.steps) or by time: only the count makes the same churn on a slow machine
+  let step = 0;
+  const more = () => (o.steps ? step++ < o.steps : performance.now() < end);
   const [minMs, maxMs] = o.everyMs;
   /** @type {CarClient[]} */
   const churners = [];
@@ -111,13 +116,15 @@ async function churn(o, { server, url, rng, client }) {
     silent.add(ws);
     ws.on('error', () => {});
     ws.on('open', () => ws.send(encode({ type: MsgType.HELLO, flags: g === 0 ? 0 : HelloFlag.BATCHED, clientId: 0, group: groupName(g), name: 'silent', token: '' })));
-    setTimeout(() => { silent.delete(ws); if (rng.chance(0.5)) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
+    // drawn now, not when the timer fires: the draws stay in the seed's order
+    const clean = rng.chance(0.5);
+    setTimeout(() => { silent.delete(ws); if (clean) ws.close(1000); else ws.terminate(); }, rng.int(100, 2500));
   };
   let n = 0;
   /** Most clients the relay held at once during the churn (sampled after every step). */
   let peakClients = 0;
   const end = performance.now() + o.durationS * 1000;
-  while (performance.now() < end) {
+  while (more()) {
     await sleep(rng.int(minMs, maxMs));
     peakClients = Math.max(peakClients, (await server.metrics()).relay.clients);
     const join = churners.length === 0 || (churners.length < o.maxChurners && rng.chance(0.55));
@@ -172,11 +179,14 @@ export async function runChurn(o = {}) {
     everyMs: o.everyMs ?? /** @type {[number, number]} */ ([100, 400]),
     maxChurners: o.maxChurners ?? 12,
     silentFraction: o.silentFraction ?? 0.25,
+    steps: o.steps ?? null,
   };
   const { durationS, cycleMs } = options;
   const stablePerGroup = o.stablePerGroup ?? 3;
   const ackTimeoutMs = o.ackTimeoutMs ?? 2000;
   const rng = makeRng(o.seed ?? 1);
+  // the poses draw from their own stream: the churn's joins and leaves follow from the seed alone
+  const poseRng = makeRng((o.seed ?? 1) + 0x9e3779b9);
   const server = await startServerChild({}, { execArgv: ['--expose-gc'] });
   const url = `${server.url.replace(/^http/, 'ws').replace(/\/$/, '')}/relay`;
   /** @param {number} g @param {string} name @param {number} [cycle] */
@@ -184,7 +194,7 @@ export async function runChurn(o = {}) {
     // one group in relay-faithful, the others in relay: both ACK schemes churn
     transport: createRelayTransport({ url, batched: g !== 0, WebSocket }),
     group: groupName(g), name, cycleMs: cycle, ackTimeoutMs,
-    pose: () => [rng.next(), 0, 0, 0, 0, 0, 1],
+    pose: () => [poseRng.next(), 0, 0, 0, 0, 0, 1],
   });
   try {
     await warmUp(client, options.groups);

@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { runChurn } from './churn.js';
 
 test('churn: no stable member stalls, nothing leaks', { timeout: 90_000 }, async () => {
-  const r = await runChurn({ durationS: 8, groups: 3, stablePerGroup: 3, cycleMs: 100, ackTimeoutMs: 2000, seed: 8 });
+  // 32 steps of 100..400 ms (~8 s): by count, so the seed alone decides the churn (a busy
+  // machine once made too few steps in 8 s: "enough churn" failed by chance)
+  const r = await runChurn({ durationS: 8, steps: 32, groups: 3, stablePerGroup: 3, cycleMs: 100, ackTimeoutMs: 2000, seed: 8 });
   console.log(`churn: ${JSON.stringify({ counts: r.counts, maxGapMs: Math.round(r.maxGapMs), stable: r.stable, relay: r.relay.after,
     heapKiB: { baseline: Math.round(r.heapUsedBytes.baseline / 1024), after: Math.round(r.heapUsedBytes.after / 1024) } })}`);
   assert.ok(r.counts.joins >= 10 && r.counts.silentJoins >= 2 && r.counts.cleanLeaves + r.counts.abruptLeaves >= 6, `enough churn: ${JSON.stringify(r.counts)}`);

@@ -280,8 +280,16 @@ function forgetOne(sessions, at, limits) {
   return true;
 }
 
+/** A body over the limit is still read (and dropped) this far before the 413: see readBody. */
+const DRAIN_BYTES = 1 << 20;
+const DRAIN_MS = 2000;
+
 /**
- * Reads a body up to `max` bytes; null when it is longer.
+ * Reads a body up to `max` bytes; null when it is longer. A longer body is
+ * read on to its end (dropped as it comes, up to DRAIN_BYTES or DRAIN_MS)
+ * before the caller answers 413 and closes: closing while the client still
+ * sends makes the kernel reset the connection, and the client would lose the
+ * 413 (a fuzz case caught it under load).
  * @param {import('node:http').IncomingMessage} req @param {number} max
  * @returns {Promise<Buffer | null>}
  */
@@ -290,18 +298,23 @@ function readBody(req, max) {
     /** @type {Buffer[]} */
     const chunks = [];
     let size = 0;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let drainTimer;
+    const tooLarge = () => { clearTimeout(drainTimer); resolve(null); };
     req.on('data', (chunk) => {
       size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        resolve(null);
+      if (size <= max) {
+        chunks.push(chunk);
         return;
       }
-      chunks.push(chunk);
+      if (drainTimer === undefined) {
+        chunks.length = 0; // over the limit: nothing more is kept
+        drainTimer = setTimeout(tooLarge, DRAIN_MS);
+      }
+      if (size > max + DRAIN_BYTES) tooLarge();
     });
-    req.on('end', () => { if (size <= max) resolve(Buffer.concat(chunks)); });
-    req.on('error', reject);
+    req.on('end', () => { if (size <= max) resolve(Buffer.concat(chunks)); else tooLarge(); });
+    req.on('error', (err) => { clearTimeout(drainTimer); reject(err); });
   });
 }
 

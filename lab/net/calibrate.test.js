@@ -14,12 +14,14 @@ test('probes are bounded and keep under half the link rate', () => {
 });
 
 test('loss is flagged past 20 % off its target unless the sample cannot tell', () => {
+  // at 5000 datagrams and 2 % the bound is 5.2 standard errors, 1.02 points
   assert.equal(lossFlagged(2, 2.3, 5000), false);
-  assert.equal(lossFlagged(2, 3, 5000), true);
-  // 1.49 % of 5000 at a 2 % target is 2.6 standard deviations: chance, not a wrong link
-  assert.equal(lossFlagged(2, 1.49, 5000), false);
-  assert.equal(lossFlagged(2, 1.3, 5000), true);
-  assert.equal(lossFlagged(2, 1, 5000), true);
+  assert.equal(lossFlagged(2, 2.9, 5000), false, '4.5 standard errors: chance, not a wrong link');
+  assert.equal(lossFlagged(2, 3.1, 5000), true);
+  assert.equal(lossFlagged(2, 1.1, 5000), false);
+  assert.equal(lossFlagged(2, 0.9, 5000), true);
+  assert.equal(lossFlagged(2, 4, 5000), true, 'a doubled loss');
+  assert.equal(lossFlagged(2, 0, 5000), true, 'no netem at all');
   assert.equal(lossFlagged(1, 1.3, 300), false); // 300 datagrams cannot tell 1 % from 1.3 %
   assert.equal(lossFlagged(0, 0, 5000), false);
   assert.equal(lossFlagged(0, 1, 5000), true);
