@@ -35,48 +35,66 @@ async function point(profileName, { clients, group, browsers }) {
   }));
 }
 
-test('Firefox in namespaces @firefox: TURN (relay pair), the relay fallback, and one member without UDP', async ({ browserName }) => {
+/**
+ * Skips unless this is the firefox project on a machine with namespaces and coturn.
+ * @param {string} browserName
+ */
+function needsNamespaces(browserName) {
   test.skip(browserName !== 'firefox', 'the Firefox run of the namespace tests (e2e/turn.spec.js is the Chromium one)');
   const forbidden = namespacesForbidden();
   test.skip(forbidden !== null, forbidden ?? '');
   test.skip(turnserverMissing() !== null, turnserverMissing() ?? '');
-  test.setTimeout(300_000);
-  await ensureLabPages({ log: () => {} });
+  test.setTimeout(120_000);
+}
 
-  // UDP between the clients dropped, coturn beside the server: the link goes through TURN.
-  const turn = await point('p2p-blocked', { clients: 2, group: 2, browsers: ['firefox'] });
-  expect(turn.error).toBeUndefined();
-  expect(turn.connected).toBe(2);
-  expect(Object.keys(turn.browserVersions)).toEqual(['firefox']);
-  const types = Object.keys(turn.setupMs.candidateTypes);
-  expect(types.length).toBeGreaterThan(0);
-  // Firefox may learn the other side's allocation as prflx: the path detection reads the TURN server's IP then.
-  expect(turn.setupMs.paths.turn.links, JSON.stringify(turn.setupMs.candidateTypes)).toBe(1);
-  expect(turn.setupMs.paths.relay.links).toBe(0);
-  expect(turn.rt.n).toBeGreaterThan(0);
+// Three points, each in namespaces of its own (named by process and a counter), so they run
+// side by side: one after another they were the longest browser test (1.6 min).
+test.describe('Firefox in namespaces @firefox', () => {
+  test.describe.configure({ mode: 'parallel' });
+  test.beforeAll(async () => { await ensureLabPages({ log: () => {} }); });
 
-  // All UDP dropped, no TURN: the link falls back to the relay and updates keep flowing.
-  const fallback = await point('no-udp', { clients: 2, group: 2, browsers: ['firefox'] });
-  expect(fallback.error).toBeUndefined();
-  expect(fallback.connected).toBe(2);
-  expect(fallback.setupMs.paths.relay.links).toBe(1);
-  expect(fallback.setupMs.paths.direct.links + fallback.setupMs.paths.turn.links).toBe(0);
-  expect(fallback.rt.n).toBeGreaterThan(0);
-  expect(fallback.updates.ackTimeouts).toBe(0); // one link, on the relay: reliable
-  expect(fallback.lossPct).toBeLessThan(2);
-  expect(fallback.freshness.freezeMs.max).toBeLessThan(FALLBACK_AFTER_MS + DEFAULT_CYCLE_MS);
+  test('TURN (relay pair) where UDP between the clients is dropped @firefox', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    // UDP between the clients dropped, coturn beside the server: the link goes through TURN.
+    const turn = await point('p2p-blocked', { clients: 2, group: 2, browsers: ['firefox'] });
+    expect(turn.error).toBeUndefined();
+    expect(turn.connected).toBe(2);
+    expect(Object.keys(turn.browserVersions)).toEqual(['firefox']);
+    const types = Object.keys(turn.setupMs.candidateTypes);
+    expect(types.length).toBeGreaterThan(0);
+    // Firefox may learn the other side's allocation as prflx: the path detection reads the TURN server's IP then.
+    expect(turn.setupMs.paths.turn.links, JSON.stringify(turn.setupMs.candidateTypes)).toBe(1);
+    expect(turn.setupMs.paths.relay.links).toBe(0);
+    expect(turn.rt.n).toBeGreaterThan(0);
+  });
 
-  // One member without UDP (Firefox, in the first namespace); a Chromium and a Firefox member
-  // stay direct between themselves and reach it through the relay.
-  const one = await point('one-no-udp', { clients: 3, group: 3, browsers: ['firefox', 'chromium'] });
-  expect(one.error).toBeUndefined();
-  expect(one.connected).toBe(3);
-  expect(Object.keys(one.browserVersions).sort()).toEqual(['chromium', 'firefox']);
-  const paths = one.setupMs.paths;
-  expect({ direct: paths.direct.links, turn: paths.turn.links, relay: paths.relay.links }).toEqual({ direct: 1, turn: 0, relay: 2 });
-  expect(one.rt.n).toBeGreaterThan(0);
-  expect(one.updates.ackTimeouts).toBeLessThanOrEqual(0.02 * one.updates.sent); // the direct link is unreliable
-  expect(one.lossPct).toBeLessThan(2);
-  expect(one.freshness.streams).toBe(6);
-  expect(one.freshness.freezeMs.max).toBeLessThan(FALLBACK_AFTER_MS + DEFAULT_CYCLE_MS);
+  test('the relay fallback where all UDP is dropped and there is no TURN @firefox', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    const fallback = await point('no-udp', { clients: 2, group: 2, browsers: ['firefox'] });
+    expect(fallback.error).toBeUndefined();
+    expect(fallback.connected).toBe(2);
+    expect(fallback.setupMs.paths.relay.links).toBe(1);
+    expect(fallback.setupMs.paths.direct.links + fallback.setupMs.paths.turn.links).toBe(0);
+    expect(fallback.rt.n).toBeGreaterThan(0);
+    expect(fallback.updates.ackTimeouts).toBe(0); // one link, on the relay: reliable
+    expect(fallback.lossPct).toBeLessThan(2);
+    expect(fallback.freshness.freezeMs.max).toBeLessThan(FALLBACK_AFTER_MS + DEFAULT_CYCLE_MS);
+  });
+
+  test('one member without UDP beside a Chromium and a Firefox member that stay direct @firefox', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    // One member without UDP (Firefox, in the first namespace); a Chromium and a Firefox member
+    // stay direct between themselves and reach it through the relay.
+    const one = await point('one-no-udp', { clients: 3, group: 3, browsers: ['firefox', 'chromium'] });
+    expect(one.error).toBeUndefined();
+    expect(one.connected).toBe(3);
+    expect(Object.keys(one.browserVersions).sort()).toEqual(['chromium', 'firefox']);
+    const paths = one.setupMs.paths;
+    expect({ direct: paths.direct.links, turn: paths.turn.links, relay: paths.relay.links }).toEqual({ direct: 1, turn: 0, relay: 2 });
+    expect(one.rt.n).toBeGreaterThan(0);
+    expect(one.updates.ackTimeouts).toBeLessThanOrEqual(0.02 * one.updates.sent); // the direct link is unreliable
+    expect(one.lossPct).toBeLessThan(2);
+    expect(one.freshness.streams).toBe(6);
+    expect(one.freshness.freezeMs.max).toBeLessThan(FALLBACK_AFTER_MS + DEFAULT_CYCLE_MS);
+  });
 });

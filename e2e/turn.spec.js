@@ -21,24 +21,43 @@ const sink = () => {
   return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
 };
 
-test('bench --net p2p-blocked,no-udp: links through coturn (relay candidate pairs), then on the relay fallback', async ({ browserName }) => {
-  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
-  const forbidden = namespacesForbidden();
-  test.skip(forbidden !== null, forbidden ?? '');
-  test.skip(turnserverMissing() !== null, turnserverMissing() ?? '');
-  test.setTimeout(240_000);
+/**
+ * `carlab bench --net PROFILE` with 4 Chromium p2p peers in groups of 2; its one run, schema-checked.
+ * @param {string} profile
+ */
+async function benchNet(profile) {
   const out = await mkdtemp(path.join(tmpdir(), 'carlab-turn-'));
   try {
     const stdout = sink();
     const stderr = sink();
-    const code = await run(['--net', 'p2p-blocked,no-udp', '--transport', 'p2p', '--clients', '4', '--group', '2', '--duration', '6',
+    const code = await run(['--net', profile, '--transport', 'p2p', '--clients', '4', '--group', '2', '--duration', '6',
       '--warmup', '1', '--peers-per-page', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
     expect(code, stderr.text()).toBe(0);
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
     expect(resultsSchemaProblems(results)).toEqual([]);
-    const byProfile = Object.fromEntries(results.runs.map((/** @type {any} */ r) => [r.net.profile, r]));
+    expect(results.runs.map((/** @type {any} */ r) => r.net.profile)).toEqual([profile]);
+    return results.runs[0];
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+}
 
-    const turn = byProfile['p2p-blocked'];
+/** Skips unless this is the chromium project on a machine with namespaces and coturn. @param {string} browserName */
+function needsNamespaces(browserName) {
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
+  const forbidden = namespacesForbidden();
+  test.skip(forbidden !== null, forbidden ?? '');
+  test.skip(turnserverMissing() !== null, turnserverMissing() ?? '');
+  test.setTimeout(120_000);
+}
+
+// Two benches, each in namespaces of its own, side by side (one after another: 48..56 s).
+test.describe('bench --net: TURN and the relay fallback', () => {
+  test.describe.configure({ mode: 'parallel' });
+
+  test('p2p-blocked: links through coturn (relay candidate pairs)', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    const turn = await benchNet('p2p-blocked');
     expect(turn.error).toBeUndefined();
     expect(turn.connected).toBe(4);
     // Every link's selected pair has a TURN allocation on at least one side.
@@ -48,8 +67,11 @@ test('bench --net p2p-blocked,no-udp: links through coturn (relay candidate pair
     expect(turn.setupMs.paths.turn.links).toBe(2);
     expect(turn.setupMs.paths.relay.links).toBe(0);
     expect(turn.rt.n).toBeGreaterThan(0);
+  });
 
-    const fallback = byProfile['no-udp'];
+  test('no-udp: every link on the relay fallback, updates keep flowing', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    const fallback = await benchNet('no-udp');
     expect(fallback.error).toBeUndefined();
     expect(fallback.connected).toBe(4);
     expect(fallback.setupMs.paths.relay.links).toBe(2);
@@ -58,7 +80,5 @@ test('bench --net p2p-blocked,no-udp: links through coturn (relay candidate pair
     expect(fallback.lossPct).toBeLessThan(2);
     // Measured after the warm-up: the links are on the relay by then, and nothing freezes.
     expect(fallback.freshness.freezeMs.max).toBeLessThan(FALLBACK_AFTER_MS);
-  } finally {
-    await rm(out, { recursive: true, force: true });
-  }
+  });
 });

@@ -53,7 +53,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * The intake's limits the lanes aim at (REPORT_LIMITS unless a test says
  * otherwise).
- * @typedef {Pick<typeof REPORT_LIMITS, 'maxBytes' | 'maxStreams' | 'maxBuckets' | 'maxText' | 'minIntervalMs'>} ReportLaneLimits
+ * @typedef {Pick<typeof REPORT_LIMITS, 'maxBytes' | 'maxStreams' | 'maxBuckets' | 'maxText' | 'minIntervalMs' | 'minIntervalSlackMs'>} ReportLaneLimits
  */
 
 // ------------------------------------------------------------------ the plan
@@ -940,7 +940,8 @@ export async function runReportFlood(p) {
     const last = loop[loop.length - 1];
     /** @type {ReportFloodFacts} */
     const facts = {
-      minIntervalMs: limits.minIntervalMs,
+      // what the server holds a session to: the minimum less the slack it grants for jitter
+      minIntervalMs: limits.minIntervalMs - limits.minIntervalSlackMs,
       durationMs: last ? Math.round(last.doneAt - start) : 0,
       posts: loop.length,
       byStatus: countBy(loop.map((x) => String(x.status ?? x.outcome))),

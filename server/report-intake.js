@@ -93,7 +93,7 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
       return { result: 'claimed', error: `client id ${r.clientId} of this group belongs to another session` };
     }
     const exempt = r.final && !known?.final;
-    if (known && !exempt && at - known.lastAt < limits.minIntervalMs) {
+    if (known && !exempt && at - known.lastAt < limits.minIntervalMs - limits.minIntervalSlackMs) {
       return { result: 'too_frequent', error: `at most one report per ${limits.minIntervalMs} ms` };
     }
     if (!known && sessions.size >= limits.maxSessions && !forgetOne(sessions, at, limits)) {
