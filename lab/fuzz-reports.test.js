@@ -202,25 +202,25 @@ test('judgeReportGarbage: exactly the status due, 413 closes, the reason matches
 
 /** @returns {import('./fuzz-reports.js').ReportFloodFacts} */
 const healthyFlood = () => ({
-  minIntervalMs: 1000, durationMs: 2010, posts: 900, byStatus: { 204: 3, 429: 897 },
-  accepted: [{ sentAt: 0, doneAt: 2 }, { sentAt: 1001, doneAt: 1003 }, { sentAt: 2004, doneAt: 2006 }],
+  minIntervalMs: 1000, burst: 2, durationMs: 2010, posts: 900, byStatus: { 204: 4, 429: 896 },
+  accepted: [{ sentAt: 0, doneAt: 2 }, { sentAt: 3, doneAt: 5 }, { sentAt: 1001, doneAt: 1003 }, { sentAt: 2004, doneAt: 2006 }],
   wrongRefusals: [], wrongRefusalCount: 0, final: { status: 204, code: 'accepted' }, secondFinal: { status: 429, code: 'too_frequent', retryAfter: '1' },
   good: goodReporters(),
 });
 
-test('judgeReportFlood: at most one a second and not none, the rest 429 with Retry-After, the final once', () => {
+test('judgeReportFlood: a burst of two, then at most one a second and not none, the rest 429 with Retry-After, the final once', () => {
   assert.deepEqual(judgeReportFlood(healthyFlood()), []);
   const f = healthyFlood();
-  f.accepted = [{ sentAt: 0, doneAt: 2 }, { sentAt: 300, doneAt: 302 }, { sentAt: 900, doneAt: 902 }, { sentAt: 1500, doneAt: 1502 }];
+  f.accepted = [{ sentAt: 0, doneAt: 2 }, { sentAt: 300, doneAt: 302 }, { sentAt: 900, doneAt: 902 }, { sentAt: 1500, doneAt: 1502 }, { sentAt: 1600, doneAt: 1602 }];
   f.wrongRefusals = ['seq 9: 409 stale'];
   f.wrongRefusalCount = 1;
   f.final = { status: 429, code: 'too_frequent' };
   f.secondFinal = { status: 204, code: 'accepted', retryAfter: null };
   assert.deepEqual(judgeReportFlood(f), [
-    'the flooding session had 4 reports accepted in 2010 ms: more than one per 1 s (at most 3)',
-    "two of the flooding session's reports were accepted at most 302 ms apart",
-    "two of the flooding session's reports were accepted at most 602 ms apart",
-    "two of the flooding session's reports were accepted at most 602 ms apart",
+    'the flooding session had 5 reports accepted in 2010 ms: more than one per 1 s after a burst of 2 (at most 4)',
+    "the flooding session's report 3 was accepted 902 ms after its first: before 1000 ms",
+    "the flooding session's report 4 was accepted 1502 ms after its first: before 2000 ms",
+    "the flooding session's report 5 was accepted 1602 ms after its first: before 3000 ms",
     "1 of the flood's refusals were not 429 too_frequent with Retry-After 1: seq 9: 409 stale",
     "the flooding session's final report got 429 too_frequent, not 204 (a final report is let in once)",
     'a second final report at once got 204 accepted, not 429 with Retry-After (the final one is let in once)',

@@ -46,6 +46,7 @@ export const REFUSALS = Object.freeze({
  * @property {number} clientId
  * @property {number} seq newest accepted
  * @property {number} lastAt server clock (ms) of the newest accepted report
+ * @property {number} tokens the rate limit's bucket right after that report (REPORT_LIMITS.burst at most)
  * @property {boolean} final its final report came
  */
 
@@ -79,6 +80,14 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
   const subscription = broker?.subscribe(REPORTS_SUBJECT, (data) => ingestRemote(study, node, data));
 
   /**
+   * The session's bucket at `at`: refilled by one per minIntervalMs since its last report.
+   * @param {SessionState} state @param {number} at
+   */
+  function tokensAt(state, at) {
+    return Math.min(limits.burst, state.tokens + (at - state.lastAt) / limits.minIntervalMs);
+  }
+
+  /**
    * Checks one parsed report against what this node knows; the refusal, or null to accept.
    * @param {import('../core/report.js').ClientReport} r
    * @param {number} at
@@ -93,7 +102,7 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
       return { result: 'claimed', error: `client id ${r.clientId} of this group belongs to another session` };
     }
     const exempt = r.final && !known?.final;
-    if (known && !exempt && at - known.lastAt < limits.minIntervalMs - limits.minIntervalSlackMs) {
+    if (known && !exempt && tokensAt(known, at) < 1) {
       return { result: 'too_frequent', error: `at most one report per ${limits.minIntervalMs} ms` };
     }
     if (!known && sessions.size >= limits.maxSessions && !forgetOne(sessions, at, limits)) {
@@ -113,8 +122,10 @@ export function createReportIntake({ study, node, recorder = null, broker, onRes
     // Serialised once, before anything changes, and only when someone needs the text
     // (the recording, the cluster): a third of a report's cost otherwise.
     const text = recorder || broker ? JSON.stringify(record) : '';
-    sessions.delete(r.session);
-    sessions.set(r.session, { group: r.group, clientId: r.clientId, seq: r.seq, lastAt: at, final: r.final });
+    const before = sessions.get(r.session);
+    const tokens = Math.max(0, (before ? tokensAt(before, at) : limits.burst) - 1);
+    sessions.delete(r.session); // re-inserted: the map stays oldest first
+    sessions.set(r.session, { group: r.group, clientId: r.clientId, seq: r.seq, lastAt: at, final: r.final, tokens });
     study.ingest(record);
     if (recorder) recorder.appendText(`{"t":"report",${text.slice(1)}`);
     if (broker) broker.publish(REPORTS_SUBJECT, Buffer.from(text));
