@@ -12,9 +12,8 @@
 import { test, expect } from '@playwright/test';
 import { benchLayout, runBenchPoint } from '../lab/bench.js';
 import { prepareNetwork, withNetwork } from '../lab/net/network.js';
-import { namespacesForbidden } from '../lab/net/system.js';
 import { ensureLabPages } from '../lab/pages/build.js';
-import { turnserverMissing } from '../server/turn.js';
+import { needsNamespacesAndTurn } from './namespaces.js';
 import { DEFAULT_CYCLE_MS } from '../core/defaults.js';
 import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
 
@@ -41,10 +40,7 @@ async function point(profileName, { clients, group, browsers }) {
  */
 function needsNamespaces(browserName) {
   test.skip(browserName !== 'firefox', 'the Firefox run of the namespace tests (e2e/turn.spec.js is the Chromium one)');
-  const forbidden = namespacesForbidden();
-  test.skip(forbidden !== null, forbidden ?? '');
-  test.skip(turnserverMissing() !== null, turnserverMissing() ?? '');
-  test.setTimeout(120_000);
+  needsNamespacesAndTurn();
 }
 
 // Three points, each in namespaces of its own (named by process and a counter), so they run

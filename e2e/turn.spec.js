@@ -11,8 +11,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../lab/commands/bench.js';
 import { resultsSchemaProblems } from '../lab/schema.js';
-import { namespacesForbidden } from '../lab/net/system.js';
-import { turnserverMissing } from '../server/turn.js';
+import { needsNamespacesAndTurn } from './namespaces.js';
 import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
 
 const sink = () => {
@@ -45,10 +44,7 @@ async function benchNet(profile) {
 /** Skips unless this is the chromium project on a machine with namespaces and coturn. @param {string} browserName */
 function needsNamespaces(browserName) {
   test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
-  const forbidden = namespacesForbidden();
-  test.skip(forbidden !== null, forbidden ?? '');
-  test.skip(turnserverMissing() !== null, turnserverMissing() ?? '');
-  test.setTimeout(120_000);
+  needsNamespacesAndTurn();
 }
 
 // Two benches, each in namespaces of its own, side by side (one after another: 48..56 s).
