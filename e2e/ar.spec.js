@@ -110,7 +110,8 @@ test.describe('errors a person can act on', () => {
   });
 });
 
-test.describe('tracking and sharing with a fake camera (Chromium)', () => {
+// @realtime: held to the app's real-time bounds, so they run in the stage with nothing beside them.
+test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@realtime' }, () => {
   // Timing on a shared two-core machine: one more try if a burst of load spoils a window.
   test.describe.configure({ retries: 1 });
   /** @type {ReturnType<typeof makeVideo>} */
@@ -304,7 +305,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
   });
 });
 
-test.describe('Firefox', () => {
+test.describe('Firefox', { tag: '@realtime' }, () => {
   /** @type {ReturnType<typeof makeVideo>} */
   let video;
   test.beforeAll(({ browserName }) => {

@@ -14,9 +14,11 @@ import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidde
 import { startServerChild } from './sim.js';
 
 const forbidden = namespacesForbidden();
+/** A network of our own (fleet-machines and haproxy have 10.203 and 10.202), since this process joins its bridge. */
+const NET = '10.204';
 /** The test process's own address on the run's bridge. */
-const ROOT_IP = '10.201.250.250';
-const ROOT_LINK = 'carlabroot0';
+const ROOT_IP = `${NET}.250.250`;
+const ROOT_LINK = `carlabcm${process.pid}`.slice(0, 15);
 
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];
@@ -40,7 +42,7 @@ const relays = [];
 before(async () => {
   if (forbidden) return;
   // Two "machines" (client namespaces of the lab's topology) and NATS in the hub (its server namespace).
-  topology = planTopology({ pid: process.pid, seq: 77, links: 2 });
+  topology = planTopology({ pid: process.pid, seq: 77, links: 2, net: NET });
   createTopology(topology);
   // The test process joins the bridge too, as the clients' network.
   const S = topology.serverNs;

@@ -26,7 +26,7 @@ import { startServerChild } from './sim.js';
 const CARLAB = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 const TOKEN = 'machines-test-token';
 const forbidden = namespacesForbidden();
-/** Addresses of our own (the other namespace tests use 10.201 and 10.202). */
+/** A network of our own (cluster-machines and haproxy have 10.204 and 10.202), since this process joins its bridge. */
 const NET = '10.203';
 const ROOT_IP = `${NET}.250.250`;
 const ROOT_LINK = `carlabfl${process.pid}`.slice(0, 15);
@@ -52,8 +52,7 @@ async function until(cond, timeoutMs, what) {
 before(async () => {
   if (forbidden) return;
   await ensureLabPages({ log: () => {} });
-  const planned = planTopology({ pid: process.pid, seq: 83, links: 2 });
-  topology = { ...planned, serverIp: `${NET}.0.1`, clientIps: [`${NET}.1.1`, `${NET}.1.2`] };
+  topology = planTopology({ pid: process.pid, seq: 83, links: 2, net: NET });
   createTopology(topology);
   const S = topology.serverNs;
   joinBridgeFromRoot(topology, { link: ROOT_LINK, peer: 'fl0', ip: ROOT_IP });

@@ -12,9 +12,9 @@
 //
 // Addresses: 10.202.0.0/16, not the lab's usual 10.201.0.0/16, because the
 // test puts an address of that network in its own (the host's) namespace, and
-// lab/cluster-machines.test.js, which node --test may run at the same time,
-// puts one of 10.201.0.0/16 there: two links claiming one network would
-// steal each other's packets.
+// the other tests that do so (cluster-machines 10.204, fleet-machines 10.203),
+// which run at the same time, take theirs: two links claiming one network
+// would steal each other's packets.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,7 +39,8 @@ const skipMachines = missing.length
   : namespacesForbidden();
 
 /** The test's own address on the machines' network, and its end of the link. */
-const ROOT_IP = '10.202.250.250';
+const NET = '10.202';
+const ROOT_IP = `${NET}.250.250`;
 const ROOT_LINK = `carlablb${process.pid}`.slice(0, 15);
 /** Each machine's carlab port. */
 const MACHINE_PORT = 8080;
@@ -71,8 +72,7 @@ before(async () => {
   if (skipMachines) return;
   // A machine is ready (and gets clients) only with a web build.
   if (await ensureWebBuild()) console.log('# built web/dist (a fresh clone has none)');
-  const planned = planTopology({ pid: process.pid, seq: 81, links: 2 });
-  topology = { ...planned, serverIp: '10.202.0.1', clientIps: ['10.202.1.1', '10.202.1.2'] };
+  topology = planTopology({ pid: process.pid, seq: 81, links: 2, net: NET });
   createTopology(topology);
   const S = topology.serverNs;
   joinBridgeFromRoot(topology, { link: ROOT_LINK, peer: 'lb0', ip: ROOT_IP });

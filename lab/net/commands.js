@@ -13,8 +13,10 @@
 
 /** Prefix of every namespace a run creates: carlab-<pid>-<seq>-<role>. */
 export const NS_PREFIX = 'carlab-';
+/** The lab's network (a /16): its first two octets. */
+export const LAB_NET = '10.201';
 /** The server namespace's address on the bridge. */
-export const SERVER_IP = '10.201.0.1';
+export const SERVER_IP = `${LAB_NET}.0.1`;
 
 /**
  * @typedef {object} Command
@@ -32,17 +34,20 @@ export const SERVER_IP = '10.201.0.1';
 
 /**
  * Names and addresses of a run's network.
- * @param {{ pid: number, seq: number, links: number }} o
+ * @param {{ pid: number, seq: number, links: number, net?: string }} o `net`: the /16's first two
+ *   octets (default LAB_NET); a test that puts this machine on the bridge takes a network of its
+ *   own, since two links in one namespace claiming one network steal each other's packets
  * @returns {Topology}
  */
-export function planTopology({ pid, seq, links }) {
+export function planTopology({ pid, seq, links, net = LAB_NET }) {
   if (!Number.isInteger(links) || links < 1 || links > 1000) throw new RangeError(`links: ${links} is not 1..1000`);
+  if (!/^10\.(?:25[0-5]|2[0-4]\d|1?\d?\d)$/.test(net)) throw new RangeError(`net: ${net} is not 10.<0..255>`);
   const base = `${NS_PREFIX}${pid}-${seq}`;
   return {
     serverNs: `${base}-s`,
     clientNs: Array.from({ length: links }, (_, i) => `${base}-c${i}`),
-    serverIp: SERVER_IP,
-    clientIps: Array.from({ length: links }, (_, i) => `10.201.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`),
+    serverIp: `${net}.0.1`,
+    clientIps: Array.from({ length: links }, (_, i) => `${net}.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`),
   };
 }
 

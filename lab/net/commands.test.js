@@ -13,6 +13,11 @@ test('a topology: unique names per process and sequence, one client namespace pe
   assert.equal(ownerPid('carlab-4242-3-s'), 4242);
   assert.equal(ownerPid('other-4242-3-s'), null);
   assert.throws(() => planTopology({ pid: 1, seq: 1, links: 0 }), RangeError);
+  const own = planTopology({ pid: 1, seq: 1, links: 2, net: '10.204' });
+  assert.equal(own.serverIp, '10.204.0.1');
+  assert.deepEqual(own.clientIps, ['10.204.1.1', '10.204.1.2']);
+  assert.throws(() => planTopology({ pid: 1, seq: 1, links: 1, net: '10.256' }), /net: 10.256/);
+  assert.throws(() => planTopology({ pid: 1, seq: 1, links: 1, net: '192.168' }), RangeError);
   const cmds = topologyCommands(t).map((c) => c.argv.join(' '));
   assert.ok(cmds.includes('ip -n carlab-4242-3-s link add br0 type bridge'));
   assert.ok(cmds.includes('ip -n carlab-4242-3-s link add c1 type veth peer name eth0 netns carlab-4242-3-c1'));

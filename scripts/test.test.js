@@ -1,0 +1,43 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+import config from '../e2e/playwright.config.js';
+import { REALTIME_PROJECTS, SHARED_PROJECTS, testPlan } from './test.js';
+import { QUIET_FILES, listTestFiles } from './test-unit.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+test('npm test: build and type check first, the real-time stages alone, the rest side by side; every unit file once', () => {
+  const files = listTestFiles();
+  const plan = testPlan({ files, concurrency: 3 });
+  assert.deepEqual(plan.map((stage) => stage.map((s) => s.name)), [['typecheck', 'build'], ['e2e real-time'], ['unit quiet'], ['unit', 'e2e']]);
+  const unitFiles = plan.flat().filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
+  assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
+  const quiet = /** @type {import('./test.js').Step} */ (plan[2][0]);
+  assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
+  assert.ok(quiet.argv.includes('--test-concurrency=1'), 'the quiet files one at a time');
+  const e2e = /** @type {import('./test.js').Step} */ (plan[3][1]);
+  assert.ok(e2e.argv.includes('--no-deps'), 'the shared stage does not rerun the real-time projects');
+  assert.equal(testPlan({ files: ['core/a.test.js'], concurrency: 2 }).length, 3, 'no quiet stage without quiet files');
+});
+
+test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {
+  const names = (config.projects ?? []).map((p) => p.name);
+  assert.deepEqual([...REALTIME_PROJECTS, ...SHARED_PROJECTS].sort(), [...names].sort());
+  for (const p of config.projects ?? []) {
+    const realtime = REALTIME_PROJECTS.includes(/** @type {string} */ (p.name));
+    if (p.name === 'webkit') continue; // WebKit's spec runs whole in the real-time stage
+    if (realtime) assert.ok(p.grep instanceof RegExp && p.grep.test('x @realtime @firefox'), `${p.name} takes @realtime tests`);
+    else assert.ok(p.grepInvert instanceof RegExp && p.grepInvert.test('x @realtime'), `${p.name} leaves @realtime tests out`);
+  }
+});
+
+test('scripts/test.js: --help prints the stages; an unknown argument is refused with the help', () => {
+  const help = execFileSync(process.execPath, ['scripts/test.js', '--help'], { cwd: ROOT, encoding: 'utf8' });
+  assert.match(help, /usage: npm test/);
+  assert.match(help, /CARLAB_TEST_CONCURRENCY/);
+  assert.throws(() => execFileSync(process.execPath, ['scripts/test.js', '--fast'], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' }),
+    (/** @type {any} */ err) => err.status === 2 && /unknown argument "--fast"/.test(err.stderr) && /usage: npm test/.test(err.stderr));
+});
