@@ -1,12 +1,16 @@
 #!/usr/bin/env node
-// `npm test`: the type check, the unit tests and the browser tests, in stages
-// that keep the machine quiet for the tests that hold timing to account and
-// busy otherwise. On 2 cores the unit files and the browser specs that are not
-// real-time mostly wait on sockets, child processes, ICE and timers (run one
-// after the other they left the machine 55 % idle), so they run side by side;
-// the real-time AR specs and the two unit files that measure RT or per-second
-// rates run with nothing beside them.
+// `npm test`: the type check, the unit tests and the browser tests, packed
+// onto the machine so that the tests that hold timing to account get the CPU
+// they need and the rest use what is left. Two lanes:
+//  - the front lane, at normal priority, one stage after another: the web build;
+//    the real-time browser tests; the unit files that measure timing beside the
+//    type check; the other browser tests;
+//  - the back lane, at the lowest priority (nice 19), from the end of the build:
+//    the other unit files, side by side. On Linux a nice-19 process gets about
+//    1.5 % of a core against a busy normal one, so it fills the front lane's idle
+//    time (the real-time stage leaves 40 % of 2 cores idle) without delaying it.
 import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -23,79 +27,109 @@ export const SHARED_PROJECTS = Object.freeze(['chromium', 'firefox']);
 
 /**
  * @typedef {object} Step
- * @property {string} name short, prefixes the step's output lines when it shares its stage
+ * @property {string} name prefixes the step's output lines (steps always share the machine)
  * @property {string[]} argv run with this Node (argv[0] is a script)
  */
 
 /**
- * The stages of `npm test`, in order; the steps of one stage run at once.
+ * @typedef {object} TestPlan
+ * @property {Step[]} setup run at once, before anything else
+ * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
+ * @property {Step[]} back after the setup, one after another at the lowest priority, beside the front
+ */
+
+/** The back lane's niceness: the lowest priority. */
+export const BACK_NICE = 19;
+
+/**
+ * The stages of `npm test`.
  * @param {{ files: string[], concurrency: number }} o
- * @returns {Step[][]}
+ * @returns {TestPlan}
  */
 export function testPlan({ files, concurrency }) {
   const [pool, quiet] = testRuns(files, concurrency);
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
-  return [
-    [
-      { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] },
-      // One build before anything serves it: the fleet tests and the e2e server would each build a
-      // stale web/dist otherwise, and a build empties the folder another process is serving.
-      { name: 'build', argv: ['scripts/build-web.js'] },
-    ],
-    [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS)] }],
-    ...(quiet ? [[{ name: 'unit quiet', argv: quiet.args }]] : []),
-    [
-      { name: 'unit', argv: pool.args },
+  const typecheck = { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] };
+  return {
+    // One build before anything serves it: the fleet tests and the e2e server would each build a
+    // stale web/dist otherwise, and a build empties the folder another process is serving.
+    setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
+    front: [
+      [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS)] }],
+      quiet ? [{ name: 'unit timing', argv: quiet.args }, typecheck] : [typecheck],
       // --no-deps: the real-time projects they depend on ran in their own stage above.
-      { name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] },
+      [{ name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] }],
     ],
-  ];
+    back: [{ name: 'unit', argv: pool.args }],
+  };
 }
 
 /**
- * Runs one step; when it shares its stage, each output line is prefixed with its name.
- * @param {Step} step
- * @param {boolean} shared
- * @returns {Promise<number>} the exit code
+ * @typedef {{ name: string, seconds: number, code: number }} StepResult
  */
-function runStep(step, shared) {
+
+/**
+ * Runs one step, each output line prefixed with its name.
+ * @param {Step} step
+ * @param {number} nice the child's niceness (inherited by everything it starts)
+ * @returns {Promise<StepResult>}
+ */
+function runStep(step, nice = 0) {
+  const started = performance.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, step.argv, { cwd: ROOT, stdio: shared ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
-    if (shared) {
-      for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
-        if (from) createInterface({ input: from }).on('line', (line) => to.write(`[${step.name}] ${line}\n`));
-      }
+    const child = spawn(process.execPath, step.argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Before the child has loaded enough to start anything of its own (tens of ms).
+    if (nice !== 0 && child.pid !== undefined) {
+      try { setPriority(child.pid, nice); } catch { /* not permitted here: runs at normal priority */ }
     }
-    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+    for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
+      createInterface({ input: from }).on('line', (line) => to.write(`[${step.name}] ${line}\n`));
+    }
+    child.on('exit', (code, signal) => {
+      const seconds = (performance.now() - started) / 1000;
+      const result = { name: step.name, seconds, code: code ?? (signal ? 1 : 0) };
+      process.stdout.write(`# ${step.name}: ${result.code === 0 ? 'passed' : `FAILED (exit ${result.code})`} after ${seconds.toFixed(0)} s\n`);
+      resolve(result);
+    });
   });
 }
 
 /**
- * Runs the stages one after another and each stage's steps at once.
- * @param {Step[][]} plan
- * @returns {Promise<{ name: string, seconds: number, code: number }[]>}
+ * Runs steps one after another.
+ * @param {Step[]} steps @param {number} nice
+ * @returns {Promise<StepResult[]>}
+ */
+async function inSequence(steps, nice) {
+  /** @type {StepResult[]} */
+  const done = [];
+  for (const step of steps) done.push(await runStep(step, nice));
+  return done;
+}
+
+/**
+ * Runs a plan: the setup, then the front stages beside the back lane.
+ * @param {TestPlan} plan
+ * @returns {Promise<StepResult[]>}
  */
 export async function runPlan(plan) {
-  /** @type {{ name: string, seconds: number, code: number }[]} */
-  const done = [];
-  for (const stage of plan) {
-    process.stdout.write(`\n# ${stage.map((s) => s.name).join(' + ')}\n`);
-    await Promise.all(stage.map(async (step) => {
-      const started = performance.now();
-      const code = await runStep(step, stage.length > 1);
-      done.push({ name: step.name, seconds: (performance.now() - started) / 1000, code });
-      process.stdout.write(`# ${step.name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} after ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
-    }));
+  const done = await Promise.all(plan.setup.map((s) => runStep(s)));
+  const back = inSequence(plan.back, BACK_NICE);
+  for (const stage of plan.front) {
+    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back: ${plan.back.map((s) => s.name).join(', ')}\n`);
+    done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
+  done.push(...await back);
   return done;
 }
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Runs the type check and the web build, the real-time browser specs alone, the
-unit files that measure timing alone, then the other unit files beside the other
-browser specs. Every stage runs even when one before failed; the exit code is
-non-zero when any step failed.
+Builds the web app, then runs in one lane, one stage after another: the
+real-time browser tests, the unit files that measure timing beside the type
+check, the other browser tests; and beside them, at the lowest priority (nice
+19), the other unit files. Every step runs even when one before failed; the
+exit code is non-zero when any step failed. Each output line starts with its
+step's name.
 
 environment:
   CARLAB_TEST_CONCURRENCY  unit test files at once (default: cores + 1)
