@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:unit`: every *.test.js under the source folders with Node's
-// test runner, most files side by side (--test-concurrency), then the few that
-// must not overlap one another, one at a time (QUIET_FILES says why each).
+// test runner, most files side by side (--test-concurrency), then the two that
+// measure timing with nothing else beside them (QUIET_FILES says why).
+// `npm test` (scripts/test.js) runs the same groups in its own stages.
 // Exit code: the first failing run's.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -15,16 +16,31 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TEST_DIRS = ['core', 'web/src', 'relay', 'signaling', 'server', 'lab', 'scripts'];
 
 /**
- * Files run one at a time after the others, with nothing beside them: they
- * hold timing to account. The soak keeps RT steady over 15 s (beside the fuzz
- * run on 2 cores its last window's RT went from 0.8 to 106 ms); fairness counts
- * every member's updates in every second (beside the others one second once
- * carried 1 update of a stream). The namespace tests that put this machine on a
- * bridge run side by side: each has its own /16 (10.202, 10.203, 10.204).
+ * Files that hold timing to account and need the machine nearly to themselves:
+ * the soak keeps RT steady over 15 s (beside the fuzz run on 2 cores its last
+ * window's RT went from 0.8 to 106 ms; beside the type check, 46 ms); fairness
+ * counts every member's updates in every second (beside the others one second
+ * once carried 1 update of a stream). Both are light (4.6 and 3.0 s of CPU in
+ * about 20 s), so they run beside each other.
  */
 export const QUIET_FILES = Object.freeze([
   'lab/soak.test.js',
   'relay/fairness.test.js',
+]);
+
+/**
+ * Files whose bounds are wall-clock promises that hold on a machine shared
+ * with other tests but not on one starved by them: `npm test` runs them at
+ * normal priority, never in its lowest-priority lane. The fuzz run's
+ * well-behaved members must never wait 1 s for an update; HAProxy's failover
+ * brings clients back within 2 s (p99); a relay restart's clients reconnect
+ * within the 5.5 s left of their run. The namespace tests that put this machine
+ * on a bridge run side by side: each has its own /16 (10.202, 10.203, 10.204).
+ */
+export const TIMED_FILES = Object.freeze([
+  'lab/commands/fuzz.test.js',
+  'lab/haproxy.test.js',
+  'lab/restart.test.js',
 ]);
 
 /**
@@ -62,20 +78,28 @@ export function listTestFiles(root = ROOT) {
   return files.sort();
 }
 
+/** @typedef {{ label: string, args: string[] }} UnitRun */
+
 /**
- * The two runs: the files side by side, then the serial ones.
+ * The unit files in three groups, each one `node --test` (null: no file in it):
+ * `quiet` (QUIET_FILES, beside each other), `timed` (TIMED_FILES) and `pool`
+ * (the rest), `concurrency` at a time.
  * @param {string[]} files
  * @param {number} concurrency
- * @returns {{ label: string, args: string[] }[]}
+ * @returns {{ pool: UnitRun | null, timed: UnitRun | null, quiet: UnitRun | null }}
  */
 export function testRuns(files, concurrency) {
-  const serial = files.filter((f) => QUIET_FILES.includes(f));
-  const parallel = files.filter((f) => !QUIET_FILES.includes(f));
   const base = ['--test', '--test-force-exit', '--test-reporter=spec'];
-  return [
-    { label: `${parallel.length} files, ${concurrency} at a time`, args: [...base, `--test-concurrency=${concurrency}`, ...parallel] },
-    { label: `${serial.length} files one at a time (they measure timing)`, args: [...base, '--test-concurrency=1', ...serial] },
-  ].filter((r) => r.args.length > base.length + 1);
+  /** @param {string[]} list @param {number} atOnce @param {string} why @returns {UnitRun | null} */
+  const run = (list, atOnce, why) => (list.length === 0 ? null
+    : { label: `${list.length} files, ${atOnce} at a time${why}`, args: [...base, `--test-concurrency=${atOnce}`, ...list] });
+  const quiet = files.filter((f) => QUIET_FILES.includes(f));
+  const timed = files.filter((f) => TIMED_FILES.includes(f));
+  return {
+    pool: run(files.filter((f) => !QUIET_FILES.includes(f) && !TIMED_FILES.includes(f)), concurrency, ''),
+    timed: run(timed, concurrency, ' (wall-clock bounds)'),
+    quiet: run(quiet, quiet.length, ' (they measure timing: nothing else beside them)'),
+  };
 }
 
 /**
@@ -91,9 +115,12 @@ function runNode(args) {
 }
 
 async function main() {
-  const runs = testRuns(listTestFiles(), testConcurrency());
+  const { pool, timed, quiet } = testRuns(listTestFiles(), testConcurrency());
+  // Alone, the timed files join the pool: its neighbours load the machine but never starve it.
+  const together = pool && timed ? { label: `${pool.label} + ${timed.label}`, args: [...pool.args, ...timed.args.filter((a) => a.endsWith('.test.js'))] } : pool ?? timed;
   let failed = 0;
-  for (const run of runs) {
+  for (const run of [together, quiet]) {
+    if (!run) continue;
     const started = performance.now();
     process.stdout.write(`\n# unit tests: ${run.label}\n`);
     const code = await runNode(run.args);

@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 // `npm test`: the type check, the unit tests and the browser tests, packed
 // onto the machine so that the tests that hold timing to account get the CPU
-// they need and the rest use what is left. Two lanes:
-//  - the front lane, at normal priority, one stage after another: the web build;
-//    the real-time browser tests; the unit files that measure timing beside the
-//    type check; the other browser tests;
-//  - the back lane, at the lowest priority (nice 19), from the end of the build:
-//    the other unit files, side by side. On Linux a nice-19 process gets about
-//    1.5 % of a core against a busy normal one, so it fills the front lane's idle
-//    time (the real-time stage leaves 40 % of 2 cores idle) without delaying it.
-import { spawn } from 'node:child_process';
-import { setPriority } from 'node:os';
+// they need and the rest use what is left. Two lanes after the web build:
+//  - the front lane, at normal priority, one stage after another: the real-time
+//    browser tests; the two unit files that measure timing; the unit files with
+//    wall-clock bounds; the other browser tests;
+//  - the back lane: the type check and the other unit files, side by side, in
+//    Linux's idle scheduling class (SCHED_IDLE) until the front reaches the
+//    other browser tests, then at normal priority. An idle-class process runs
+//    only on a core nothing else wants and yields it at once, so the back lane
+//    fills the front's idle time (the real-time stage leaves 40 % of 2 cores
+//    idle) without delaying it; once the front is throughput work too, both
+//    share the machine as equals.
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -35,11 +38,9 @@ export const SHARED_PROJECTS = Object.freeze(['chromium', 'firefox']);
  * @typedef {object} TestPlan
  * @property {Step[]} setup run at once, before anything else
  * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
- * @property {Step[]} back after the setup, one after another at the lowest priority, beside the front
+ * @property {Step[]} back after the setup, at once, beside the front
+ * @property {number} backEqualFrom the front stage from which the back lane runs at normal priority
  */
-
-/** The back lane's niceness: the lowest priority. */
-export const BACK_NICE = 19;
 
 /**
  * The stages of `npm test`.
@@ -47,20 +48,23 @@ export const BACK_NICE = 19;
  * @returns {TestPlan}
  */
 export function testPlan({ files, concurrency }) {
-  const [pool, quiet] = testRuns(files, concurrency);
+  const { pool, timed, quiet } = testRuns(files, concurrency);
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
-  const typecheck = { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] };
+  const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
+  const front = [
+    [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS)] }],
+    unit('unit quiet', quiet),
+    unit('unit timed', timed),
+    // --no-deps: the real-time projects they depend on ran in their own stage above.
+    [{ name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] }],
+  ].filter((stage) => stage.length > 0);
   return {
     // One build before anything serves it: the fleet tests and the e2e server would each build a
     // stale web/dist otherwise, and a build empties the folder another process is serving.
     setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
-    front: [
-      [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS)] }],
-      quiet ? [{ name: 'unit timing', argv: quiet.args }, typecheck] : [typecheck],
-      // --no-deps: the real-time projects they depend on ran in their own stage above.
-      [{ name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] }],
-    ],
-    back: [{ name: 'unit', argv: pool.args }],
+    front,
+    back: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }, ...unit('unit', pool)],
+    backEqualFrom: front.length - 1,
   };
 }
 
@@ -68,20 +72,23 @@ export function testPlan({ files, concurrency }) {
  * @typedef {{ name: string, seconds: number, code: number }} StepResult
  */
 
+/** Whether this machine can start a process in the idle scheduling class (util-linux's chrt). */
+function canRunIdle() {
+  return process.platform === 'linux' && spawnSync('chrt', ['--idle', '0', 'true']).status === 0;
+}
+
 /**
  * Runs one step, each output line prefixed with its name.
  * @param {Step} step
- * @param {number} nice the child's niceness (inherited by everything it starts)
+ * @param {{ idle?: boolean, started?: (pid: number) => void }} [o] idle: in the idle scheduling class
  * @returns {Promise<StepResult>}
  */
-function runStep(step, nice = 0) {
+function runStep(step, o = {}) {
   const started = performance.now();
+  const [command, args] = o.idle ? ['chrt', ['--idle', '0', process.execPath, ...step.argv]] : [process.execPath, step.argv];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, step.argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    // Before the child has loaded enough to start anything of its own (tens of ms).
-    if (nice !== 0 && child.pid !== undefined) {
-      try { setPriority(child.pid, nice); } catch { /* not permitted here: runs at normal priority */ }
-    }
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) o.started?.(child.pid);
     for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
       createInterface({ input: from }).on('line', (line) => to.write(`[${step.name}] ${line}\n`));
     }
@@ -95,15 +102,34 @@ function runStep(step, nice = 0) {
 }
 
 /**
- * Runs steps one after another.
- * @param {Step[]} steps @param {number} nice
- * @returns {Promise<StepResult[]>}
+ * Every process under `roots` (the roots too), from /proc.
+ * @param {number[]} roots
+ * @returns {number[]}
  */
-async function inSequence(steps, nice) {
-  /** @type {StepResult[]} */
-  const done = [];
-  for (const step of steps) done.push(await runStep(step, nice));
-  return done;
+export function descendants(roots) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try { stat = readFileSync(`/proc/${entry}/stat`, 'utf8'); } catch { continue; } // gone meanwhile
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const found = [...roots];
+  for (let i = 0; i < found.length; i++) found.push(...(children.get(found[i]) ?? []));
+  return found;
+}
+
+/**
+ * Moves processes and all their threads to the normal scheduling class; children they start
+ * later inherit it. Twice, for a child forked while the first pass ran.
+ * @param {number[]} roots
+ */
+function toNormalPriority(roots) {
+  for (let pass = 0; pass < 2; pass++) {
+    for (const pid of descendants(roots)) spawnSync('chrt', ['--other', '--all-tasks', '--pid', '0', String(pid)], { stdio: 'ignore' });
+  }
 }
 
 /**
@@ -113,9 +139,14 @@ async function inSequence(steps, nice) {
  */
 export async function runPlan(plan) {
   const done = await Promise.all(plan.setup.map((s) => runStep(s)));
-  const back = inSequence(plan.back, BACK_NICE);
-  for (const stage of plan.front) {
-    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back: ${plan.back.map((s) => s.name).join(', ')}\n`);
+  const idle = canRunIdle();
+  /** @type {number[]} */
+  const backPids = [];
+  const back = Promise.all(plan.back.map((s) => runStep(s, { idle, started: (pid) => backPids.push(pid) })));
+  for (const [i, stage] of plan.front.entries()) {
+    if (idle && i === plan.backEqualFrom) toNormalPriority(backPids);
+    const backNow = idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority';
+    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back (${backNow}): ${plan.back.map((s) => s.name).join(' + ')}\n`);
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
   done.push(...await back);
@@ -124,11 +155,13 @@ export async function runPlan(plan) {
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Builds the web app, then runs in one lane, one stage after another: the
-real-time browser tests, the unit files that measure timing beside the type
-check, the other browser tests; and beside them, at the lowest priority (nice
-19), the other unit files. Every step runs even when one before failed; the
-exit code is non-zero when any step failed. Each output line starts with its
+Builds the web app, then runs two lanes side by side. The front lane, at normal
+priority, one stage after another: the real-time browser tests; the two unit
+files that measure timing; the unit files with wall-clock bounds; the other
+browser tests. The back lane: the type check and the other unit files, in the
+idle scheduling class (chrt --idle) until the front reaches the other browser
+tests, then at normal priority. Every step runs even when one before failed;
+the exit code is non-zero when any failed. Each output line starts with its
 step's name.
 
 environment:

@@ -1,26 +1,49 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
-import { REALTIME_PROJECTS, SHARED_PROJECTS, testPlan } from './test.js';
-import { QUIET_FILES, listTestFiles } from './test-unit.js';
+import { REALTIME_PROJECTS, SHARED_PROJECTS, descendants, testPlan } from './test.js';
+import { QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-test('npm test: build and type check first, the real-time stages alone, the rest side by side; every unit file once', () => {
+test('npm test: the build, then the front lane\'s stages beside the back lane; every unit file once', () => {
   const files = listTestFiles();
   const plan = testPlan({ files, concurrency: 3 });
-  assert.deepEqual(plan.map((stage) => stage.map((s) => s.name)), [['typecheck', 'build'], ['e2e real-time'], ['unit quiet'], ['unit', 'e2e']]);
-  const unitFiles = plan.flat().filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
+  assert.deepEqual(plan.setup.map((s) => s.name), ['build']);
+  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
+  assert.deepEqual(plan.back.map((s) => s.name), ['typecheck', 'unit']);
+  assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
+  const unitFiles = [...plan.front.flat(), ...plan.back].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  const quiet = /** @type {import('./test.js').Step} */ (plan[2][0]);
+  const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
   assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
-  assert.ok(quiet.argv.includes('--test-concurrency=1'), 'the quiet files one at a time');
-  const e2e = /** @type {import('./test.js').Step} */ (plan[3][1]);
+  const timed = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
+  assert.deepEqual(timed.argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
+  const e2e = /** @type {import('./test.js').Step} */ (plan.front[3][0]);
   assert.ok(e2e.argv.includes('--no-deps'), 'the shared stage does not rerun the real-time projects');
-  assert.equal(testPlan({ files: ['core/a.test.js'], concurrency: 2 }).length, 3, 'no quiet stage without quiet files');
+  const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
+  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['e2e']], 'no empty stage');
+  assert.equal(small.backEqualFrom, 1);
+});
+
+test('descendants: a process and everything under it, from /proc', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
+  const child = spawn(process.execPath, ['-e', 'require("node:child_process").spawn(process.execPath, ["-e", "setTimeout(() => {}, 5000)"], { stdio: "inherit" }); setTimeout(() => {}, 5000)'], { stdio: 'ignore' });
+  try {
+    const pid = /** @type {number} */ (child.pid);
+    let found = descendants([pid]);
+    for (let i = 0; i < 50 && found.length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      found = descendants([pid]);
+    }
+    assert.equal(found[0], pid);
+    assert.equal(found.length, 2, 'the child and its child');
+    assert.ok(!found.includes(process.pid), 'not the parent');
+  } finally {
+    for (const p of descendants([/** @type {number} */ (child.pid)]).reverse()) try { process.kill(p); } catch { /* gone */ }
+  }
 });
 
 test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {

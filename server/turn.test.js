@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { createCarlabServer } from './server.js';
 import { startTurnServer, turnConfig, turnCredential, turnserverMissing } from './turn.js';
@@ -63,7 +64,13 @@ test('createCarlabServer({ turn }): /config.json hands out fresh expiring creden
     // The secret is in coturn's config file only, never on its command line.
     const ps = spawnSync('pgrep', ['-a', 'turnserver'], { encoding: 'utf8' }).stdout;
     assert.ok(!/static-auth-secret/.test(ps), ps);
-    pid = Number(ps.split('\n').find((l) => l.includes('carlab-turn-'))?.split(' ')[0] ?? 0);
+    // Ours by its config's port: other tests running beside this one start coturns of their own.
+    const turnPort = Number(/:(\d+)\?/.exec(entry.urls[0])?.[1]);
+    const ours = ps.split('\n').find((l) => {
+      const conf = /-c (\S*carlab-turn-\S*)/.exec(l)?.[1];
+      return conf !== undefined && existsSync(conf) && readFileSync(conf, 'utf8').split('\n').includes(`listening-port=${turnPort}`);
+    });
+    pid = Number(ours?.split(' ')[0] ?? 0);
     assert.ok(pid > 0, 'turnserver runs');
   } finally {
     await carlab.close();

@@ -158,7 +158,9 @@ function assertReportLanes(by) {
 
   // One session in a tight loop: a burst of two, then at most one report a second (and its final one) accepted, the rest 429.
   const flood = by['report-flood'].facts;
-  assert.ok(flood.posts > 50, 'a tight loop');
+  // How many posts fit in the loop's 2 s depends on the machine (22 on a starved one, 100+ idle);
+  // what matters is that the limit is tested: several refused besides the accepted ones.
+  assert.ok(flood.posts >= flood.accepted.length + 5, `a tight loop: ${flood.posts} posts, ${flood.accepted.length} accepted`);
   assert.ok(flood.accepted.length >= 1 && flood.accepted.length <= Math.floor(flood.durationMs / 1000) + REPORT_LIMITS.burst,
     `${flood.accepted.length} accepted in ${flood.durationMs} ms`);
   assert.equal(flood.byStatus['429'], flood.posts - flood.accepted.length);
