@@ -258,6 +258,7 @@ export async function startAgent(o) {
           : [];
         r.cpuAtWindow = process.cpuUsage();
         r.windowStart = performance.now();
+        log(`run ${r.runId}: measuring`);
         return { ok: true };
       }
       case 'finish': {
