@@ -3,6 +3,8 @@ import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/launch.js';
 
 const port = Number(process.env.CARLAB_E2E_PORT ?? 8199);
 
+/** The shared phase's longest Chromium specs (bench runs, namespaces, several browsers). */
+const LONG_SPECS = ['browsers.spec.js', 'turn.spec.js', 'fallback-one.spec.js', 'bench.spec.js', 'study.spec.js'];
 const chromium = { browserName: /** @type {const} */ ('chromium'), launchOptions: chromiumLaunchOptions() };
 const firefox = { browserName: /** @type {const} */ ('firefox'), channel: 'moz-firefox', launchOptions: firefoxLaunchOptions() };
 
@@ -41,8 +43,10 @@ export default defineConfig({
       workers: 1,
       dependencies: ['firefox-realtime'],
     },
-    // phase 2, side by side
-    { name: 'chromium', use: chromium, testIgnore: 'webkit.spec.js', grepInvert: /@realtime/, dependencies: ['webkit'] },
+    // phase 2, side by side. Workers take tests in project order, then file order: the longest
+    // (30-90 s each, namespace and bench runs) come first, so none is left alone at the end.
     { name: 'firefox', use: firefox, grep: /@firefox/, grepInvert: /@realtime/, testIgnore: 'webkit.spec.js', dependencies: ['webkit'] },
+    { name: 'chromium-long', use: chromium, testMatch: LONG_SPECS, grepInvert: /@realtime/, dependencies: ['webkit'] },
+    { name: 'chromium', use: chromium, testIgnore: ['webkit.spec.js', ...LONG_SPECS], grepInvert: /@realtime/, dependencies: ['webkit'] },
   ],
 });

@@ -31,16 +31,23 @@ export const QUIET_FILES = Object.freeze([
 /**
  * Files whose bounds are wall-clock promises that hold on a machine shared
  * with other tests but not on one starved by them: `npm test` runs them at
- * normal priority, never in its lowest-priority lane. The fuzz run's
- * well-behaved members must never wait 1 s for an update; HAProxy's failover
- * brings clients back within 2 s (p99); a relay restart's clients reconnect
- * within the 5.5 s left of their run. The namespace tests that put this machine
- * on a bridge run side by side: each has its own /16 (10.202, 10.203, 10.204).
+ * normal priority, never in its idle-class lane. The fuzz run's well-behaved
+ * members must never wait 1 s for an update; HAProxy's failover brings clients
+ * back within 2 s (p99); a relay restart's clients reconnect within the 5.5 s
+ * left of their run; relays in a cluster take a node that misses its 1 s
+ * heartbeats for 3.5 s as gone (a starved one flapped: healing a cut to NATS did
+ * not rejoin within 30 s). The namespace tests that put this machine on a bridge
+ * run side by side: each has its own /16 (10.202, 10.203, 10.204).
  */
 export const TIMED_FILES = Object.freeze([
+  'lab/cluster-machines.test.js',
+  'lab/cluster.test.js',
   'lab/commands/fuzz.test.js',
   'lab/haproxy.test.js',
   'lab/restart.test.js',
+  'lab/start-cluster.test.js',
+  'relay/cluster.test.js',
+  'server/cluster.test.js',
 ]);
 
 /**

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // `npm test`: the type check, the unit tests and the browser tests, packed
 // onto the machine so that the tests that hold timing to account get the CPU
-// they need and the rest use what is left. Two lanes after the web build:
+// they need and the rest use what is left. Two lanes after the web build and
+// the type check:
 //  - the front lane, at normal priority, one stage after another: the real-time
 //    browser tests; the two unit files that measure timing; the unit files with
 //    wall-clock bounds; the other browser tests;
-//  - the back lane: the type check and the other unit files, side by side, in
+//  - the back lane: the other unit files, side by side, in
 //    Linux's idle scheduling class (SCHED_IDLE) until the front reaches the
 //    other browser tests, then at normal priority. An idle-class process runs
 //    only on a core nothing else wants and yields it at once, so the back lane
@@ -26,7 +27,7 @@ const PLAYWRIGHT = ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/p
 /** The Playwright projects of the real-time phase (e2e/playwright.config.js). */
 export const REALTIME_PROJECTS = Object.freeze(['chromium-realtime', 'firefox-realtime', 'webkit']);
 /** The Playwright projects that run beside the unit tests. */
-export const SHARED_PROJECTS = Object.freeze(['chromium', 'firefox']);
+export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chromium']);
 
 /**
  * @typedef {object} Step
@@ -61,9 +62,10 @@ export function testPlan({ files, concurrency }) {
   return {
     // One build before anything serves it: the fleet tests and the e2e server would each build a
     // stale web/dist otherwise, and a build empties the folder another process is serving.
-    setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
+    // The type check too: in the idle lane beside the real-time tests it took 60-76 s instead of 10.
+    setup: [{ name: 'build', argv: ['scripts/build-web.js'] }, { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
     front,
-    back: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }, ...unit('unit', pool)],
+    back: unit('unit', pool),
     backEqualFrom: front.length - 1,
   };
 }
@@ -155,10 +157,10 @@ export async function runPlan(plan) {
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Builds the web app, then runs two lanes side by side. The front lane, at normal
+Builds the web app and type-checks, then runs two lanes side by side. The front lane, at normal
 priority, one stage after another: the real-time browser tests; the two unit
 files that measure timing; the unit files with wall-clock bounds; the other
-browser tests. The back lane: the type check and the other unit files, in the
+browser tests. The back lane: the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority. Every step runs even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its

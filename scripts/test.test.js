@@ -12,9 +12,9 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 test('npm test: the build, then the front lane\'s stages beside the back lane; every unit file once', () => {
   const files = listTestFiles();
   const plan = testPlan({ files, concurrency: 3 });
-  assert.deepEqual(plan.setup.map((s) => s.name), ['build']);
+  assert.deepEqual(plan.setup.map((s) => s.name), ['build', 'typecheck']);
   assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
-  assert.deepEqual(plan.back.map((s) => s.name), ['typecheck', 'unit']);
+  assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
   assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
   const unitFiles = [...plan.front.flat(), ...plan.back].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
