@@ -12,7 +12,8 @@
 //    only on a core nothing else wants and yields it at once, so the back lane
 //    fills the front's idle time (the real-time stage leaves 40 % of 2 cores
 //    idle) without delaying it; once the front is throughput work too, both
-//    share the machine as equals.
+//    share the machine as equals, and the unit files whose processes watch one
+//    another's heartbeats (never to be starved) join them.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -40,6 +41,7 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @property {Step[]} setup run at once, before anything else
  * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
  * @property {Step[]} back after the setup, at once, beside the front
+ * @property {Step[]} backLate at normal priority, beside the front from its stage backEqualFrom on
  * @property {number} backEqualFrom the front stage from which the back lane runs at normal priority
  */
 
@@ -49,7 +51,7 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @returns {TestPlan}
  */
 export function testPlan({ files, concurrency }) {
-  const { pool, timed, quiet } = testRuns(files, concurrency);
+  const { pool, timed, liveness, quiet } = testRuns(files, concurrency);
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
   const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
   const front = [
@@ -66,6 +68,7 @@ export function testPlan({ files, concurrency }) {
     setup: [{ name: 'build', argv: ['scripts/build-web.js'] }, { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
     front,
     back: unit('unit', pool),
+    backLate: unit('unit liveness', liveness),
     backEqualFrom: front.length - 1,
   };
 }
@@ -145,13 +148,19 @@ export async function runPlan(plan) {
   /** @type {number[]} */
   const backPids = [];
   const back = Promise.all(plan.back.map((s) => runStep(s, { idle, started: (pid) => backPids.push(pid) })));
+  /** @type {Promise<StepResult[]>} */
+  let late = Promise.resolve([]);
   for (const [i, stage] of plan.front.entries()) {
-    if (idle && i === plan.backEqualFrom) toNormalPriority(backPids);
+    if (i === plan.backEqualFrom) {
+      if (idle) toNormalPriority(backPids);
+      late = Promise.all(plan.backLate.map((s) => runStep(s)));
+    }
     const backNow = idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority';
-    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back (${backNow}): ${plan.back.map((s) => s.name).join(' + ')}\n`);
+    const backSteps = [...plan.back, ...(i >= plan.backEqualFrom ? plan.backLate : [])].map((s) => s.name).join(' + ');
+    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back (${backNow}): ${backSteps}\n`);
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
-  done.push(...await back);
+  done.push(...await back, ...await late);
   return done;
 }
 
@@ -162,7 +171,8 @@ priority, one stage after another: the real-time browser tests; the two unit
 files that measure timing; the unit files with wall-clock bounds; the other
 browser tests. The back lane: the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
-tests, then at normal priority. Every step runs even when one before failed;
+tests, then at normal priority, joined by the unit files whose processes watch
+one another's heartbeats. Every step runs even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its
 step's name.
 

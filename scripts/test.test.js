@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
 import { REALTIME_PROJECTS, SHARED_PROJECTS, descendants, testPlan } from './test.js';
-import { QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
+import { LIVENESS_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -15,8 +15,10 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   assert.deepEqual(plan.setup.map((s) => s.name), ['build', 'typecheck']);
   assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
   assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
+  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
+  assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
   assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
-  const unitFiles = [...plan.front.flat(), ...plan.back].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
+  const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
   const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
   assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
