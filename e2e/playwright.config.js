@@ -19,7 +19,7 @@ export default defineConfig({
   // time, 2 cores were 59 % idle: 3 min 11 s of CPU in 7 min 44 s). `npm test` (scripts/test.js)
   // runs the two phases as separate stages and the unit tests beside the second.
   // CARLAB_E2E_WORKERS=1 runs all one by one.
-  workers: Number(process.env.CARLAB_E2E_WORKERS) || 3,
+  workers: Number(process.env.CARLAB_E2E_WORKERS) || 4,
   reporter: [['list']],
   outputDir: '../test-results',
   use: { baseURL: `http://127.0.0.1:${port}` },

@@ -33,7 +33,8 @@ test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT st
   assert.equal(run.timeline.length, 3, 'one bucket per 5 s');
   // the relay's heap beside its RSS: what tells a JS leak from V8/malloc keeping pages
   assert.ok(run.timeline.every((b) => typeof b.heapTotalBytes === 'number' && b.heapTotalBytes > 0));
-  assert.ok(s && s.windowS === 5, 'first and last 5 s compared');
+  // A bucket closes when its timer fires and the relay's forced GC returns: 5.1-5.2 s on a busy machine.
+  assert.ok(s && Math.abs(s.windowS - 5) <= 0.5, `first and last 5 s compared (${s?.windowS} s)`);
   const { rssGrowthPct, rtDriftPct, rtFirst, rtLast } = s;
   // (the messages below called toFixed on these: a null failed the test before, too)
   assert.ok(rssGrowthPct !== null && rtDriftPct !== null && rtFirst !== null && rtLast !== null, `stability measured: ${JSON.stringify(s)}`);

@@ -169,11 +169,15 @@ async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
     return 1;
   }
 
+  // Signal handlers before the announcement: a supervisor may send SIGTERM as soon as it reads
+  // the listening line, and without a handler that would kill the process undrained (a test that
+  // did so on a starved machine once caught it between the two).
+  const shutdown = waitForShutdown(carlab, { logger, drainTimeoutMs: options.drainTimeoutMs });
   // The banner is for a person at a terminal; a file or a log shipper gets
   // the same facts as one JSON line (its text keeps `local: URL` for scripts).
   if (options.banner && isTerminal(stdout)) printBanner(carlab, options, stdout);
   else logListening(carlab, logger, options.banner);
-  const code = await waitForShutdown(carlab, { logger, drainTimeoutMs: options.drainTimeoutMs });
+  const code = await shutdown;
   await broker?.close();
   logger.flush?.();
   return code;
