@@ -107,7 +107,9 @@ export function listTestFiles(root = ROOT) {
  * @returns {{ pool: UnitRun | null, timed: UnitRun | null, liveness: UnitRun | null, quiet: UnitRun | null }}
  */
 export function testRuns(files, concurrency) {
-  const base = ['--test', '--test-force-exit', '--test-reporter=spec'];
+  // A test without a timeout of its own fails after 3 min instead of holding the run (one waited
+  // forever for a close that timing had made never come).
+  const base = ['--test', '--test-force-exit', '--test-timeout=180000', '--test-reporter=spec'];
   /** @param {string[]} list @param {number} atOnce @param {string} why @returns {UnitRun | null} */
   const run = (list, atOnce, why) => (list.length === 0 ? null
     : { label: `${list.length} files, ${atOnce} at a time${why}`, args: [...base, `--test-concurrency=${atOnce}`, ...list] });
