@@ -16,10 +16,10 @@ export default defineConfig({
   // in >= 95 % of frames, updates within 250 ms) and WebKit's, one at a time: two AR pages beside a
   // 10-peer bench took Chromium's RT mean to 320..394 ms on 2 cores. Then everything else, spec
   // files side by side: those wait on networks, ICE and timers far more than they compute (one at a
-  // time, 2 cores were 59 % idle: 3 min 11 s of CPU in 7 min 44 s), four at a time. `npm test`
+  // time, 2 cores were 59 % idle: 3 min 11 s of CPU in 7 min 44 s), three at a time. `npm test`
   // (scripts/test.js) runs the two phases as separate stages, the unit tests beside them.
   // CARLAB_E2E_WORKERS=1 runs all one by one.
-  workers: Number(process.env.CARLAB_E2E_WORKERS) || 4,
+  workers: Number(process.env.CARLAB_E2E_WORKERS) || 3,
   reporter: [['list']],
   outputDir: '../test-results',
   use: { baseURL: `http://127.0.0.1:${port}` },

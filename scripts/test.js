@@ -178,7 +178,7 @@ step's name.
 
 environment:
   CARLAB_TEST_CONCURRENCY  unit test files at once (default: cores + 1)
-  CARLAB_E2E_WORKERS       browser specs at once in the shared stage (default 4)
+  CARLAB_E2E_WORKERS       browser specs at once in the shared stage (default 3)
 `;
 
 async function main() {

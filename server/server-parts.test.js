@@ -42,6 +42,11 @@ async function withServer(attach, body) {
   }
 }
 
+/** How long an upgrade left to a service must stay unanswered (a negative needs a wait). */
+const LEFT_OPEN_MS = 200;
+/** How long an answer may take: it ends the wait when it comes (200 ms was too short on a starved machine). */
+const ANSWER_WAIT_MS = 5000;
+
 /**
  * Send a raw upgrade request and return everything the server wrote before
  * closing, or `null` when it left the socket open for `quietMs`.
@@ -51,7 +56,7 @@ async function withServer(attach, body) {
  * @param {number} [quietMs]
  * @returns {Promise<string | null>}
  */
-function rawUpgrade(port, target, quietMs = 200) {
+function rawUpgrade(port, target, quietMs = ANSWER_WAIT_MS) {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';
@@ -291,8 +296,8 @@ describe('createUpgradeFallback', () => {
 
   test('the services\' own paths are left to them', async () => {
     await withFallback({ relayPath: '/relay', signaling: { path: '/peerjs', wsPath: '/peerjs/peerjs' } }, async (port) => {
-      assert.equal(await rawUpgrade(port, '/relay'), null);
-      assert.equal(await rawUpgrade(port, '/peerjs/peerjs?key=k'), null);
+      assert.equal(await rawUpgrade(port, '/relay', LEFT_OPEN_MS), null);
+      assert.equal(await rawUpgrade(port, '/peerjs/peerjs?key=k', LEFT_OPEN_MS), null);
     });
   });
 
@@ -304,13 +309,13 @@ describe('createUpgradeFallback', () => {
 
   test('without one, anything under the signaling mount counts', async () => {
     await withFallback({ relayPath: '/relay', signaling: { path: '/peerjs' } }, async (port) => {
-      assert.equal(await rawUpgrade(port, '/peerjs/other'), null);
+      assert.equal(await rawUpgrade(port, '/peerjs/other', LEFT_OPEN_MS), null);
     });
   });
 
   test('extra upgrade paths are prefixes left to other services', async () => {
     await withFallback({ relayPath: '/relay', signaling: { path: '/peerjs' }, extraUpgradePaths: ['/floor'] }, async (port) => {
-      assert.equal(await rawUpgrade(port, '/floor/x'), null);
+      assert.equal(await rawUpgrade(port, '/floor/x', LEFT_OPEN_MS), null);
       assert.match(await rawUpgrade(port, '/flo') ?? 'left open', / 404 /);
     });
   });
