@@ -15,11 +15,11 @@
 //    share the machine as equals, and the unit files whose processes watch one
 //    another's heartbeats (never to be starved) join them.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
+import { processTree } from '../lab/proctree.js';
 import { listTestFiles, testConcurrency, testRuns } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -107,33 +107,13 @@ function runStep(step, o = {}) {
 }
 
 /**
- * Every process under `roots` (the roots too), from /proc.
- * @param {number[]} roots
- * @returns {number[]}
- */
-export function descendants(roots) {
-  /** @type {Map<number, number[]>} */
-  const children = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat;
-    try { stat = readFileSync(`/proc/${entry}/stat`, 'utf8'); } catch { continue; } // gone meanwhile
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-  }
-  const found = [...roots];
-  for (let i = 0; i < found.length; i++) found.push(...(children.get(found[i]) ?? []));
-  return found;
-}
-
-/**
  * Moves processes and all their threads to the normal scheduling class; children they start
  * later inherit it. Twice, for a child forked while the first pass ran.
  * @param {number[]} roots
  */
 function toNormalPriority(roots) {
   for (let pass = 0; pass < 2; pass++) {
-    for (const pid of descendants(roots)) spawnSync('chrt', ['--other', '--all-tasks', '--pid', '0', String(pid)], { stdio: 'ignore' });
+    for (const pid of processTree(roots)) spawnSync('chrt', ['--other', '--all-tasks', '--pid', '0', String(pid)], { stdio: 'ignore' });
   }
 }
 

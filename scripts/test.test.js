@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
-import { REALTIME_PROJECTS, SHARED_PROJECTS, descendants, testPlan } from './test.js';
+import { REALTIME_PROJECTS, SHARED_PROJECTS, testPlan } from './test.js';
 import { LIVENESS_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -29,23 +29,6 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
   assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['e2e']], 'no empty stage');
   assert.equal(small.backEqualFrom, 1);
-});
-
-test('descendants: a process and everything under it, from /proc', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
-  const child = spawn(process.execPath, ['-e', 'require("node:child_process").spawn(process.execPath, ["-e", "setTimeout(() => {}, 5000)"], { stdio: "inherit" }); setTimeout(() => {}, 5000)'], { stdio: 'ignore' });
-  try {
-    const pid = /** @type {number} */ (child.pid);
-    let found = descendants([pid]);
-    for (let i = 0; i < 50 && found.length < 2; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      found = descendants([pid]);
-    }
-    assert.equal(found[0], pid);
-    assert.equal(found.length, 2, 'the child and its child');
-    assert.ok(!found.includes(process.pid), 'not the parent');
-  } finally {
-    for (const p of descendants([/** @type {number} */ (child.pid)]).reverse()) try { process.kill(p); } catch { /* gone */ }
-  }
 });
 
 test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {
