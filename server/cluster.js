@@ -122,12 +122,14 @@ export async function runClusterPrimary(o) {
     return 1;
   }
   const url = `${address.http ? 'http' : 'https'}://${displayHost(address.host)}:${router.port}/`;
+  // Handlers before the announcement, as in start.js: a supervisor may signal as soon as it reads it.
+  const signalled = waitForSignal(o.logger);
   o.logger.info({ event: 'cluster-up', workers: o.workers, natsUrl, url, routing: address.http ? 'group' : 'round-robin' },
     `${o.workers} relay processes serve ${url}, joined through ${natsUrl}; ${address.http
       ? 'each group\'s WebSockets on one process' : 'HTTPS: connections round-robin (the primary does not decrypt)'}. Press Ctrl+C to stop.`);
   // The dashboard's URL carries its token: the person who started the cluster needs it once.
   if (o.dashboardToken) o.logger.info({ event: 'dashboard', url: `${url}dashboard?token=${encodeURIComponent(o.dashboardToken)}` }, `dashboard: ${url}dashboard?token=${encodeURIComponent(o.dashboardToken)}`);
-  const code = await waitForSignal(o.logger);
+  const code = await signalled;
   await router.close();
   await pool.stop();
   await nats?.stop();
