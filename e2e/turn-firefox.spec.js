@@ -1,5 +1,5 @@
 // The namespace tests of issue 17 in Firefox (docs/turn.md): Firefox peers in
-// client namespaces whose direct UDP is dropped connect through coturn, with
+// client namespaces that cannot reach each other connect through coturn, with
 // all UDP dropped and no TURN their link falls back to the relay, and a
 // Firefox member whose own UDP is blocked keeps exchanging updates with a
 // Chromium and a Firefox member that stay direct between themselves.
@@ -49,9 +49,9 @@ test.describe('Firefox in namespaces @firefox', () => {
   test.describe.configure({ mode: 'parallel' });
   test.beforeAll(async () => { await ensureLabPages({ log: () => {} }); });
 
-  test('TURN (relay pair) where UDP between the clients is dropped @firefox', async ({ browserName }) => {
+  test('TURN (relay pair) where the clients cannot reach each other @firefox', async ({ browserName }) => {
     needsNamespaces(browserName);
-    // UDP between the clients dropped, coturn beside the server: the link goes through TURN.
+    // Nothing passes between the clients, coturn beside the server: the link goes through TURN.
     const turn = await point('p2p-blocked', { clients: 2, group: 2, browsers: ['firefox'] });
     expect(turn.error).toBeUndefined();
     expect(turn.connected).toBe(2);

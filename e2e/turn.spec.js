@@ -1,6 +1,6 @@
 // TURN and the relay fallback in network namespaces (docs/turn.md), through
 // `carlab bench --net` with the blocked-UDP profiles: Chromium peers in
-// client namespaces whose direct UDP is dropped connect through coturn (the
+// client namespaces that cannot reach each other connect through coturn (the
 // selected candidate pair read back from getStats is of type relay), and with
 // UDP dropped everywhere and no TURN every link falls back to the relay and
 // updates keep flowing (RT recorded, no freeze past the fallback bound).

@@ -190,17 +190,22 @@ export function namespaceWrapperScript(ns, executable, ipPath = 'ip') {
 
 /**
  * The firewall of a profile's `block` (docs/turn.md), for the server
- * namespace, where every client link meets on the bridge: 'client-udp' drops
- * UDP the bridge would forward from one client link to another (a direct
- * p2p path; UDP to the server, TURN included, still passes); 'udp' also drops
- * UDP addressed to the server namespace itself (STUN, TURN over UDP,
- * relay-udp). TCP is untouched: the relay WebSocket and TURN over TCP work.
- * ('one-client-udp' is a client namespace's own rule: oneClientRuleset.)
- * @param {'client-udp' | 'udp'} block
+ * namespace, where every client link meets on the bridge: 'clients' drops every
+ * IP packet the bridge would forward from one client link to another (phones on
+ * networks that cannot reach each other: no direct path over UDP, nor over ICE-TCP,
+ * whose host/host pairs outrank a TURN pair; everything to the server, TURN
+ * included, passes); 'client-udp' drops only the UDP among them; 'udp' drops
+ * bridged UDP and also UDP addressed to the server namespace itself (STUN, TURN
+ * over UDP, relay-udp). TCP to the server is untouched by all three: the relay
+ * WebSocket and TURN over TCP work. ('one-client-udp' is a client namespace's
+ * own rule: oneClientRuleset.)
+ * @param {'clients' | 'client-udp' | 'udp'} block
  * @returns {string} an nft script
  */
 export function blockRuleset(block) {
-  let script = 'table bridge carlab_block {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto udp drop\n  }\n}\n';
+  // ARP still crosses under 'clients': a neighbour can be resolved, never reached.
+  const bridged = block === 'clients' ? 'ether type { ip, ip6 } drop' : 'meta l4proto udp drop';
+  let script = `table bridge carlab_block {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n    ${bridged}\n  }\n}\n`;
   if (block === 'udp') {
     // Only what comes in from the links (br0): coturn relays between two allocations over lo.
     script += 'table inet carlab_block {\n  chain input {\n    type filter hook input priority 0; policy accept;\n    iifname "br0" meta l4proto udp drop\n  }\n}\n';

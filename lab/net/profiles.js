@@ -39,9 +39,9 @@ export class ProfileError extends Error {
  * @property {string} description
  * @property {LinkShape} up peer -> network
  * @property {LinkShape} down network -> peer
- * @property {BlockKind | null} [block] a firewall applied after calibration: drop UDP
- *   between client namespaces (phones on networks that cannot reach each other directly),
- *   every UDP packet (a network that blocks UDP), or every UDP packet of the first client
+ * @property {BlockKind | null} [block] a firewall applied after calibration: drop every
+ *   packet between client namespaces (phones on networks that cannot reach each other
+ *   directly), only the UDP between them, every UDP packet (a network that blocks UDP), or every UDP packet of the first client
  *   namespace only (one phone on such a network, the others on one Wi-Fi) (docs/turn.md)
  * @property {boolean} [turn] run coturn beside the server and hand out TURN credentials
  */
@@ -49,9 +49,9 @@ export class ProfileError extends Error {
 const FIELDS = ['description', 'loss', 'rate', 'delay', 'jitter', 'queue', 'block', 'turn'];
 /**
  * What a profile's firewall drops (lab/net/commands.js, blockRuleset).
- * @typedef {'client-udp' | 'udp' | 'one-client-udp'} BlockKind
+ * @typedef {'clients' | 'client-udp' | 'udp' | 'one-client-udp'} BlockKind
  */
-const BLOCKS = ['client-udp', 'udp', 'one-client-udp'];
+const BLOCKS = ['clients', 'client-udp', 'udp', 'one-client-udp'];
 
 /**
  * Parses a rate: "256kbit", "21mbit", "1gbit", "500bit" or a number of kbit/s.
@@ -232,6 +232,7 @@ export function describeProfile(p) {
   if (needsRate(p)) parts.push(`rate ${pair(p.up.rateKbit, p.down.rateKbit, ' kbit/s')} per peer`);
   if (p.up.delayMs !== null || p.down.delayMs !== null) parts.push(`delay ${pair(p.up.delayMs, p.down.delayMs, ' ms')}`);
   if (p.up.jitterMs !== null || p.down.jitterMs !== null) parts.push(`jitter ${pair(p.up.jitterMs, p.down.jitterMs, ' ms')}`);
+  if (p.block === 'clients') parts.push('all traffic between clients dropped');
   if (p.block === 'client-udp') parts.push('UDP between clients dropped');
   if (p.block === 'udp') parts.push('all UDP dropped');
   if (p.block === 'one-client-udp') parts.push('all UDP of the first client dropped');
