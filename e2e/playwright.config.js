@@ -32,21 +32,21 @@ export default defineConfig({
     stdout: 'pipe',
   },
   projects: [
-    // phase 1, one test at a time (each project depends on the one before)
-    { name: 'chromium-realtime', use: chromium, testMatch: 'ar.spec.js', grep: /@realtime/, workers: 1 },
-    { name: 'firefox-realtime', use: firefox, testMatch: 'ar.spec.js', grep: /(?=.*@realtime)(?=.*@firefox)/, workers: 1, dependencies: ['chromium-realtime'] },
+    // phase 1, one test at a time (each project depends on the one before). WebKit first: `npm test`
+    // runs it with nothing beside it (scripts/test.js SOLO_PROJECTS).
     {
       // Safari's engine: WebKitGTK driven over WebDriver (lab/webkit.js); Chromium is the phone beside it.
       name: 'webkit',
       use: chromium,
       testMatch: 'webkit.spec.js',
       workers: 1,
-      dependencies: ['firefox-realtime'],
     },
+    { name: 'chromium-realtime', use: chromium, testMatch: 'ar.spec.js', grep: /@realtime/, workers: 1, dependencies: ['webkit'] },
+    { name: 'firefox-realtime', use: firefox, testMatch: 'ar.spec.js', grep: /(?=.*@realtime)(?=.*@firefox)/, workers: 1, dependencies: ['chromium-realtime'] },
     // phase 2, side by side. Workers take tests in project order, then file order: the longest
     // (30-90 s each, namespace and bench runs) come first, so none is left alone at the end.
-    { name: 'firefox', use: firefox, grep: /@firefox/, grepInvert: /@realtime/, testIgnore: 'webkit.spec.js', dependencies: ['webkit'] },
-    { name: 'chromium-long', use: chromium, testMatch: LONG_SPECS, grepInvert: /@realtime/, dependencies: ['webkit'] },
-    { name: 'chromium', use: chromium, testIgnore: ['webkit.spec.js', ...LONG_SPECS], grepInvert: /@realtime/, dependencies: ['webkit'] },
+    { name: 'firefox', use: firefox, grep: /@firefox/, grepInvert: /@realtime/, testIgnore: 'webkit.spec.js', dependencies: ['firefox-realtime'] },
+    { name: 'chromium-long', use: chromium, testMatch: LONG_SPECS, grepInvert: /@realtime/, dependencies: ['firefox-realtime'] },
+    { name: 'chromium', use: chromium, testIgnore: ['webkit.spec.js', ...LONG_SPECS], grepInvert: /@realtime/, dependencies: ['firefox-realtime'] },
   ],
 });

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
-import { REALTIME_PROJECTS, SHARED_PROJECTS, testPlan } from './test.js';
+import { REALTIME_PROJECTS, SHARED_PROJECTS, SOLO_PROJECTS, testPlan } from './test.js';
 import { LIVENESS_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -12,31 +12,32 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 test('npm test: the build, then the front lane\'s stages beside the back lane; every unit file once', () => {
   const files = listTestFiles();
   const plan = testPlan({ files, concurrency: 3 });
-  assert.deepEqual(plan.setup.map((s) => s.name), ['build', 'typecheck']);
-  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
-  assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
+  assert.deepEqual(plan.setup.map((s) => s.name), ['build']);
+  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e webkit'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
+  assert.equal(plan.backFrom, 1, 'WebKit with nothing beside it');
+  assert.deepEqual(plan.front[0][0].argv.slice(-2), ['--project', 'webkit']);
+  assert.deepEqual(plan.back.map((s) => s.name), ['typecheck', 'unit']);
   assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
   assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
-  assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
+  assert.equal(plan.backEqualFrom, 4, 'the back lane at normal priority beside the other browser tests only');
   const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
+  const quiet = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
   assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
-  const timed = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
+  const timed = /** @type {import('./test.js').Step} */ (plan.front[3][0]);
   assert.deepEqual(timed.argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
-  const e2e = /** @type {import('./test.js').Step} */ (plan.front[3][0]);
-  assert.ok(e2e.argv.includes('--no-deps'), 'the shared stage does not rerun the real-time projects');
+  for (const stage of [1, 4]) assert.ok(plan.front[stage][0].argv.includes('--no-deps'), 'a later stage does not rerun the projects of the stages before');
   const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
-  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['e2e']], 'no empty stage');
-  assert.equal(small.backEqualFrom, 1);
+  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e webkit'], ['e2e real-time'], ['e2e']], 'no empty stage');
+  assert.equal(small.backEqualFrom, 2);
 });
 
 test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {
   const names = (config.projects ?? []).map((p) => p.name);
-  assert.deepEqual([...REALTIME_PROJECTS, ...SHARED_PROJECTS].sort(), [...names].sort());
+  assert.deepEqual([...SOLO_PROJECTS, ...REALTIME_PROJECTS, ...SHARED_PROJECTS].sort(), [...names].sort());
   for (const p of config.projects ?? []) {
     const realtime = REALTIME_PROJECTS.includes(/** @type {string} */ (p.name));
-    if (p.name === 'webkit') continue; // WebKit's spec runs whole in the real-time stage
+    if (SOLO_PROJECTS.includes(/** @type {string} */ (p.name))) continue; // WebKit's spec runs whole in a stage of its own
     if (realtime) assert.ok(p.grep instanceof RegExp && p.grep.test('x @realtime @firefox'), `${p.name} takes @realtime tests`);
     else assert.ok(p.grepInvert instanceof RegExp && p.grepInvert.test('x @realtime'), `${p.name} leaves @realtime tests out`);
   }
