@@ -65,7 +65,8 @@ export function testPlan({ files, concurrency }) {
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
   const front = [
     [{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS)] }],
-    [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS), '--no-deps'] }],
+    // --workers 1: without the dependency between them, Playwright would run the two projects side by side.
+    [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS), '--no-deps', '--workers', '1'] }],
     unit('unit quiet', quiet),
     unit('unit timed', timed),
     [{ name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] }],

@@ -27,6 +27,7 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   const timed = /** @type {import('./test.js').Step} */ (plan.front[3][0]);
   assert.deepEqual(timed.argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
   for (const stage of [1, 4]) assert.ok(plan.front[stage][0].argv.includes('--no-deps'), 'a later stage does not rerun the projects of the stages before');
+  assert.deepEqual(plan.front[1][0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
   const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
   assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e webkit'], ['e2e real-time'], ['e2e']], 'no empty stage');
   assert.equal(small.backEqualFrom, 2);
