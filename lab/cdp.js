@@ -11,8 +11,11 @@
 // keep Playwright.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { isAlive } from './proctree.js';
 
 /**
  * Switches every driven Chromium needs besides the machine's (lab/launch.js
@@ -223,6 +226,31 @@ export class CdpPage {
  * @property {() => Promise<void>} close ends the process (SIGKILL if it does not exit) and removes its profile
  */
 
+/** Chromium profiles are temporary folders named after the lab process that made them. */
+const PROFILE_PREFIX = 'carlab-chromium-';
+
+/**
+ * Removes the Chromium profiles of lab processes that are gone: a lab process
+ * killed with SIGKILL cannot remove its own (2.4 MB each; a test run that kills
+ * fleet agents on purpose left 4 or 5 every time). Profiles of live processes,
+ * and folders whose name carries no pid, are kept.
+ * @param {string} [dir] where the profiles are (the OS temp folder)
+ * @returns {Promise<string[]>} the folders removed
+ */
+export async function sweepStaleProfiles(dir = tmpdir()) {
+  /** @type {string[]} */
+  const stale = [];
+  for (const name of await readdir(dir).catch(() => /** @type {string[]} */ ([]))) {
+    const owner = new RegExp(`^${PROFILE_PREFIX}(\\d+)-`).exec(name);
+    if (!owner || Number(owner[1]) === process.pid || isAlive(Number(owner[1]))) continue;
+    stale.push(path.join(dir, name));
+  }
+  await Promise.all(stale.map((p) => rm(p, { recursive: true, force: true }).catch(() => {})));
+  return stale;
+}
+
+let swept = false;
+
 /**
  * Launches Chromium with --remote-debugging-pipe.
  * @param {{ executablePath: string, args: string[], timeoutMs?: number }} o
@@ -231,7 +259,11 @@ export class CdpPage {
  * @returns {Promise<CdpBrowser>}
  */
 export async function launchChromium(o) {
-  const profile = await mkdtemp(`${tmpdir()}/carlab-chromium-`);
+  if (!swept) {
+    swept = true;
+    await sweepStaleProfiles();
+  }
+  const profile = await mkdtemp(path.join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
   const child = spawn(o.executablePath, [...driverSwitches(o.args), `--user-data-dir=${profile}`, 'about:blank'], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
     // Its own process group: Ctrl-C belongs to the lab command, which stops the

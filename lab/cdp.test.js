@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { CHROMIUM_PATH, chromiumArgs } from './launch.js';
-import { CdpConnection, CdpError, launchChromium } from './cdp.js';
+import { CdpConnection, CdpError, launchChromium, sweepStaleProfiles } from './cdp.js';
 
 test('the pipe codec: NUL-ended JSON split across chunks, replies matched by id, events by session', async () => {
   const toBrowser = new PassThrough();
@@ -63,4 +67,16 @@ test('a Chromium that cannot start is reported with its exit, not a hang', async
   // no such file: a rejection naming it, not an unhandled 'error' event that ends the lab
   await assert.rejects(launchChromium({ executablePath: '/nonexistent/chromium', args: [], timeoutMs: 5000 }),
     { code: CdpError.LAUNCH, message: /cannot start \/nonexistent\/chromium: .*ENOENT/ });
+});
+
+test('stale Chromium profiles: a gone lab process\'s are removed; a live one\'s, this one\'s and unnamed ones stay', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'carlab-sweep-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const gone = spawnSync(process.execPath, ['-e', '']).pid; // exited before we look
+  const names = [`carlab-chromium-${gone}-aaaaaa`, `carlab-chromium-${process.pid}-bbbbbb`, `carlab-chromium-${process.ppid}-cccccc`,
+    'carlab-chromium-XyZ123', 'something-else'];
+  for (const n of names) await mkdir(path.join(dir, n, 'Default'), { recursive: true });
+  assert.deepEqual(await sweepStaleProfiles(dir), [path.join(dir, names[0])]);
+  assert.deepEqual((await readdir(dir)).sort(), names.slice(1).sort());
+  assert.deepEqual(await sweepStaleProfiles(path.join(dir, 'missing')), [], 'no folder: nothing to do');
 });

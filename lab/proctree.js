@@ -8,6 +8,14 @@ const CLOCK_TICKS = 100; // USER_HZ on Linux
 const PAGE_SIZE = 4096;
 
 /**
+ * Whether a process exists (EPERM: it does, under another user).
+ * @param {number} pid
+ */
+export function isAlive(pid) {
+  try { process.kill(pid, 0); return true; } catch (err) { return /** @type {NodeJS.ErrnoException} */ (err).code === 'EPERM'; }
+}
+
+/**
  * Parent pid, CPU ticks (utime + stime) and RSS bytes of one process.
  * @param {number} pid
  * @returns {{ ppid: number, ticks: number, rssBytes: number } | null}

@@ -6,6 +6,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { NS_PREFIX, ownerPid, topologyCommands } from './commands.js';
+import { isAlive } from '../proctree.js';
 
 /** The machine cannot run a --net profile: exit code 2. */
 export class NetUnavailableError extends Error {
@@ -60,11 +61,6 @@ export function removeNamespaces(names) {
     for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } }
     spawnSync('ip', ['netns', 'del', ns]);
   }
-}
-
-/** @param {number} pid */
-function isAlive(pid) {
-  try { process.kill(pid, 0); return true; } catch (err) { return /** @type {any} */ (err).code === 'EPERM'; }
 }
 
 /**
