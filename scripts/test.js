@@ -2,12 +2,10 @@
 // `npm test`: the type check, the unit tests and the browser tests, packed
 // onto the machine so that the tests that hold timing to account get the CPU
 // they need and the rest use what is left. After the web build, two lanes:
-//  - the front lane, at normal priority, one stage after another: WebKit's
-//    tests, alone; the other real-time browser tests; the two unit files that
-//    measure timing; the unit files with wall-clock bounds; the other browser
-//    tests;
-//  - the back lane, from the front's second stage on: the type check and the
-//    other unit files, side by side, in
+//  - the front lane, at normal priority, one stage after another: the
+//    real-time browser tests; the two unit files that measure timing; the unit
+//    files with wall-clock bounds; the other browser tests;
+//  - the back lane: the type check and the other unit files, side by side, in
 //    Linux's idle scheduling class (SCHED_IDLE) until the front reaches the
 //    other browser tests, then at normal priority. An idle-class process runs
 //    only on a core nothing else wants and yields it at once, so the back lane
@@ -15,6 +13,7 @@
 //    idle) without delaying it; once the front is throughput work too, both
 //    share the machine as equals, and the unit files whose processes watch one
 //    another's heartbeats (never to be starved) join them.
+// Last, once both lanes are done, WebKit's tests with nothing beside them.
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -29,7 +28,8 @@ const PLAYWRIGHT = ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/p
 /**
  * The Playwright project that runs with nothing beside it, not even the idle-class lane: WebKitGTK
  * under Xvfb is the real-time test most disturbed by it (beside the lane, Chromium->WebKit p95 once
- * reached 1439 ms against a bound of 1000 ms, and one frame once read a position 9559 off).
+ * reached 1439 ms against a bound of 1000 ms, and one frame once read a position 9559 off). It runs
+ * last: run first, it kept the back lane from filling its idle CPU and npm test took 20 s longer.
  */
 export const SOLO_PROJECTS = Object.freeze(['webkit']);
 /** The other Playwright projects of the real-time phase (e2e/playwright.config.js). */
@@ -47,8 +47,8 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @typedef {object} TestPlan
  * @property {Step[]} setup run at once, before anything else
  * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
- * @property {Step[]} back at once, in the idle class, beside the front from its stage backFrom on
- * @property {number} backFrom the front stage from which the back lane runs
+ * @property {Step[]} back after the setup, at once, in the idle class beside the front
+ * @property {Step[][]} after stages once the front and the back lane are done, one after another
  * @property {Step[]} backLate at normal priority, beside the front from its stage backEqualFrom on
  * @property {number} backEqualFrom the front stage from which the back lane runs at normal priority
  */
@@ -64,7 +64,6 @@ export function testPlan({ files, concurrency }) {
   const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
   const front = [
-    [{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS)] }],
     // --workers 1: without the dependency between them, Playwright would run the two projects side by side.
     [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS), '--no-deps', '--workers', '1'] }],
     unit('unit quiet', quiet),
@@ -78,7 +77,7 @@ export function testPlan({ files, concurrency }) {
     front,
     // The type check in the idle lane: 60-76 s there instead of 10 s, but off the front's path.
     back: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }, ...unit('unit', pool)],
-    backFrom: 1,
+    after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
     backLate: unit('unit liveness', liveness),
     backEqualFrom: front.length - 1,
   };
@@ -135,13 +134,12 @@ function toNormalPriority(roots) {
  * @param {boolean} idle whether the idle class is available
  */
 function backDescription(plan, i, idle) {
-  if (i < plan.backFrom) return 'nothing';
   const steps = [...plan.back, ...(i >= plan.backEqualFrom ? plan.backLate : [])].map((s) => s.name).join(' + ');
   return `${steps} (${idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority'})`;
 }
 
 /**
- * Runs a plan: the setup, then the front stages beside the back lane.
+ * Runs a plan: the setup, then the front stages beside the back lane, then the stages after both.
  * @param {TestPlan} plan
  * @returns {Promise<StepResult[]>}
  */
@@ -150,12 +148,10 @@ export async function runPlan(plan) {
   const idle = canRunIdle();
   /** @type {number[]} */
   const backPids = [];
-  /** @type {Promise<StepResult[]>} */
-  let back = Promise.resolve([]);
+  const back = Promise.all(plan.back.map((s) => runStep(s, { idle, started: (pid) => backPids.push(pid) })));
   /** @type {Promise<StepResult[]>} */
   let late = Promise.resolve([]);
   for (const [i, stage] of plan.front.entries()) {
-    if (i === plan.backFrom) back = Promise.all(plan.back.map((s) => runStep(s, { idle, started: (pid) => backPids.push(pid) })));
     if (i === plan.backEqualFrom) {
       if (idle) toNormalPriority(backPids);
       late = Promise.all(plan.backLate.map((s) => runStep(s)));
@@ -164,19 +160,23 @@ export async function runPlan(plan) {
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
   done.push(...await back, ...await late);
+  for (const stage of plan.after) {
+    process.stdout.write(`# alone: ${stage.map((s) => s.name).join(' + ')}\n`);
+    done.push(...await Promise.all(stage.map((s) => runStep(s))));
+  }
   return done;
 }
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
 Builds the web app, then runs two lanes side by side. The front lane, at normal
-priority, one stage after another: WebKit's browser tests, alone; the other
-real-time browser tests; the two unit files that measure timing; the unit files
-with wall-clock bounds; the other browser tests. The back lane, from the second
-stage on: the type check and the other unit files, in the
+priority, one stage after another: the real-time browser tests; the two unit
+files that measure timing; the unit files with wall-clock bounds; the other
+browser tests. The back lane: the type check and the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority, joined by the unit files whose processes watch
-one another's heartbeats. Every step runs even when one before failed;
+one another's heartbeats. Last, alone: WebKit's browser tests. Every step runs
+even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its
 step's name.
 

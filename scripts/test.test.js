@@ -13,24 +13,24 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   const files = listTestFiles();
   const plan = testPlan({ files, concurrency: 3 });
   assert.deepEqual(plan.setup.map((s) => s.name), ['build']);
-  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e webkit'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
-  assert.equal(plan.backFrom, 1, 'WebKit with nothing beside it');
-  assert.deepEqual(plan.front[0][0].argv.slice(-2), ['--project', 'webkit']);
+  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
+  assert.deepEqual(plan.after.map((stage) => stage.map((s) => s.name)), [['e2e webkit']], 'WebKit last, with nothing beside it');
+  assert.deepEqual(plan.after[0][0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
   assert.deepEqual(plan.back.map((s) => s.name), ['typecheck', 'unit']);
   assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
   assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
-  assert.equal(plan.backEqualFrom, 4, 'the back lane at normal priority beside the other browser tests only');
+  assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
   const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  const quiet = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
+  const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
   assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
-  const timed = /** @type {import('./test.js').Step} */ (plan.front[3][0]);
+  const timed = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
   assert.deepEqual(timed.argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
-  for (const stage of [1, 4]) assert.ok(plan.front[stage][0].argv.includes('--no-deps'), 'a later stage does not rerun the projects of the stages before');
-  assert.deepEqual(plan.front[1][0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
+  for (const stage of [0, 3]) assert.ok(plan.front[stage][0].argv.includes('--no-deps'), 'a stage runs its own projects only');
+  assert.deepEqual(plan.front[0][0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
   const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
-  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e webkit'], ['e2e real-time'], ['e2e']], 'no empty stage');
-  assert.equal(small.backEqualFrom, 2);
+  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['e2e']], 'no empty stage');
+  assert.equal(small.backEqualFrom, 1);
 });
 
 test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {
