@@ -495,7 +495,11 @@ test('--cluster 3, one worker killed with SIGKILL: its groups reconnect whole to
     process.kill(victim, 'SIGKILL');
     const moved = victimGroups.flatMap((g) => byGroup.get(g) ?? []);
     const stayed = groups.filter((g) => !victimGroups.includes(g)).flatMap((g) => byGroup.get(g) ?? []);
-    await until(async () => moved.every((c) => c.reconnects >= 1 && c.connected), 20_000);
+    await until(async () => moved.every((c) => c.reconnects >= 1 && c.connected), 20_000).catch((err) => {
+      const stuck = moved.filter((c) => !(c.reconnects >= 1 && c.connected))
+        .map((c) => `id ${c.id}: connected ${c.connected}, ${JSON.stringify(/** @type {any} */ (c.transport).reconnectInfo?.())}`);
+      throw new Error(`${err.message}: ${stuck.length} of ${moved.length} not back: ${stuck.join('; ')}; carlab printed:\n${cluster.run.output().slice(-4000)}`);
+    });
     const reconnectMs = moved.map((c) => c.outages[0].ms);
     t.diagnostic(`${moved.length} members reconnected, p99 ${Math.round(quantile(reconnectMs, 0.99))} ms, max ${Math.round(Math.max(...reconnectMs))} ms`);
     assert.ok(quantile(reconnectMs, 0.99) < 2000, `reconnect p99 ${quantile(reconnectMs, 0.99)} ms (${reconnectMs.map(Math.round).join(', ')})`);
