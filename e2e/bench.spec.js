@@ -21,7 +21,7 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
   try {
     const stdout = sink();
     const stderr = sink();
-    const code = await run(['--transport', 'relay,p2p', '--clients', '10', '--group', '5', '--duration', '6',
+    const code = await run(['--transport', 'relay,p2p', '--clients', '10', '--group', '5', '--duration', '3',
       '--warmup', '1', '--peers-per-page', '5', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
     expect(code, stderr.text()).toBe(0);
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
