@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
-import { firefox } from 'playwright-core';
 import { TRANSPORTS, WEBRTC_TRANSPORTS } from '../core/transports.js';
 import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
 import { driverSwitches, launchChromium } from './cdp.js';
@@ -156,6 +155,9 @@ async function launchBrowser(name, executablePath = null) {
     const b = await launchChromium({ executablePath: executablePath ?? CHROMIUM_PATH, args: chromiumArgs() });
     return { name, pid: b.pid, version: b.version, newPage: () => b.newPage(), close: () => b.close() };
   }
+  // Loaded here, not at the top: playwright-core costs 0.7 s of CPU to load, and every `carlab
+  // agent` and `carlab bench` process loads this module, most of them never to launch Firefox.
+  const { firefox } = await import('playwright-core');
   // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
   const server = await firefox.launchServer(/** @type {any} */ ({
     ...firefoxLaunchOptions(), ...(executablePath ? { executablePath } : {}), handleSIGINT: false,

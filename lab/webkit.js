@@ -13,7 +13,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-import { Builder } from 'selenium-webdriver';
 
 /** Debian's binaries (overridable for other layouts). */
 export const WEBKIT_DRIVER_PATH = process.env.CARLAB_WEBKIT_DRIVER ?? '/usr/bin/WebKitWebDriver';
@@ -179,6 +178,9 @@ export async function launchWebKit(opts = {}) {
   let server = null;
   try {
     server = await startWebKitDriver({ display: xvfb.display });
+    // Loaded here, not at the top: every `carlab agent` and `carlab bench` imports this module, and
+    // selenium-webdriver costs 0.2 s of CPU to load where no WebKit is launched.
+    const { Builder } = await import('selenium-webdriver');
     const driver = await new Builder().usingServer(server.url).withCapabilities(webkitCapabilities(opts)).build();
     await driver.manage().setTimeouts({ script: 60_000, pageLoad: 60_000 });
     if (opts.width && opts.height) await driver.manage().window().setRect({ x: 0, y: 0, width: opts.width, height: opts.height });
