@@ -162,12 +162,28 @@ export class FakeNetwork {
     this.autoOpen = true;
     /** New peers emit 'open' (registered at the PeerServer) a microtask after they are made. */
     this.openPeers = true;
-    /**
-     * The direct path is blocked (UDP dropped, no TURN): channels never open.
-     * 'silent': ICE just never connects; 'fail': both ends report ICE failed.
-     * @type {false | 'silent' | 'fail'}
-     */
-    this.blockDirect = false;
+    /** @type {false | 'silent' | 'fail'} */
+    this.block = false;
+    /** @type {[FakeDataConnection, FakeDataConnection][]} pairs dialled while the path was silently blocked */
+    this.stalled = [];
+  }
+
+  /**
+   * The direct path is blocked (UDP dropped, no TURN): channels do not open.
+   * 'silent': ICE just does not connect, and connects if the path heals in time (as a browser's
+   * checks, retried until ICE gives up, get through); 'fail': both ends report ICE failed.
+   * @returns {false | 'silent' | 'fail'}
+   */
+  get blockDirect() { return this.block; }
+
+  /** @param {false | 'silent' | 'fail'} value */
+  set blockDirect(value) {
+    this.block = value;
+    if (value) return;
+    for (const [a, b] of this.stalled.splice(0)) {
+      const live = [a, b].every((c) => !c.closed && c.channel && c.channel.readyState !== 'closed');
+      if (live && this.autoOpen) this.openPair(a, b);
+    }
   }
 
   /** A Peer class bound to this network, as the transport's `Peer` option. */
@@ -227,7 +243,9 @@ export class FakePeer extends Emitter {
         remote.emit('connection', answer);
         if (this.network.blockDirect === 'fail') {
           for (const pc of [conn.pc, answer.pc]) pc.set('iceConnectionState', 'failed');
-        } else if (!this.network.blockDirect && this.network.autoOpen && conn.channel && answer.channel) {
+        } else if (this.network.blockDirect === 'silent') {
+          this.network.stalled.push([conn, answer]);
+        } else if (this.network.autoOpen && conn.channel && answer.channel) {
           this.network.openPair(conn, answer);
         }
       });
