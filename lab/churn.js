@@ -61,7 +61,6 @@ async function warmUp(client, groupCount) {
   for (let i = 0; i < 6; i++) { const c = client(i % groupCount, `warm${i}`); await c.connect(); c.start(); warm.push(c); }
   await sleep(500);
   for (const c of warm) c.close();
-  await sleep(300);
 }
 
 /**
@@ -167,6 +166,27 @@ async function settleStable(stable) {
   return { stats, streams: aggregateStreams(stats) };
 }
 
+/** The relay's gauges with nobody connected. */
+const EMPTY_RELAY = Object.freeze({ clients: 0, joined: 0, groups: 0, pending: 0, queued: 0, blocked: 0 });
+
+/**
+ * The server's metrics once its gauges are back to `baseline`, read every 100 ms: the relay
+ * handles the last closes a moment after they are sent (500 ms was too short once on a starved
+ * machine: 9 clients still counted). After `timeoutMs` as they are, so a real leak still shows.
+ * @param {{ metrics: () => Promise<any> }} server
+ * @param {Record<string, number>} baseline
+ * @param {number} [timeoutMs]
+ */
+async function metricsBackTo(server, baseline, timeoutMs = 10_000) {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const m = await server.metrics();
+    const now = /** @type {Record<string, number>} */ (pickGauges(m.relay));
+    if (Object.keys(baseline).every((k) => now[k] === baseline[k]) || performance.now() > end) return m;
+    await sleep(100);
+  }
+}
+
 /**
  * Runs the churn and returns its report.
  * @param {ChurnOptions} [o]
@@ -198,8 +218,8 @@ export async function runChurn(o = {}) {
   });
   try {
     await warmUp(client, options.groups);
+    const before = await metricsBackTo(server, EMPTY_RELAY); // the warm-up's members gone
     const baseline = await server.heap();
-    const before = await server.metrics();
     const { stable, sends } = await connectStable(client, options.groups, stablePerGroup);
     const startedAt = performance.now();
     for (const c of stable) c.start();
@@ -216,8 +236,7 @@ export async function runChurn(o = {}) {
     const { stats, streams } = await settleStable(stable);
     const gaps = stable.map((c) => longestSendGap(sends.get(c) ?? [], startedAt, churnEndedAt));
     for (const c of stable) c.close();
-    await sleep(500);
-    const after = await server.metrics();
+    const after = await metricsBackTo(server, pickGauges(before.relay));
     const heap = await server.heap();
     return {
       durationS,
