@@ -24,7 +24,7 @@ test('sim: 60 clients on every carlab transport, groups 5 and 25', { timeout: 18
     const stdout = sink();
     const stderr = sink();
     const code = await run(['--transport', OURS.join(','), '--clients', '60', '--group', '5,25',
-      '--duration', '2', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+      '--duration', '4', '--warmup', '1', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
     assert.equal(code, 0, stderr.text());
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
     assert.deepEqual(resultsSchemaProblems(results), []);
