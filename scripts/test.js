@@ -5,7 +5,7 @@
 //  - the front lane, at normal priority, one stage after another: the
 //    real-time browser tests; the two unit files that measure timing; the unit
 //    files with wall-clock bounds; the other browser tests;
-//  - the back lane: the unit files, side by side, in
+//  - the back lane: the type check and the other unit files, side by side, in
 //    Linux's idle scheduling class (SCHED_IDLE) until the front reaches the
 //    other browser tests, then at normal priority. An idle-class process runs
 //    only on a core nothing else wants and yields it at once, so the back lane
@@ -13,8 +13,7 @@
 //    idle) without delaying it; once the front is throughput work too, both
 //    share the machine as equals, and the unit files whose processes watch one
 //    another's heartbeats (never to be starved) join them.
-// Last, once both lanes are done, WebKit's tests with nothing beside them but
-// the type check in the idle class: it only computes, and fills the stage's idle CPU.
+// Last, once both lanes are done, WebKit's tests with nothing beside them.
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -27,7 +26,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PLAYWRIGHT = ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'];
 
 /**
- * The Playwright project that runs without the unit lane beside it, even in the idle class: WebKitGTK
+ * The Playwright project that runs with nothing beside it, not even the idle-class lane: WebKitGTK
  * under Xvfb is the real-time test most disturbed by it (beside the lane, Chromium->WebKit p95 once
  * reached 1439 ms against a bound of 1000 ms, and one frame once read a position 9559 off). It runs
  * last: run first, it kept the back lane from filling its idle CPU and npm test took 20 s longer.
@@ -42,8 +41,6 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @typedef {object} Step
  * @property {string} name prefixes the step's output lines (steps always share the machine)
  * @property {string[]} argv run with this Node (argv[0] is a script)
- * @property {boolean} [idle] in an `after` stage: in the idle scheduling class beside the others
- *   (where the machine has none, after them)
  */
 
 /**
@@ -78,14 +75,9 @@ export function testPlan({ files, concurrency }) {
     // stale web/dist otherwise, and a build empties the folder another process is serving.
     setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
     front,
-    back: unit('unit', pool),
-    // The type check beside WebKit, in the idle class: it only computes (no sockets, no browsers),
-    // and fills the 40 % of the stage's CPU WebKit leaves idle; in the back lane it took 17 s of
-    // CPU the unit files then had to make up beside the shared browser phase.
-    after: [[
-      { name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] },
-      { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'], idle: true },
-    ]],
+    // The type check in the idle lane: 60-76 s there instead of 10 s, but off the front's path.
+    back: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }, ...unit('unit', pool)],
+    after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
     backLate: unit('unit liveness', liveness),
     backEqualFrom: front.length - 1,
   };
@@ -147,22 +139,6 @@ function backDescription(plan, i, idle) {
 }
 
 /**
- * Runs a stage after both lanes: its idle steps in the idle class beside the others, or, where the
- * machine has no idle class, after them.
- * @param {Step[]} stage
- * @param {boolean} idle whether the idle class is available
- * @returns {Promise<StepResult[]>}
- */
-async function runAfterStage(stage, idle) {
-  const main = stage.filter((s) => !s.idle);
-  const beside = stage.filter((s) => s.idle);
-  process.stdout.write(`# alone: ${main.map((s) => s.name).join(' + ')}${beside.length ? `; beside (${idle ? 'idle class' : 'after it'}): ${beside.map((s) => s.name).join(' + ')}` : ''}\n`);
-  if (idle) return Promise.all([...main.map((s) => runStep(s)), ...beside.map((s) => runStep(s, { idle: true }))]);
-  const first = await Promise.all(main.map((s) => runStep(s)));
-  return [...first, ...await Promise.all(beside.map((s) => runStep(s)))];
-}
-
-/**
  * Runs a plan: the setup, then the front stages beside the back lane, then the stages after both.
  * @param {TestPlan} plan
  * @returns {Promise<StepResult[]>}
@@ -184,7 +160,10 @@ export async function runPlan(plan) {
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
   done.push(...await back, ...await late);
-  for (const stage of plan.after) done.push(...await runAfterStage(stage, idle));
+  for (const stage of plan.after) {
+    process.stdout.write(`# alone: ${stage.map((s) => s.name).join(' + ')}\n`);
+    done.push(...await Promise.all(stage.map((s) => runStep(s))));
+  }
   return done;
 }
 
@@ -193,11 +172,11 @@ const HELP = `usage: npm test  (node scripts/test.js)
 Builds the web app, then runs two lanes side by side. The front lane, at normal
 priority, one stage after another: the real-time browser tests; the two unit
 files that measure timing; the unit files with wall-clock bounds; the other
-browser tests. The back lane: the other unit files, in the
+browser tests. The back lane: the type check and the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority, joined by the unit files whose processes watch
-one another's heartbeats. Last: WebKit's browser tests, with only the type check
-beside them in the idle class. Every step runs even when one before failed;
+one another's heartbeats. Last, alone: WebKit's browser tests. Every step runs
+even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its
 step's name.
 
