@@ -275,7 +275,7 @@ export async function startCarlabMachine({ netns, host, port, nats, args = [], t
  * @returns {Promise<boolean>} whether it built
  */
 export async function ensureWebBuild() {
-  const { WEB_DIR, buildWebApp } = await import('../server/build.js');
+  const { WEB_DIR, buildWebApp } = await import('../server/start.js');
   const dist = path.join(WEB_DIR, 'dist');
   if (existsSync(path.join(dist, 'index.html'))) return false;
   const tmp = mkdtempSync(path.join(WEB_DIR, '.dist-building-'));

@@ -6,7 +6,7 @@ import { readFile, readdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WEB_DIR, buildWebApp } from '../server/build.js';
+import { WEB_DIR, buildWebApp } from '../server/start.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const CORE = ['protocol.js', 'cycle.js', 'metrics.js', 'client.js'].map((f) => path.join(root, 'core', f));

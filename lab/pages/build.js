@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { WEB_DIR, buildWebApp, isBuildStale } from '../../server/build.js';
+import { WEB_DIR, buildWebApp, isBuildStale } from '../../server/start.js';
 
 /** The lab pages' sources. */
 export const LAB_PAGES_DIR = fileURLToPath(new URL('.', import.meta.url));
