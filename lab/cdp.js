@@ -228,6 +228,8 @@ export class CdpPage {
 
 /** Chromium profiles are temporary folders named after the lab process that made them. */
 const PROFILE_PREFIX = 'carlab-chromium-';
+/** A profile folder's name, with the pid of the lab process that made it. */
+const PROFILE_NAME = new RegExp(`^${PROFILE_PREFIX}(\\d+)-`);
 
 /**
  * Removes the Chromium profiles of lab processes that are gone: a lab process
@@ -241,8 +243,8 @@ export async function sweepStaleProfiles(dir = tmpdir()) {
   /** @type {string[]} */
   const stale = [];
   for (const name of await readdir(dir).catch(() => /** @type {string[]} */ ([]))) {
-    const owner = new RegExp(`^${PROFILE_PREFIX}(\\d+)-`).exec(name);
-    if (!owner || Number(owner[1]) === process.pid || isAlive(Number(owner[1]))) continue;
+    const owner = Number(PROFILE_NAME.exec(name)?.[1] ?? NaN);
+    if (Number.isNaN(owner) || owner === process.pid || isAlive(owner)) continue;
     stale.push(path.join(dir, name));
   }
   await Promise.all(stale.map((p) => rm(p, { recursive: true, force: true }).catch(() => {})));
