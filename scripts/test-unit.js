@@ -114,7 +114,9 @@ export function listTestFiles(root = ROOT) {
  */
 export function testRuns(files, concurrency) {
   // A test without a timeout of its own fails after 3 min instead of holding the run (one waited
-  // forever for a close that timing had made never come).
+  // forever for a close that timing had made never come). Each file is a test of the runner too, so
+  // a whole file gets 3 min: a heavy file is split well below it (the fleet file, 137-159 s beside
+  // the others, once passed 180 s in CI).
   const base = ['--test', '--test-force-exit', '--test-timeout=180000', '--test-reporter=spec'];
   /** @param {string[]} list @param {number} atOnce @param {string} why @returns {UnitRun | null} */
   const run = (list, atOnce, why) => (list.length === 0 ? null
