@@ -248,18 +248,23 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
         }
         await testInfo.attach(`ar-${transport}`, { path: shot, contentType: 'image/png' });
 
-        // drag the shared object on A (a pointer drag on the marker plane)
+        // drag the shared object on A (a pointer drag on the marker plane), again until it has moved:
+        // a pointer step in a frame where the marker is not tracked moves nothing (a starved run
+        // moved it 0.0088 in one drag)
+        const movedOnA = async () => {
+          const { pose } = await A.page.evaluate(() => window.carlab.object());
+          return Math.hypot(pose[0], pose[2]) > 0.01;
+        };
         let dragged = false;
         for (let attempt = 0; attempt < 40 && !dragged; attempt++) {
           const s = await A.page.evaluate(() => window.carlab.objectScreen());
           if (!s) { await A.page.waitForTimeout(100); continue; }
           await A.page.mouse.move(s.x, s.y);
           await A.page.mouse.down();
-          if (await A.page.evaluate(() => window.carlab.scene.dragging)) {
-            await A.page.mouse.move(s.x + 90, s.y - 40, { steps: 6 });
-            dragged = true;
-          }
+          const grabbed = await A.page.evaluate(() => window.carlab.scene.dragging);
+          if (grabbed) await A.page.mouse.move(s.x + 90, s.y - 40, { steps: 6 });
           await A.page.mouse.up();
+          dragged = grabbed && (await movedOnA());
         }
         expect(dragged).toBe(true);
         const objA = await A.page.evaluate(() => window.carlab.object());
