@@ -19,7 +19,7 @@ import { createLabTransport } from './transports.js';
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
- *   maxUpdates: number, reportsIntervalMs?: number }} */
+ *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number } }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -81,6 +81,7 @@ async function connectAll() {
       const client = new CarClient({
         transport: createLabTransport(job.transport, {
           baseUrl: serversOf(i)[0], failoverBaseUrls: serversOf(i).slice(1), config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io,
+          ...(job.reconnect ? { reconnect: job.reconnect } : {}),
         }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,

@@ -159,6 +159,8 @@ export async function startServerChild(serverOptions = {}, childOptions = {}) {
  * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
  *   seconds into the measured window and start it again on the same port after downMs:
  *   the clients reconnect, the run record reports the outage
+ * @property {{ baseMs?: number, maxMs?: number }} [reconnect] the clients' reconnection backoff
+ *   (default: the product's, RECONNECT_DEFAULTS in web/src/transport/relay-reconnect.js)
  * @property {string | null} [nats] --nats: the NATS server the relays join (default: one of the run's own)
  * @property {number | null} [killRelayAtS] --kill-relay-at: SIGKILL one relay this many seconds into the
  *   measured window (with point.relays >= 2); its clients fail over to the others
@@ -428,6 +430,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
       url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
+      ...(o.reconnect ? { reconnect: o.reconnect } : {}),
     }, asProcesses, net ? net.clientNs[w] : null);
     run.workers.push(worker);
     worker.on('message', (m) => tallyProgress(run.live, run.bucket, m));
