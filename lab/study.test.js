@@ -89,7 +89,8 @@ function member(base, group, name) {
  */
 async function leaveAndStop(members, server) {
   for (const m of members) m.client.stop();
-  await sleep(500); // the last ACKs land before the final reports are made
+  // the last ACKs land before the final reports are made (they hold every RT the clients measured)
+  await until(() => members.every((m) => m.client.cycle.inFlight() === 0), 10_000);
   for (const m of members) m.reporter.finish();
   await until(() => members.every((m) => m.answers.some((a) => a.seq === m.reporter.seq)), 10_000);
   server.child.kill('SIGTERM');

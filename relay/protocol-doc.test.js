@@ -226,8 +226,12 @@ const unhex = (s) => Uint8Array.from(s.trim().split(/\s+/), (x) => parseInt(x, 1
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** @param {() => unknown} cond @param {string} what */
-async function until(cond, what, timeoutMs = 2000) {
+/**
+ * Waits for `cond`; the bound is only how long a failure takes to show, so it is wide (a starved
+ * machine is slow, not wrong).
+ * @param {() => unknown} cond @param {string} what
+ */
+async function until(cond, what, timeoutMs = 10_000) {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -429,6 +433,7 @@ async function startRelay(options = {}) {
   const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
   return {
     url: `ws://127.0.0.1:${port}/relay`,
+    relay,
     async stop() {
       await relay.close();
       server.closeAllConnections();
@@ -1064,8 +1069,9 @@ test('relay behaviour the document was corrected for (§4, §8.1, §8.5, §12)',
   const origOnMessage = b.onMessage.bind(b);
   b.onMessage = (m, out) => { if (m.type !== T.UPDATE) origOnMessage(m, out); }; // still recorded in b.received
   await until(() => ackedAll(7).length === 1, 'ACKED_ALL 7');
+  const timedOutBefore = env.relay.stats.ackTimeouts;
   send(a, upd(a, 8));
-  await sleep(700); // > ackTimeoutMs + one sweep period
+  await until(() => env.relay.stats.ackTimeouts > timedOutBefore, 'the relay to time out update 8');
   send(b, ackBody(b, a, 8)); // late ACK
   await sleep(50);
   assert.equal(ackedAll(8).length, 0, 'no ACKED_ALL for an update the relay timed out');

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createSignaling } from './index.js';
 import { connectNatsBroker } from '../relay/index.js';
+import { NodeDirectory } from '../relay/cluster-nodes.js';
 import { startNatsServer } from '../server/nats-process.js';
 
 // The `peer` package's timers never stop: leave once done.
@@ -25,8 +26,9 @@ async function until(cond, timeoutMs = 10000) {
 /** One process's PeerServer on its own port and NATS connection. @param {string} natsUrl */
 async function startSignalingNode(natsUrl) {
   const broker = await connectNatsBroker({ url: natsUrl });
+  const nodes = new NodeDirectory(broker);
   const server = http.createServer();
-  const signaling = createSignaling({ server, broker });
+  const signaling = createSignaling({ server, broker, nodes });
   server.on('request', (req, res) => { if (!signaling.handleRequest(req, res)) res.writeHead(404).end(); });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -35,6 +37,8 @@ async function startSignalingNode(natsUrl) {
   return {
     signaling,
     broker,
+    /** the other nodes this one has heard from */
+    otherNodes: () => nodes.nodes.size,
     /** @param {string} id @param {string} token */
     url: (id, token) => `ws://127.0.0.1:${port}/peerjs/peerjs?key=peerjs&id=${id}&token=${token}`,
     async stop() {
@@ -69,7 +73,7 @@ describe('PeerServer on two nodes joined by NATS', () => {
   before(async () => {
     nats = await startNatsServer();
     nodes = [await startSignalingNode(nats.url), await startSignalingNode(nats.url)];
-    await new Promise((r) => setTimeout(r, 300)); // heartbeats: the nodes know each other
+    await until(() => nodes.every((n) => n.otherNodes() === 1)); // heartbeats: the nodes know each other
   });
   after(async () => {
     for (const n of nodes) await n.stop().catch(() => {});
