@@ -98,7 +98,11 @@ test('relays on two "machines": a group spans them; a cut to NATS isolates one n
   assert.equal(a.closedWith, null, 'A keeps its connection to its own relay');
 
   cutNatsLink(0, false);
-  await until(() => a.members.size === 1 && b.members.size === 1, 30_000);
+  // Each node must send the other its state again (relay/cluster-nodes.js: the hello after a reconnect).
+  await until(() => a.members.size === 1 && b.members.size === 1, 30_000).catch(async (err) => {
+    const cluster = (await Promise.all(relays.map((r) => r.metrics()))).map((m) => m.relay.cluster);
+    throw new Error(`${err.message}: members A ${a.members.size}, B ${b.members.size}; nodes ${JSON.stringify(cluster)}`);
+  });
   const heard = b.streams.get(a.id ?? 0)?.received ?? 0;
   await until(() => (b.streams.get(a.id ?? 0)?.received ?? 0) >= heard + 20);
   const status = (await relays[0].metrics()).relay.cluster;

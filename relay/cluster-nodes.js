@@ -6,6 +6,14 @@
  * learn of a node new to them (send it our state) and of a node gone (drop
  * its members) from the same heartbeats.
  *
+ * A node's first heartbeat after it (re)connects to NATS says `hello`: every
+ * node that hears it sends it their state again, known to them or not. Noticing
+ * a node as new is not enough: after a cut heals, the kernel delivers the
+ * cut-off node's retransmitted heartbeats on its old connection, so the others
+ * saw it as new and sent their state to a socket it had closed, before its new
+ * connection subscribed (lab/cluster-machines.test.js hung so, 2 runs in 3
+ * under load).
+ *
  * @module relay/cluster-nodes
  */
 
@@ -19,7 +27,8 @@ export const NODE_TIMEOUT_MS = 3500;
 
 /**
  * @typedef {object} NodeListener
- * @property {(node: string) => void} [onNodeNew] a node we had not heard of (new, restarted, back after a cut)
+ * @property {(node: string) => void} [onNodeNew] a node we had not heard of (new, restarted, back after a cut),
+ *   or one that says hello (it has just (re)connected: send it our state)
  * @property {(node: string) => void} [onNodeGone] a node that said goodbye or fell silent
  */
 
@@ -52,15 +61,18 @@ export class NodeDirectory {
   start() {
     if (this.timer) return;
     this.sub = this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data)));
-    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat(); });
-    this.heartbeat();
+    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat({ hello: true }); });
+    this.heartbeat({ hello: true });
     this.timer = setInterval(() => { this.heartbeat(); this.sweep(); }, HEARTBEAT_MS);
     this.timer.unref();
   }
 
-  /** Says this node is alive. */
-  heartbeat() {
-    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: this.nodeId }));
+  /**
+   * Says this node is alive; with `hello`, that it has just (re)connected and wants everyone's state.
+   * @param {{ hello?: boolean }} [options]
+   */
+  heartbeat({ hello = false } = {}) {
+    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes(hello ? { node: this.nodeId, hello: true } : { node: this.nodeId }));
   }
 
   /**
@@ -82,6 +94,7 @@ export class NodeDirectory {
     if (!m || typeof m.node !== 'string') return;
     // A node new to us hears from us at once, not a second later.
     if (this.heard(m.node)) this.heartbeat();
+    else if (m.hello === true && m.node !== this.nodeId) for (const l of this.listeners) l.onNodeNew?.(m.node);
   }
 
   /** Nodes silent for NODE_TIMEOUT_MS are gone. */

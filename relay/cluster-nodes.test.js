@@ -1,0 +1,81 @@
+// The node directory's heartbeats, on an in-process bus that delivers like
+// NATS with noEcho (a node never hears itself); what a real nats-server adds
+// (a cut, a heal) is lab/cluster-machines.test.js.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NodeDirectory } from './cluster-nodes.js';
+import { HEARTBEAT_SUBJECT, jsonBytes, parseJsonBytes } from './cluster-wire.js';
+
+/** A bus of brokers; `connected` false drops what a broker would send or receive. */
+function bus() {
+  /** @type {{ nodeId: string, connected: boolean, subs: Map<string, ((d: Uint8Array) => void)[]>, onChange: ((c: boolean) => void)[] }[]} */
+  const members = [];
+  /** @param {string} nodeId */
+  const broker = (nodeId) => {
+    /** @type {Map<string, ((d: Uint8Array) => void)[]>} */
+    const subs = new Map();
+    const me = { nodeId, connected: true, subs, onChange: /** @type {((c: boolean) => void)[]} */ ([]) };
+    members.push(me);
+    return {
+      me,
+      /** @type {import('./broker.js').Broker} */
+      api: {
+        nodeId,
+        publish(subject, data) {
+          if (!me.connected) return;
+          for (const m of members) if (m !== me && m.connected) for (const h of m.subs.get(subject) ?? []) h(data);
+        },
+        subscribe(subject, handler) {
+          me.subs.set(subject, [...(me.subs.get(subject) ?? []), handler]);
+          return { unsubscribe: () => me.subs.set(subject, (me.subs.get(subject) ?? []).filter((h) => h !== handler)) };
+        },
+        status: () => ({ connected: me.connected, url: 'bus', serverVersion: null, disconnects: 0, outageMs: 0, lastError: null }),
+        onConnectionChange(listener) { me.onChange.push(listener); },
+        async close() {},
+      },
+      /** @param {boolean} connected */
+      setConnected(connected) { me.connected = connected; for (const l of me.onChange) l(connected); },
+    };
+  };
+  return { broker };
+}
+
+/** @param {NodeDirectory} dir */
+function newNodesSeen(dir) {
+  /** @type {string[]} */
+  const seen = [];
+  dir.listen({ onNodeNew: (node) => seen.push(node) });
+  return seen;
+}
+
+test('a node that (re)connects says hello, and every node sends it their state again, known or not', (t) => {
+  const net = bus();
+  const a = net.broker('aaaa');
+  const b = net.broker('bbbb');
+  /** @type {unknown[]} */
+  const heartbeats = [];
+  a.api.subscribe(HEARTBEAT_SUBJECT, (d) => heartbeats.push(parseJsonBytes(d)));
+  const dirA = new NodeDirectory(a.api);
+  const dirB = new NodeDirectory(b.api);
+  t.after(() => { dirA.stop(); dirB.stop(); });
+  const newToA = newNodesSeen(dirA);
+  const newToB = newNodesSeen(dirB);
+  dirA.start();
+  dirB.start();
+  assert.deepEqual(heartbeats[0], { node: 'bbbb', hello: true }, 'the first heartbeat says hello');
+  assert.deepEqual([newToA, newToB], [['bbbb'], ['aaaa']], 'each learned of the other once');
+
+  // A is cut off and comes back before B's sweep drops it: B still knows A, and A's hello
+  // still gets B's state sent to it (the case a heal under load met)
+  a.setConnected(false);
+  a.setConnected(true);
+  assert.deepEqual(newToB, ['aaaa', 'aaaa'], 'B sends its state to A again');
+  assert.deepEqual(newToA, ['bbbb'], 'A hears B\'s plain heartbeat: nothing new');
+
+  // a plain heartbeat of a known node is no news
+  b.api.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: 'bbbb' }));
+  assert.deepEqual(newToA, ['bbbb']);
+  // a node's own hello (never echoed by NATS, but a node could be told its own) is ignored
+  dirA.onHeartbeat({ node: 'aaaa', hello: true });
+  assert.deepEqual(newToA, ['bbbb']);
+});
