@@ -161,6 +161,8 @@ export async function startAgent(o) {
     for (const { page } of r.pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
     for (const b of r.browsers) await b.close().catch(() => {});
     if (run === r) run = null;
+    // free at once, not a heartbeat later: the controller's next point waits for this
+    try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
   };
 
   /** @param {any} req @param {import('nats').Msg} msg */
