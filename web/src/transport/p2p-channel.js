@@ -116,6 +116,16 @@ function isTurnCandidate(candidate, relayIps) {
  * @param {RTCIceServer[]} [iceServers] default: pc.getConfiguration().iceServers
  */
 export async function setupStats(pc, iceServers) {
+  return (await readSetup(pc, iceServers)).stats;
+}
+
+/**
+ * setupStats' reading, and whether the path is still unknown (a remote
+ * peer-reflexive candidate with its address hidden, not via TURN by the other end).
+ * @param {RTCPeerConnection} pc
+ * @param {RTCIceServer[]} [iceServers]
+ */
+async function readSetup(pc, iceServers) {
   const report = await pc.getStats();
   // Stats entries differ by `type`; the lib's RTCStats lists only the common fields.
   /** @type {Map<string, any>} */
@@ -141,14 +151,48 @@ export async function setupStats(pc, iceServers) {
   }
   const local = selected && byId.get(selected.localCandidateId);
   const remote = selected && byId.get(selected.remoteCandidateId);
-  return {
+  const viaTurn = Boolean(selected) && (isTurnCandidate(local, relayIps) || isTurnCandidate(remote, relayIps));
+  const stats = {
     candidateType: local ? `${local.candidateType}/${remote?.candidateType ?? '?'}` : null,
-    viaTurn: Boolean(selected) && (isTurnCandidate(local, relayIps) || isTurnCandidate(remote, relayIps)),
+    viaTurn,
     setupBytesSent: bytesSent,
     setupBytesReceived: bytesReceived,
     setupPacketsSent: packetsSent,
     setupPacketsReceived: packetsReceived,
   };
+  return { stats, unsettled: !viaTurn && isHiddenPeerReflexive(remote) };
+}
+
+/**
+ * A remote peer-reflexive candidate whose address the browser does not
+ * expose (webrtc-stats: an address learnt from the network, not from the
+ * application, stays hidden; Chromium and Firefox both omit it).
+ * @param {any} candidate
+ */
+function isHiddenPeerReflexive(candidate) {
+  const type = candidate?.candidateType;
+  return (type === 'prflx' || type === 'peerreflexive') && !addressOf(candidate);
+}
+
+/**
+ * setupStats, read again (every `everyMs`, `waitMs` at most) while the
+ * selected pair's remote candidate is a peer-reflexive one with its address
+ * hidden: whether it is a TURN allocation or the other side's own address is
+ * then unknown. Once the other side signals that candidate, the browser
+ * turns the pair's remote candidate into it (type and address: measured in
+ * Chromium, `prflx :60372` became `relay 192.0.2.2:60372`). In p2p-blocked a
+ * link whose allocation's check came first was counted direct (run L).
+ * @param {RTCPeerConnection} pc
+ * @param {{ waitMs?: number, everyMs?: number, iceServers?: RTCIceServer[] }} [options]
+ */
+export async function settledSetupStats(pc, { waitMs = 5000, everyMs = 250, iceServers } = {}) {
+  const end = Date.now() + waitMs;
+  let reading = await readSetup(pc, iceServers);
+  while (reading.unsettled && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, everyMs));
+    reading = await readSetup(pc, iceServers);
+  }
+  return reading.stats;
 }
 
 /**

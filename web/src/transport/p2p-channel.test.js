@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, setupStats, summarizeChannels, timeSetupPhases, turnServerIps,
+  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, settledSetupStats, setupStats, summarizeChannels, timeSetupPhases, turnServerIps,
 } from './p2p-channel.js';
 import { FakeChannel, FakePeerConnection } from './p2p-fakes.js';
 
@@ -181,4 +181,37 @@ test('setupStats viaTurn, Firefox shape: the pair marked selected, relay, prflx 
   const bare = new FakePeerConnection();
   bare.stats = firefox(host, { candidateType: 'prflx', address: '10.201.0.1', port: 60000 });
   assert.equal((await setupStats(asPc(bare))).viaTurn, false);
+});
+
+test('settledSetupStats: a remote peer-reflexive candidate with its address hidden is read again until the other side\'s candidate names it', async () => {
+  /** @param {object} remote */
+  const report = (remote) => [
+    { id: 'T', type: 'transport', selectedCandidatePairId: 'P' },
+    { id: 'P', type: 'candidate-pair', localCandidateId: 'L', remoteCandidateId: 'R' },
+    { id: 'L', type: 'local-candidate', candidateType: 'host', address: '10.201.1.2', port: 51000 },
+    { id: 'R', type: 'remote-candidate', ...remote },
+  ];
+  // Chromium before the other side signalled its relay candidate: type prflx, no address (the spec hides it)
+  const hidden = { candidateType: 'prflx', port: 60372 };
+  const signalled = { candidateType: 'relay', address: '10.201.0.1', port: 60372 };
+  const pc = new FakePeerConnection();
+  pc.stats = report(hidden);
+  const reads = { n: 0 };
+  const getStats = pc.getStats.bind(pc);
+  pc.getStats = async () => { if (++reads.n === 3) pc.stats = report(signalled); return getStats(); };
+  assert.equal((await setupStats(asPc(pc))).viaTurn, false, 'one reading cannot tell');
+  reads.n = 0;
+  pc.stats = report(hidden);
+  const settled = await settledSetupStats(asPc(pc), { everyMs: 5 });
+  assert.deepEqual([settled.candidateType, settled.viaTurn, reads.n], ['host/relay', true, 3]);
+  // a prflx whose address shows is decided at once; one that stays hidden gives up after waitMs (direct)
+  pc.stats = report({ candidateType: 'prflx', address: '10.201.1.3', port: 1 });
+  reads.n = -100;
+  assert.equal((await settledSetupStats(asPc(pc), { everyMs: 5 })).viaTurn, false);
+  assert.equal(reads.n, -99, 'read once');
+  pc.stats = report(hidden);
+  pc.getStats = getStats;
+  const t0 = Date.now();
+  assert.equal((await settledSetupStats(asPc(pc), { everyMs: 5, waitMs: 50 })).candidateType, 'host/prflx');
+  assert.ok(Date.now() - t0 >= 50);
 });

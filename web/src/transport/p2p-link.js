@@ -1,7 +1,7 @@
 // One neighbour of the p2p mesh: its PeerJS connection, carlab's channel on
 // it, the setup timings, and the retry state the mesh keeps for it.
 
-import { openCarlabChannel, readChannel, setupStats, timeSetupPhases } from './p2p-channel.js';
+import { openCarlabChannel, readChannel, settledSetupStats, timeSetupPhases } from './p2p-channel.js';
 
 /** Longest time a connection may take to open before it is retried. */
 export const SETUP_TIMEOUT_MS = 15000;
@@ -25,7 +25,7 @@ export const SETUP_TIMEOUT_MS = 15000;
  * figures, and the last error. Empty until the first connection.
  * @typedef {import('./p2p-channel.js').SetupPhases
  *   & Partial<import('./p2p-channel.js').ChannelParams>
- *   & Partial<Awaited<ReturnType<typeof setupStats>>>
+ *   & Partial<Awaited<ReturnType<typeof import('./p2p-channel.js').setupStats>>>
  *   & { id?: number, initiator?: boolean, attempt?: number, channelOpenMs?: number, lastError?: string }} LinkSetup
  */
 
@@ -116,7 +116,8 @@ export class P2PLink {
       Object.assign(setup, readChannel(channel));
       events.onOpen();
       try {
-        Object.assign(setup, await setupStats(pc));
+        // settled: a TURN link can first show the other side's allocation as a hidden peer-reflexive
+        Object.assign(setup, await settledSetupStats(pc));
       } catch { /* stats are best effort */ }
       events.onSetup(setup);
     };
