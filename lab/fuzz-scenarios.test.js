@@ -4,7 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { CloseCode, MsgType, decode } from '../core/protocol.js';
 import { MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
-import { judgeFairFlood, judgeSlowHeaders, judgeTakeover, longestGap, scenarioPlan, updateFrames } from './fuzz-scenarios.js';
+import { allowedGapMs, judgeFairFlood, judgeSlowHeaders, judgeTakeover, longestGap, scenarioPlan, updateFrames } from './fuzz-scenarios.js';
 import { casesSelected, scenarioSelected } from './fuzz.js';
 
 const LIMITS = { updatesPerSecond: 60, updateBurst: 600, headersTimeoutMs: 10_000, checkIntervalMs: 1_000 };
@@ -51,6 +51,7 @@ const healthyFlood = (udp = false) => ({
     { id: 5, role: 'burster', sent: 960, closed: udp ? null : { code: CloseCode.RATE_LIMITED, reason: 'over 60 UPDATEs/s' } },
   ],
   udpDropped: udp ? 300 : 0,
+  clientStallMs: 0,
 });
 
 test('judgeFairFlood: none for a fair run; an innocent closed or starved, the steady flooder closed, the burster not closed (relay) or closed (relay-udp) each say so', () => {
@@ -71,6 +72,16 @@ test('judgeFairFlood: none for a fair run; an innocent closed or starved, the st
   udp.floods[1].closed = { code: CloseCode.RATE_LIMITED, reason: 'over 60 UPDATEs/s' };
   udp.udpDropped = 0;
   assert.equal(judgeFairFlood(udp).length, 2);
+  // the members' own process stalled 40 ms: a gap up to 1080 ms is not the relay's doing, past it is
+  const stalled = healthyFlood();
+  stalled.clientStallMs = 40;
+  stalled.good[0].gapMs = { 8: 1030 };
+  assert.deepEqual(judgeFairFlood(stalled), []);
+  stalled.good[0].gapMs = { 8: 1090 };
+  assert.deepEqual(judgeFairFlood(stalled), [
+    'well-behaved member 1 got nothing from 8 for 1090 ms (allowed 1080 ms: 1 s + twice the members\' process\'s longest stall, 40 ms)',
+  ]);
+  assert.equal(allowedGapMs(0), 1000);
 });
 
 /** @returns {import('./fuzz-scenarios.js').TakeoverFacts} */
