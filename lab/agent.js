@@ -86,6 +86,9 @@ export function defaultAgentName(host = os.hostname()) {
  * @property {[string, ReturnType<typeof sampleProcessTree>][]} kindSamplers a mixed fleet's, one per browser kind
  * @property {NodeJS.CpuUsage | null} cpuAtWindow
  * @property {number} windowStart
+ * @property {{ windowMs: number, usage: { cpuPct: number | null, rssMaxBytes: number | null },
+ *   browserUsage: Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>, cpu: NodeJS.CpuUsage | null } | null} window
+ *   the measured window, closed when the pages stopped
  * @property {number} lastHeard performance.now() of the controller's last request
  * @property {number} inFlight requests being worked on
  * @property {boolean} stopping
@@ -184,7 +187,7 @@ export async function startAgent(o) {
       }
       run = {
         runId: String(req.runId), job, browsers: [], pages: [], pageErrors: [], capabilities: {}, pageCount: 0, browserCount: 0,
-        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, lastHeard: performance.now(), inFlight: 1, stopping: false, result: null,
+        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, window: null, lastHeard: performance.now(), inFlight: 1, stopping: false, result: null,
       };
       const r = run;
       try {
@@ -228,6 +231,28 @@ export async function startAgent(o) {
     }
   };
 
+  /**
+   * Stops the pages' cycles and closes the measured window, once: the controller sends `stop` to
+   * every agent before any `finish`, so that no agent counts its peers' streams while another's
+   * peers still send into them (their late updates were counted lost, 5 % once).
+   * @param {AgentRun} r
+   */
+  const stopPages = async (r) => {
+    if (r.window) return r.window;
+    const windowMs = r.windowStart ? performance.now() - r.windowStart : 0;
+    const usage = r.sampler?.stop() ?? { cpuPct: null, rssMaxBytes: null };
+    r.sampler = null;
+    /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
+    const browserUsage = r.kindSamplers.length
+      ? Object.fromEntries(r.kindSamplers.map(([name, k]) => { const u = k.stop(); return [name, { cpuPct: u.cpuPct, rssMaxBytes: u.rssMaxBytes }]; }))
+      : Object.fromEntries([...new Set(r.browsers.map((b) => b.name))].map((name) => [name, { cpuPct: usage.cpuPct, rssMaxBytes: usage.rssMaxBytes }]));
+    r.kindSamplers = [];
+    const cpu = r.cpuAtWindow ? process.cpuUsage(r.cpuAtWindow) : null;
+    r.window = { windowMs, usage, browserUsage, cpu };
+    await Promise.all(r.pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
+    return r.window;
+  };
+
   /** What a bench.js page driver needs of the point. @param {AgentRun} r */
   const benchOptions = (r) => /** @type {import('./bench.js').BenchPointOptions} */ ({
     point: r.job.point, browsers: r.job.browsers, net: null, ackTimeoutMs: r.job.ackTimeoutMs, warmupS: r.job.warmupS,
@@ -263,17 +288,11 @@ export async function startAgent(o) {
         log(`run ${r.runId}: measuring`);
         return { ok: true };
       }
+      case 'stop':
+        await stopPages(r);
+        return { ok: true };
       case 'finish': {
-        const windowMs = r.windowStart ? performance.now() - r.windowStart : 0;
-        const usage = r.sampler?.stop() ?? { cpuPct: null, rssMaxBytes: null };
-        r.sampler = null;
-        /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
-        const browserUsage = r.kindSamplers.length
-          ? Object.fromEntries(r.kindSamplers.map(([name, k]) => { const u = k.stop(); return [name, { cpuPct: u.cpuPct, rssMaxBytes: u.rssMaxBytes }]; }))
-          : Object.fromEntries([...new Set(r.browsers.map((b) => b.name))].map((name) => [name, { cpuPct: usage.cpuPct, rssMaxBytes: usage.rssMaxBytes }]));
-        r.kindSamplers = [];
-        const cpu = r.cpuAtWindow ? process.cpuUsage(r.cpuAtWindow) : null;
-        await Promise.all(r.pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
+        const { windowMs, usage, browserUsage, cpu } = await stopPages(r);
         await new Promise((res) => setTimeout(res, 1000)); // in-flight updates and ACKs land
         const reports = sumReportTallies(await Promise.all(r.pages.map(({ page }) => page.evaluate(() => window.carlab.finishReports()))));
         const clients = await collectPeerStats(r.pages);

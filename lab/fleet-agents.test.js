@@ -62,7 +62,7 @@ test('relay and p2p over two agents: 4 peers in groups of 2 across them, every p
     assert.equal(r.error, undefined, r.error);
     assert.equal(r.connected, 4, `${r.transport}: every peer connected`);
     assert.ok(r.rt.n > 0);
-    assert.equal(r.lossPct, 0);
+    assert.equal(r.lossPct, 0, `${r.transport}: ${JSON.stringify(r.updates)}`);
     assert.equal(r.dups + r.reorders, 0);
     assert.deepEqual(r.pageErrors, []);
     assert.equal(r.lostPeers, 0);

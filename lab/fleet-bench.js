@@ -351,6 +351,8 @@ export async function runFleetPoint(o) {
     await watchPhase('measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
     const windowMs = performance.now() - windowStart;
     const serverMetrics = server ? await server.metrics() : null;
+    // Every agent stops its peers before any counts what reached them (lab/agent.js stopPages).
+    await everyAgent('stop', () => ({}), () => 15_000, false);
     const finished = await everyAgent('finish', () => ({}), () => 45_000, false);
     for (const [p, answer] of finished) {
       if (!answer) continue;
