@@ -6,6 +6,7 @@
 // returns to baseline (clients, groups, pending updates, heap after GC) once
 // everyone has left. The relay runs in its own process (--expose-gc).
 
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CarClient } from '../core/client.js';
 import { HelloFlag, MsgType, encode } from '../core/protocol.js';
@@ -222,9 +223,13 @@ export async function runChurn(o = {}) {
     const baseline = await server.heap();
     const { stable, sends } = await connectStable(client, options.groups, stablePerGroup);
     const startedAt = performance.now();
+    // This process runs every member: a stall of its loop delays their sends whatever the relay does.
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
     for (const c of stable) c.start();
     const { counts, peakClients, churners, silent } = await churn(options, { server, url, rng, client });
     const churnEndedAt = performance.now();
+    loop.disable();
     const during = await server.metrics();
 
     // Everyone else leaves; then the stable members stop and their streams are checked.
@@ -245,6 +250,7 @@ export async function runChurn(o = {}) {
       cycleMs,
       maxGapMs: Math.max(...gaps),
       gapsMs: gaps,
+      loopStallMs: loop.count > 0 ? Math.round(loop.max / 1e6) : 0,
       stable: {
         clients: stable.length,
         updatesSent: stats.reduce((a, s) => a + s.updatesSent, 0),

