@@ -6,9 +6,9 @@
 // returns to baseline (clients, groups, pending updates, heap after GC) once
 // everyone has left. The relay runs in its own process (--expose-gc).
 
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CarClient } from '../core/client.js';
+import { startStallMeter } from './loop-stall.js';
 import { HelloFlag, MsgType, encode } from '../core/protocol.js';
 import { aggregateStreams } from '../core/metrics.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
@@ -224,12 +224,11 @@ export async function runChurn(o = {}) {
     const { stable, sends } = await connectStable(client, options.groups, stablePerGroup);
     const startedAt = performance.now();
     // This process runs every member: a stall of its loop delays their sends whatever the relay does.
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    loop.enable();
+    const stallMeter = startStallMeter();
     for (const c of stable) c.start();
     const { counts, peakClients, churners, silent } = await churn(options, { server, url, rng, client });
     const churnEndedAt = performance.now();
-    loop.disable();
+    const loopStallMs = stallMeter.stop();
     const during = await server.metrics();
 
     // Everyone else leaves; then the stable members stop and their streams are checked.
@@ -250,7 +249,7 @@ export async function runChurn(o = {}) {
       cycleMs,
       maxGapMs: Math.max(...gaps),
       gapsMs: gaps,
-      loopStallMs: loop.count > 0 ? Math.round(loop.max / 1e6) : 0,
+      loopStallMs,
       stable: {
         clients: stable.length,
         updatesSent: stats.reduce((a, s) => a + s.updatesSent, 0),

@@ -22,13 +22,13 @@
 // report-flood, report-claim) are in fuzz-reports.js.
 
 import net from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { CarClient } from '../core/client.js';
 import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
 import { makeRng } from './fuzz-cases.js';
+import { plusTwoStalls, startStallMeter } from './loop-stall.js';
 
 /** The scenario names, as `--only` takes them (and `scenario` for all). */
 export const SCENARIO_NAMES = Object.freeze(['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
@@ -46,7 +46,7 @@ export const MAX_GAP_MS = 1000;
  * @param {number} stallMs
  */
 export function allowedGapMs(stallMs) {
-  return MAX_GAP_MS + 2 * stallMs;
+  return plusTwoStalls(MAX_GAP_MS, stallMs);
 }
 
 /** @param {number} ms */
@@ -341,15 +341,14 @@ export async function runFairFlood(p) {
     const paused = new Set();
     const stopPacing = paceFloods(floods, p.plan.rate, paused);
     const from = performance.now() + 1000; // the first cycles of three clients starting: not yet "keeps receiving"
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    setTimeout(() => loop.enable(), 1000).unref();
+    const stallMeter = startStallMeter({ afterMs: 1000 });
     await sleep(p.plan.seconds * 1000);
     paused.add(p.plan.burster);
     floods[p.plan.burster].send(p.plan.burst);
     await sleep(1500); // the verdict on the burst arrives; the others must keep receiving meanwhile
     stopPacing();
     const to = performance.now();
-    loop.disable();
+    const clientStallMs = stallMeter.stop();
     const budgetAfter = (await p.metrics()).relay?.budget ?? {};
     /** @type {FloodFacts} */
     const facts = {
@@ -363,7 +362,7 @@ export async function runFairFlood(p) {
       })),
       floods: floods.map((fl, i) => ({ id: fl.id, role: i === p.plan.burster ? 'burster' : 'steady', sent: fl.sent, closed: fl.closed })),
       udpDropped: (budgetAfter.udpDroppedUpdates ?? 0) - (budgetBefore.udpDroppedUpdates ?? 0),
-      clientStallMs: loop.count > 0 ? Math.round(loop.max / 1e6) : 0,
+      clientStallMs,
     };
     const budget = Object.fromEntries(Object.keys(budgetAfter).map((k) => [k, budgetAfter[k] - (budgetBefore[k] ?? 0)]));
     const worstGap = Math.max(0, ...facts.good.flatMap((g) => Object.values(g.gapMs)));

@@ -1,0 +1,33 @@
+// How long this process's event loop was held up: what a test that runs its
+// members in-process adds to a wall-clock bound, since a stall delays their
+// sends and their reading whatever the relay does (lab/churn.js,
+// lab/fuzz-scenarios.js).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+/**
+ * Starts measuring the loop's stalls (10 ms resolution), `afterMs` from now.
+ * @param {{ afterMs?: number }} [options]
+ * @returns {{ stop: () => number }} stop(): the longest stall in ms (0 if none was sampled)
+ */
+export function startStallMeter({ afterMs = 0 } = {}) {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  const timer = afterMs > 0 ? setTimeout(() => loop.enable(), afterMs) : null;
+  timer?.unref();
+  if (!timer) loop.enable();
+  return {
+    stop() {
+      if (timer) clearTimeout(timer);
+      loop.disable();
+      return loop.count > 0 ? Math.round(loop.max / 1e6) : 0;
+    },
+  };
+}
+
+/**
+ * A bound on a member's timing plus two stalls of its process: one delaying a send, one the reading.
+ * @param {number} boundMs
+ * @param {number} stallMs
+ */
+export function plusTwoStalls(boundMs, stallMs) {
+  return boundMs + 2 * stallMs;
+}
