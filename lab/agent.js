@@ -91,7 +91,7 @@ export function defaultAgentName(host = os.hostname()) {
  *   the measured window, closed when the pages stopped
  * @property {number} lastHeard performance.now() of the controller's last request
  * @property {number} inFlight requests being worked on
- * @property {boolean} stopping
+ * @property {Promise<void> | null} ending the closing of its browsers, once begun (endRun)
  * @property {Buffer | null} result the finished run's result, JSON, sent in chunks
  */
 
@@ -153,19 +153,23 @@ export async function startAgent(o) {
     throw new Error(`agent name "${o.name}" is taken (pid ${twin.pid} on ${twin.host}): give this one another --name`);
   }
 
-  /** Closes the run's pages and browsers; the agent is free again. @param {string} why */
-  const endRun = async (why) => {
+  /**
+   * Closes the run's pages and browsers; the agent is free again once it resolves. Every caller
+   * gets the same closing (the controller's `abort` waits for one a finish began).
+   * @param {string} why
+   */
+  const endRun = (why) => {
     const r = run;
-    if (!r || r.stopping) return;
-    r.stopping = true;
-    r.sampler?.stop();
-    for (const [, k] of r.kindSamplers) k.stop();
-    log(`run ${r.runId}: ${why}; closing ${r.browsers.length} browser(s)`);
-    for (const { page } of r.pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
-    for (const b of r.browsers) await b.close().catch(() => {});
-    if (run === r) run = null;
-    // free at once, not a heartbeat later: the controller's next point waits for this
-    try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
+    if (!r) return Promise.resolve();
+    r.ending ??= (async () => {
+      r.sampler?.stop();
+      for (const [, k] of r.kindSamplers) k.stop();
+      log(`run ${r.runId}: ${why}; closing ${r.browsers.length} browser(s)`);
+      for (const { page } of r.pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
+      for (const b of r.browsers) await b.close().catch(() => {});
+      if (run === r) run = null;
+    })();
+    return r.ending;
   };
 
   /** @param {any} req @param {import('nats').Msg} msg */
@@ -187,7 +191,7 @@ export async function startAgent(o) {
       }
       run = {
         runId: String(req.runId), job, browsers: [], pages: [], pageErrors: [], capabilities: {}, pageCount: 0, browserCount: 0,
-        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, window: null, lastHeard: performance.now(), inFlight: 1, stopping: false, result: null,
+        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, window: null, lastHeard: performance.now(), inFlight: 1, ending: null, result: null,
       };
       const r = run;
       try {
@@ -257,7 +261,7 @@ export async function startAgent(o) {
   const benchOptions = (r) => /** @type {import('./bench.js').BenchPointOptions} */ ({
     point: r.job.point, browsers: r.job.browsers, net: null, ackTimeoutMs: r.job.ackTimeoutMs, warmupS: r.job.warmupS,
     updates: r.job.updates, durationS: 0, peersPerPage: r.job.peersPerPage, pagesPerBrowser: r.job.pagesPerBrowser, url: null,
-    shouldStop: () => r.stopping,
+    shouldStop: () => r.ending !== null,
   });
 
   /** @param {AgentRun} r @param {any} req @returns {Promise<object>} */
@@ -328,7 +332,8 @@ export async function startAgent(o) {
         return { ok: true, data: part.toString('base64'), last };
       }
       case 'abort':
-        setImmediate(() => { endRun('aborted by the controller').catch(() => {}); });
+        // answered once the browsers are closed: the controller's next point finds this agent free
+        await endRun('aborted by the controller');
         return { ok: true };
       default:
         throw new Error(`unknown op "${String(req.op).slice(0, 20)}"`);
@@ -349,7 +354,7 @@ export async function startAgent(o) {
   const beat = setInterval(() => {
     try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
     // the lease: a busy agent whose controller went quiet stops its browsers
-    if (run && !run.stopping && run.inFlight === 0 && performance.now() - run.lastHeard > leaseMs) {
+    if (run && !run.ending && run.inFlight === 0 && performance.now() - run.lastHeard > leaseMs) {
       endRun(`no word from the controller for ${Math.round(leaseMs / 1000)} s (it stopped, or this agent lost NATS)`).catch(() => {});
     }
   }, HEARTBEAT_MS);

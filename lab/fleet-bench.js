@@ -99,26 +99,8 @@ export function fleetEnv(fleet) {
   return { fleet: { agents: fleet.agents, nats } };
 }
 
-/** How long a point waits at its end for its agents to say they closed their browsers. */
+/** How long a point waits at its end for each agent to have closed its browsers. */
 export const FREE_AGAIN_MS = 30_000;
-
-/**
- * Waits until no agent named says it is busy with `runId` (by their heartbeats), `timeoutMs` at most.
- * @param {string[]} names
- * @param {Map<string, string | null>} busyWith the run each agent last said it is busy with
- * @param {string} runId
- * @param {number} timeoutMs
- * @returns {Promise<boolean>} whether all were free in time
- */
-export async function untilFree(names, busyWith, runId, timeoutMs) {
-  const end = performance.now() + timeoutMs;
-  const free = () => names.every((n) => busyWith.get(n) !== runId);
-  while (!free()) {
-    if (performance.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
-}
 
 /**
  * Finds the agents of a point: the named ones, or N free ones having the
@@ -211,15 +193,8 @@ export async function runFleetPoint(o) {
     .catch((err) => { throw new Error(`cannot reach NATS at ${fleet.natsUrl}: ${err.message}`); });
   /** When each agent was last heard (heartbeats, replies): performance.now(). @type {Map<string, number>} */
   const heard = new Map();
-  /** The run each agent's last heartbeat said it is busy with (null: free). @type {Map<string, string | null>} */
-  const busyWith = new Map();
   const beats = nc.subscribe(HEARTBEATS, {
-    callback: (err, m) => {
-      if (err) return;
-      const name = m.subject.slice(HEARTBEATS.length - 1);
-      heard.set(name, performance.now());
-      try { busyWith.set(name, /** @type {any} */ (jc.decode(m.data))?.busy ?? null); } catch { /* not an advert */ }
-    },
+    callback: (err, m) => { if (!err) heard.set(m.subject.slice(HEARTBEATS.length - 1), performance.now()); },
   });
   const runId = `fleet${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   let pointStart = performance.now();
@@ -316,7 +291,6 @@ export async function runFleetPoint(o) {
     });
     o.onProgress?.({ phase: `${alive().length} agents opening pages`, elapsedS: 0, rtMean: null });
     await everyAgent('prepare', job, (p) => 30_000 + (fleet.prepareMsPerPage ?? 1000) * p.pages, true);
-    for (const p of alive()) busyWith.set(p.name, runId); // until their heartbeats say otherwise
     if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
     o.onProgress?.({ phase: 'meshing', elapsedS: 0, rtMean: null });
     await everyAgent('mesh', () => ({}), () => 75_000, true);
@@ -370,12 +344,11 @@ export async function runFleetPoint(o) {
     });
   } finally {
     clearInterval(keepalive);
-    // every agent still running this point stops it and closes its browsers
-    // (a lost one too, in case it is alive but was cut off: its lease would stop it anyway)
-    await Promise.allSettled(parts.filter((p) => p.peers > 0 && !p.result).map((p) => call(p, 'abort', {}, 3000)));
-    // The point ends when its agents are free again, so that the next point finds them free (it found
-    // both busy, closing their browsers, on a loaded machine); a lost agent is not waited for.
-    await untilFree(parts.filter((p) => p.peers > 0 && !p.lost).map((p) => p.name), busyWith, runId, FREE_AGAIN_MS);
+    // Every agent still on this point stops it; each answers once its browsers are closed (one that
+    // sent its results may still be closing them), so the next point finds them free: it found both
+    // busy, closing their browsers, on a loaded machine. A lost one is asked too, in case it is alive
+    // but was cut off (its lease would stop it anyway), without waiting long.
+    await Promise.allSettled(parts.filter((p) => p.peers > 0).map((p) => call(p, 'abort', {}, p.lost ? 3000 : FREE_AGAIN_MS)));
     beats.unsubscribe();
     await nc.drain().catch(() => nc.close());
     await server?.close();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   agentNameProblem, agentPageLayout, capacityCounts, fleetBlock, interleaveAssign, mergeFleetRun, splitPeers, startSkews, tokenMatches,
 } from './fleet.js';
-import { fleetEnv, untilFree } from './fleet-bench.js';
+import { fleetEnv } from './fleet-bench.js';
 import { benchCommand } from './commands/bench.js';
 import { parseLabFlags } from './flags.js';
 import { runSchemaProblems } from './schema.js';
@@ -195,16 +195,4 @@ test('bench fleet flags: --agents needs --nats and --token (or their variables);
   assert.match(String(benchOptions(['--token', 'abcdefgh']).problem), /--token goes with --agents/);
   // --nats alone still belongs to --relays
   assert.match(String(benchOptions(['--nats', 'nats://x:1']).problem), /--nats needs --relays/);
-});
-
-test('a point ends when its agents say they are free of it; one busy with another run is not waited on', async () => {
-  /** @type {Map<string, string | null>} */
-  const busyWith = new Map([['a1', 'run1'], ['a2', 'run1'], ['a3', 'other']]);
-  setTimeout(() => busyWith.set('a1', null), 30);
-  setTimeout(() => busyWith.set('a2', null), 60);
-  const t0 = performance.now();
-  assert.equal(await untilFree(['a1', 'a2', 'a3'], busyWith, 'run1', 5000), true);
-  assert.ok(performance.now() - t0 >= 55, 'it waited for the last one');
-  busyWith.set('a1', 'run1');
-  assert.equal(await untilFree(['a1'], busyWith, 'run1', 100), false, 'bounded: it gives up');
 });
