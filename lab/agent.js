@@ -134,6 +134,7 @@ export async function startAgent(o) {
     browsers,
     capacity: o.capacity ?? cores,
     busy: run?.runId ?? null,
+    closing: Boolean(run?.ending),
     pagesOrigin: pageHost.origin,
     version: VERSION,
   });
@@ -168,6 +169,8 @@ export async function startAgent(o) {
       for (const { page } of r.pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
       for (const b of r.browsers) await b.close().catch(() => {});
       if (run === r) run = null;
+      // free again: said at once, for a bench waiting to find this agent free (lab/fleet-bench.js findAgents)
+      try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
     })();
     return r.ending;
   };

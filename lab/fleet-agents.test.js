@@ -2,13 +2,15 @@
 // nats-server: a relay and a p2p point of 4 peers (groups of 2, each group
 // across both agents), every peer accounted for in one results.json with a
 // fleet block; a wrong token opens nothing; a busy agent is not used; an
-// agent that never answers fails the point with its name in bounded time.
+// agent that never answers fails the point with its name in bounded time;
+// one still closing a run's browsers is waited for.
 // An agent or a bench stopped mid-point: lab/fleet-interrupt.test.js.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { JSONCodec, connect } from 'nats';
 
-import { AGENT_SILENCE_MS, DISCOVER_SUBJECT, agentSubject } from './fleet.js';
+import { AGENT_SILENCE_MS, DISCOVER_SUBJECT, agentSubject, heartbeatSubject } from './fleet.js';
+import { findAgents } from './fleet-bench.js';
 import { FLEET_TOKEN, startFleetRig, until } from './fleet-harness.js';
 import { resultsSchemaProblems } from './schema.js';
 
@@ -110,6 +112,32 @@ test('a busy agent is not used: a named one fails the point, --agents N finds to
     await nc.close();
   }
   await until(() => /run otherrun1: aborted by the controller/.test(rig.agent('a2').log()), 15_000, 'a2 free again');
+});
+
+test('an agent still closing a run\'s browsers is waited for; one busy with a run is not', { timeout: 30_000 }, async () => {
+  // stand-in agents' adverts on the real NATS: "closer" is closing its run and free 2 s later
+  const nc = await connect({ servers: rig.nats.url });
+  const advert = (/** @type {string} */ name, /** @type {object} */ state) => ({
+    name, host: 'h', pid: 1, cores: 2, memoryMb: 1, freeMemoryMb: 1, browsers: ['chromium'], capacity: 2, pagesOrigin: 'http://127.0.0.1:1', version: '0', ...state,
+  });
+  const beat = (/** @type {string} */ name, /** @type {object} */ state) => nc.publish(heartbeatSubject(name), jc.encode(advert(name, state)));
+  const timer = setInterval(() => { beat('closer', { busy: 'r1', closing: true }); beat('worker', { busy: 'r2', closing: false }); }, 200);
+  try {
+    const fleet = { natsUrl: rig.nats.url, token: FLEET_TOKEN, serverHost: '127.0.0.1', discoverMs: 1000 };
+    // busy with a run (not closing): refused once discovery is over
+    const t0 = Date.now();
+    await assert.rejects(findAgents(nc, { ...fleet, agents: ['worker'] }, ['chromium']), /agent worker is busy with another run \(r2\)/);
+    assert.ok(Date.now() - t0 < 3000, `refused after ${Date.now() - t0} ms`);
+    // closing: waited for past the 1 s of discovery, taken once it says it is free
+    setTimeout(() => { clearInterval(timer); beat('closer', { busy: null, closing: false }); }, 2500);
+    const t1 = Date.now();
+    const found = await findAgents(nc, { ...fleet, agents: ['closer'] }, ['chromium']);
+    assert.deepEqual(found.map((a) => [a.name, a.busy]), [['closer', null]]);
+    assert.ok(Date.now() - t1 >= 2000, `found after ${Date.now() - t1} ms`);
+  } finally {
+    clearInterval(timer);
+    await nc.close();
+  }
 });
 
 /**

@@ -104,7 +104,8 @@ export const FREE_AGAIN_MS = 30_000;
 
 /**
  * Finds the agents of a point: the named ones, or N free ones having the
- * fleet's browsers (by name), within `discoverMs`.
+ * fleet's browsers (by name), within `discoverMs`. Agents still closing a
+ * run's browsers (a bench that just ended) are waited for, FREE_AGAIN_MS more.
  * @param {import('nats').NatsConnection} nc
  * @param {FleetSettings} fleet
  * @param {string[]} browsers
@@ -120,18 +121,30 @@ export async function findAgents(nc, fleet, browsers) {
   const inbox = createInbox();
   const replies = nc.subscribe(inbox, { callback: (err, m) => { if (!err) take(m.data); } });
   const beats = nc.subscribe(HEARTBEATS, { callback: (err, m) => { if (!err) take(m.data); } });
-  const fits = (/** @type {import('./fleet.js').AgentAdvert} */ a) => !a.busy && browsers.every((b) => a.browsers.includes(b));
+  const hasBrowsers = (/** @type {import('./fleet.js').AgentAdvert} */ a) => browsers.every((b) => a.browsers.includes(b));
+  const fits = (/** @type {import('./fleet.js').AgentAdvert} */ a) => !a.busy && hasBrowsers(a);
+  const soonFree = (/** @type {import('./fleet.js').AgentAdvert} */ a) => !a.busy || a.closing === true;
   const named = Array.isArray(fleet.agents) ? fleet.agents : null;
   const enough = () => (named
-    ? named.every((n) => seen.has(n))
+    ? named.every((n) => seen.has(n) && !seen.get(n)?.closing)
     : [...seen.values()].filter(fits).length >= /** @type {number} */ (fleet.agents));
+  // enough once those closing a run are free: worth waiting for
+  const enoughSoon = () => (named
+    ? named.every((n) => { const a = seen.get(n); return a !== undefined && soonFree(a); })
+    : [...seen.values()].filter((a) => hasBrowsers(a) && soonFree(a)).length >= /** @type {number} */ (fleet.agents));
   try {
     const start = Date.now();
+    const deadline = () => start + discoverMs + (enoughSoon() ? FREE_AGAIN_MS : 0);
+    let asked = start;
     nc.publish(DISCOVER_SUBJECT, Empty, { reply: inbox });
-    // a moment for every agent to answer (the choice is by name), then as soon as there are enough
-    while (Date.now() - start < discoverMs && !(enough() && Date.now() - start >= 500)) {
+    // a moment for every agent to answer (the choice is by name), then as soon as there are enough;
+    // asked again each 1.5 s while too few (heartbeats tell the rest)
+    while (Date.now() < deadline() && !(enough() && Date.now() - start >= 500)) {
       await new Promise((r) => setTimeout(r, 50));
-      if (Date.now() - start > 1500 && !enough()) nc.publish(DISCOVER_SUBJECT, Empty, { reply: inbox });
+      if (Date.now() - asked > 1500 && !enough()) {
+        asked = Date.now();
+        nc.publish(DISCOVER_SUBJECT, Empty, { reply: inbox });
+      }
     }
   } finally {
     replies.unsubscribe();
@@ -144,7 +157,7 @@ export async function findAgents(nc, fleet, browsers) {
     for (const name of named) {
       const a = seen.get(name);
       if (!a) throw new Error(`agent ${name} did not answer within ${s(discoverMs)} (is \`carlab agent --name ${name}\` running on ${fleet.natsUrl}?)`);
-      if (a.busy) throw new Error(`agent ${name} is busy with another run (${a.busy})`);
+      if (a.busy) throw new Error(`agent ${name} is busy with another run (${a.busy}${a.closing ? ', still closing its browsers' : ''})`);
       const missing = browsers.filter((b) => !a.browsers.includes(b));
       if (missing.length) throw new Error(`agent ${name} has no ${missing.join(', ')} (it has ${a.browsers.join(', ') || 'none'})`);
       out.push(a);
@@ -208,17 +221,20 @@ export async function runFleetPoint(o) {
 
   /**
    * One request to an agent; rejects with its name on a refusal, after
-   * `timeoutMs`, or as soon as it has been silent AGENT_SILENCE_MS.
+   * `timeoutMs`, or as soon as it has been silent AGENT_SILENCE_MS. The
+   * error's `code`: AGENT_REFUSED, AGENT_SILENT, AGENT_ABSENT, AGENT_SLOW
+   * (timed out while its heartbeats go on) or AGENT_FAILED.
    * @param {Part} part @param {string} op @param {Record<string, unknown>} [body] @param {number} [timeoutMs]
    * @returns {Promise<any>}
    */
   const call = (part, op, body = {}, timeoutMs = 10_000) => new Promise((resolve, reject) => {
+    const fail = (/** @type {string} */ code, /** @type {string} */ message) => reject(Object.assign(new Error(message), { code }));
     const started = performance.now();
     const watch = setInterval(() => {
       const last = Math.max(heard.get(part.name) ?? 0, started);
       if (performance.now() - last > AGENT_SILENCE_MS) {
         clearInterval(watch);
-        reject(new Error(`agent ${part.name} went silent (no heartbeat for ${AGENT_SILENCE_MS / 1000} s) during ${op}`));
+        fail('AGENT_SILENT', `agent ${part.name} went silent (no heartbeat for ${AGENT_SILENCE_MS / 1000} s) during ${op}`);
       }
     }, 250);
     nc.request(agentSubject(part.name), jc.encode({ op, token: fleet.token, runId, ...body }), { timeout: timeoutMs }).then((m) => {
@@ -226,13 +242,13 @@ export async function runFleetPoint(o) {
       heard.set(part.name, performance.now());
       const answer = /** @type {any} */ (jc.decode(m.data));
       if (answer?.ok) resolve(answer);
-      else reject(new Error(`agent ${part.name} refused ${op}: ${answer?.error ?? 'no reason given'}`));
+      else fail('AGENT_REFUSED', `agent ${part.name} refused ${op}: ${answer?.error ?? 'no reason given'}`);
     }, (err) => {
       clearInterval(watch);
-      const why = /503|no responders/i.test(String(err?.code ?? err?.message)) ? 'is not there (no responders)'
-        : /timeout/i.test(String(err?.code ?? err?.message)) ? `did not answer ${op} within ${Math.round(timeoutMs / 1000)} s`
-          : `: ${err?.message ?? err}`;
-      reject(new Error(`agent ${part.name} ${why}`));
+      const said = String(err?.code ?? err?.message);
+      if (/503|no responders/i.test(said)) fail('AGENT_ABSENT', `agent ${part.name} is not there (no responders)`);
+      else if (/timeout/i.test(said)) fail('AGENT_SLOW', `agent ${part.name} did not answer ${op} within ${Math.round(timeoutMs / 1000)} s`);
+      else fail('AGENT_FAILED', `agent ${part.name}: ${err?.message ?? err}`);
     });
   });
 
@@ -246,13 +262,17 @@ export async function runFleetPoint(o) {
   const alive = () => parts.filter((p) => !p.lost && p.peers > 0);
   /**
    * The same request to every live agent at once; an agent that fails is
-   * lost (mid-point) or fails the point (before the start).
+   * lost (mid-point) or fails the point (before the start). A poll's slow
+   * answer (`slowIsLost` false) is only no answer: the agent's heartbeats say
+   * whether it is there, and a loaded machine answers a page's poll late.
    * @param {string} op @param {(p: Part) => Record<string, unknown>} body @param {(p: Part) => number} timeoutMs @param {boolean} fatal
+   * @param {boolean} [slowIsLost]
    */
-  const everyAgent = async (op, body, timeoutMs, fatal) => {
+  const everyAgent = async (op, body, timeoutMs, fatal, slowIsLost = true) => {
     const live = alive();
     const answers = await Promise.allSettled(live.map((p) => call(p, op, body(p), timeoutMs(p))));
-    const failed = answers.map((a, i) => ({ a, p: live[i] })).filter(({ a }) => a.status === 'rejected');
+    const failed = answers.map((a, i) => ({ a, p: live[i] }))
+      .filter(({ a }) => a.status === 'rejected' && (slowIsLost || a.reason?.code !== 'AGENT_SLOW'));
     if (fatal && failed.length) throw new Error(failed.map(({ a }) => /** @type {PromiseRejectedResult} */ (a).reason.message).join('; '));
     for (const { a, p } of failed) lose(p, op, /** @type {PromiseRejectedResult} */ (a).reason);
     if (alive().length === 0) throw new Error(`every agent was lost: ${parts.map((p) => `${p.name}: ${p.lost?.reason}`).join('; ')}`);
@@ -312,7 +332,7 @@ export async function runFleetPoint(o) {
       const end = performance.now() + seconds * 1000;
       while (performance.now() < end && !o.shouldStop?.()) {
         await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(0, end - performance.now()))));
-        const answers = await everyAgent('live', () => ({}), () => 4000, false);
+        const answers = await everyAgent('live', () => ({}), () => 4000, false, false);
         let sum = 0; let n = 0;
         for (const a of answers.values()) if (a) { sum += a.sum; n += a.n; }
         o.onProgress?.({ phase, elapsedS: atS(), rtMean: n ? sum / n : null });

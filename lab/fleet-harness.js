@@ -30,12 +30,12 @@ export const FLEET_TOKEN = 'fleet-test-token';
  * Polls `cond` every 100 ms until it holds; throws naming `what` after `timeoutMs`.
  * @param {() => boolean} cond
  * @param {number} timeoutMs
- * @param {string} what
+ * @param {string | (() => string)} what a function is read at the timeout (logs as they are then)
  */
 export async function until(cond, timeoutMs, what) {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

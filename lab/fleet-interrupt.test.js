@@ -23,14 +23,20 @@ test('an agent killed mid-point: its peers are lost peers with its name and time
   const mark = a2.log().length;
   // kill a2 once its peers run and the measured window is 2 s old (a fixed wait from the pages' start
   // missed the window on a loaded machine)
+  const benchDone = rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay', '--duration', '8']);
+  let benchEnded = false;
+  benchDone.finally(() => { benchEnded = true; }).catch(() => {});
   const killer = (async () => {
-    await until(() => /peers of relay[^]*: measuring/.test(a2.log().slice(mark)), 90_000, 'a2 to measure');
+    // a bench that ends first (it failed) ends the wait: its error is the one to read
+    await until(() => benchEnded || /peers of relay[^]*: measuring/.test(a2.log().slice(mark)), 90_000, () => `a2 to measure:\n${a2.log().slice(mark)}`);
+    if (benchEnded) return false;
     await new Promise((r) => setTimeout(r, 2000));
-    a2.child.kill('SIGKILL');
+    return a2.child.kill('SIGKILL');
   })();
-  const { code, stderr, results } = await rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay', '--duration', '8']);
-  await killer;
+  const { code, stderr, results } = await benchDone;
+  const killed = await killer;
   assert.equal(code, 0, stderr);
+  assert.ok(killed, `the bench ended before a2 measured: ${results.runs[0]?.error}\n${stderr}\na2: ${a2.log().slice(mark)}`);
   assert.deepEqual(resultsSchemaProblems(results), []);
   const [r] = results.runs;
   assert.equal(r.error, undefined);
@@ -59,7 +65,10 @@ test('Ctrl-C on the bench stops every agent\'s browsers: once, the point ends ea
       child.stderr?.on('data', (d) => { err += d; });
       const fresh = (/** @type {string} */ name) => rig.agent(name).log().slice(marks.get(name));
       // Once both measure: a signal while the pages open is another case ("interrupted while opening pages").
-      await until(() => ['a1', 'a2'].every((n) => /peers of relay[^]*: measuring/.test(fresh(n))), 90_000, 'both agents to measure');
+      const measuring = () => ['a1', 'a2'].every((n) => /peers of relay[^]*: measuring/.test(fresh(n)));
+      const story = () => `\nbench: ${err}\na1: ${fresh('a1')}\na2: ${fresh('a2')}`;
+      await until(() => child.exitCode !== null || measuring(), 90_000, () => `both agents to measure${story()}`);
+      assert.ok(measuring(), `the bench exited (${child.exitCode}) before both agents measured${story()}`);
       await new Promise((r) => setTimeout(r, 1000));
       const t0 = Date.now();
       child.kill(signal);

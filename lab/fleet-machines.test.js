@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 import { startNatsServer } from '../server/nats-process.js';
 import { run } from './commands/bench.js';
+import { until } from './fleet-harness.js';
 import { planTopology } from './net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import { ensureLabPages } from './pages/build.js';
@@ -39,15 +40,6 @@ let nats = null;
 let server = null;
 /** @type {{ name: string, child: import('node:child_process').ChildProcess, log: () => string }[]} */
 const agents = [];
-
-/** @param {() => boolean} cond @param {number} timeoutMs @param {string} what */
-async function until(cond, timeoutMs, what) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 before(async () => {
   if (forbidden) return;
@@ -144,15 +136,21 @@ test('machines: relay and p2p over two agents on their own links, every peer acc
 test('machines: one agent killed mid-point, its peers lost peers with its name and time', { skip: forbidden ?? false, timeout: 120_000 }, async () => {
   const victim = agents[1];
   const mark = victim.log().length;
+  const benchDone = bench([...fleetFlags(), '--token', TOKEN, '--transport', 'relay', '--duration', '8']);
+  let benchEnded = false;
+  benchDone.finally(() => { benchEnded = true; }).catch(() => {});
   const killer = (async () => {
-    // 2 s into the measured window (a fixed wait from the pages' start missed it on a loaded machine)
-    await until(() => /peers of relay[^]*: measuring/.test(victim.log().slice(mark)), 90_000, 'm1 to measure');
+    // 2 s into the measured window (a fixed wait from the pages' start missed it on a loaded machine);
+    // a bench that ends first (it failed) ends the wait: its error is the one to read
+    await until(() => benchEnded || /peers of relay[^]*: measuring/.test(victim.log().slice(mark)), 90_000, () => `m1 to measure:\n${victim.log().slice(mark)}`);
+    if (benchEnded) return false;
     await new Promise((r) => setTimeout(r, 2000));
-    victim.child.kill('SIGKILL');
+    return victim.child.kill('SIGKILL');
   })();
-  const { code, stderr, results } = await bench([...fleetFlags(), '--token', TOKEN, '--transport', 'relay', '--duration', '8']);
-  await killer;
+  const { code, stderr, results } = await benchDone;
+  const killed = await killer;
   assert.equal(code, 0, stderr);
+  assert.ok(killed, `the bench ended before m1 measured: ${results.runs[0]?.error}\n${stderr}\nm1: ${victim.log().slice(mark)}`);
   const [r] = results.runs;
   assert.equal(r.error, undefined);
   assert.equal(r.connected, 2);

@@ -73,6 +73,7 @@ export function tokenMatches(presented, expected) {
  * @property {string[]} browsers the browsers it can launch
  * @property {number} capacity its weight in the split (default: cores)
  * @property {string | null} busy the run it is busy with, or null
+ * @property {boolean} [closing] busy closing that run's browsers: free again soon (a bench waits for it)
  * @property {string} pagesOrigin the origin its peer pages come from (the server must allow it)
  * @property {string} version carlab's version
  */
