@@ -61,11 +61,34 @@ export function ownerPid(name) {
 }
 
 /**
+ * The IPv4 name servers of a resolv.conf that a client namespace would reach
+ * only through its default route: not loopback (inside a namespace nothing
+ * answers there, so a lookup fails at once anyway).
+ * @param {string} resolvConf the file's text
+ * @returns {string[]}
+ */
+export function routedNameservers(resolvConf) {
+  const out = [];
+  for (const line of resolvConf.split('\n')) {
+    const m = /^\s*nameserver\s+(\d{1,3}(?:\.\d{1,3}){3})\s*(?:#.*)?$/.exec(line);
+    if (m && !m[1].startsWith('127.')) out.push(m[1]);
+  }
+  return [...new Set(out)];
+}
+
+/**
  * Commands that create the namespaces, the bridge and the links.
  * @param {Topology} t
+ * @param {{ nameservers?: string[] }} [o] the host's name servers (routedNameservers): each client
+ *   namespace gets an `unreachable` route to them. The default route leads only to the server
+ *   namespace, which forwards nothing, so a browser's name lookup would wait out its timeout:
+ *   Firefox's shutdown waited 3-6 s for its lookups, every browser, every point. Unreachable, a
+ *   lookup fails at once, as on a LAN without DNS.
  * @returns {Command[]}
  */
-export function topologyCommands(t) {
+export function topologyCommands(t, o = {}) {
+  const net = t.serverIp.split('.').slice(0, 2).join('.');
+  const deadNameservers = (o.nameservers ?? []).filter((ip) => !ip.startsWith(`${net}.`));
   const S = t.serverNs;
   /** @type {Command[]} */
   const c = [{ argv: ['ip', 'netns', 'add', S] }];
@@ -87,6 +110,7 @@ export function topologyCommands(t) {
       // Chromium gathers no ICE host candidate without a default route (it
       // asks which interface would reach the Internet), so p2p never meshed.
       { argv: ['ip', '-n', ns, 'route', 'add', 'default', 'via', t.serverIp, 'dev', 'eth0'] },
+      ...deadNameservers.map((ip) => ({ argv: ['ip', '-n', ns, 'route', 'add', 'unreachable', `${ip}/32`] })),
     );
   });
   return c;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { egressCommands, lossRuleset, namespaceWrapperScript, ownerPid, planTopology, shapingCommands, tbfArgs, topologyCommands } from './commands.js';
+import { egressCommands, lossRuleset, namespaceWrapperScript, ownerPid, planTopology, routedNameservers, shapingCommands, tbfArgs, topologyCommands } from './commands.js';
 import { normalizeProfile } from './profiles.js';
 
 test('a topology: unique names per process and sequence, one client namespace per link', () => {
@@ -24,6 +24,21 @@ test('a topology: unique names per process and sequence, one client namespace pe
   assert.ok(cmds.includes('ip -n carlab-4242-3-c0 addr add 10.201.1.1/16 dev eth0'));
   assert.ok(cmds.includes('ip -n carlab-4242-3-c0 route add default via 10.201.0.1 dev eth0'), 'WebRTC needs a default route');
   assert.ok(cmds.includes('ip -n carlab-4242-3-c1 link set lo up'));
+  assert.ok(!cmds.some((c) => c.includes('unreachable')), 'no name servers given, no route for them');
+});
+
+test('the host\'s name servers are unreachable from client namespaces: a lookup fails at once, not after its timeout', () => {
+  const conf = '# generated\nnameserver 10.255.255.53\nnameserver 127.0.0.53\nnameserver 10.201.9.9 # in the lab net\nnameserver ::1\nsearch lan\n  nameserver 192.0.2.1\nnameserver 10.255.255.53\n';
+  assert.deepEqual(routedNameservers(conf), ['10.255.255.53', '10.201.9.9', '192.0.2.1']);
+  const t = planTopology({ pid: 7, seq: 1, links: 2 });
+  const cmds = topologyCommands(t, { nameservers: routedNameservers(conf) }).map((c) => c.argv.join(' '));
+  for (const ns of t.clientNs) {
+    assert.ok(cmds.includes(`ip -n ${ns} route add unreachable 10.255.255.53/32`));
+    assert.ok(cmds.includes(`ip -n ${ns} route add unreachable 192.0.2.1/32`));
+    // after the default route, which it narrows
+    assert.ok(cmds.indexOf(`ip -n ${ns} route add unreachable 10.255.255.53/32`) > cmds.indexOf(`ip -n ${ns} route add default via 10.201.0.1 dev eth0`));
+  }
+  assert.ok(!cmds.some((c) => c.includes('10.201.9.9')), 'one inside the lab network would take a client\'s address: left alone');
 });
 
 test('loss is an nft netdev ingress drop in 1/1000 of a percent', () => {

@@ -9,8 +9,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Writable } from 'node:stream';
 import { LOSS_SAMPLING_Z } from './calibrate.js';
-import { NS_PREFIX } from './commands.js';
-import { checkCapabilities, listNamespaces, namespacesForbidden } from './system.js';
+import { spawnSync } from 'node:child_process';
+import { NS_PREFIX, planTopology } from './commands.js';
+import { checkCapabilities, createTopology, destroyTopology, listNamespaces, namespacesForbidden } from './system.js';
 import { run as runSim } from '../commands/sim.js';
 
 const why = namespacesForbidden();
@@ -67,6 +68,22 @@ test('a profile that needs delay is refused up front where the kernel has no net
   } else {
     assert.equal(code, 2);
     assert.match(stderr.text(), /no netem[^]*Specified qdisc kind is unknown[^]*internet/);
+  }
+  assert.deepEqual(ours(), []);
+});
+
+test('a name lookup in a client namespace fails at once (its default route leads nowhere)', { skip: why ?? false, timeout: 30_000 }, () => {
+  const t = planTopology({ pid: process.pid, seq: 901, links: 1 });
+  createTopology(t);
+  try {
+    const t0 = performance.now();
+    const r = spawnSync('ip', ['netns', 'exec', t.clientNs[0], 'getent', 'hosts', 'carlab-lookup-test.example.org'], { encoding: 'utf8', timeout: 20_000 });
+    const ms = performance.now() - t0;
+    assert.notEqual(r.status, 0, 'nothing resolves in the lab network');
+    // glibc waits 5 s per try for a server it cannot reach: 1 s is far from both
+    assert.ok(ms < 1000, `the lookup took ${Math.round(ms)} ms`);
+  } finally {
+    destroyTopology(t);
   }
   assert.deepEqual(ours(), []);
 });

@@ -5,7 +5,8 @@
 // by runs whose process is gone.
 
 import { spawnSync } from 'node:child_process';
-import { NS_PREFIX, ownerPid, topologyCommands } from './commands.js';
+import { readFileSync } from 'node:fs';
+import { NS_PREFIX, ownerPid, routedNameservers, topologyCommands } from './commands.js';
 import { isAlive } from '../proctree.js';
 
 /** The machine cannot run a --net profile: exit code 2. */
@@ -100,6 +101,11 @@ function hookProcessExit() {
   }
 }
 
+/** The host's name servers a namespace would reach through its default route (none if unreadable). */
+function hostNameservers() {
+  try { return routedNameservers(readFileSync('/etc/resolv.conf', 'utf8')); } catch { return []; }
+}
+
 /**
  * Creates a topology; removes the part already made if a step fails.
  * @param {import('./commands.js').Topology} t
@@ -109,7 +115,7 @@ export function createTopology(t) {
   const names = [t.serverNs, ...t.clientNs];
   for (const n of names) live.add(n);
   try {
-    for (const cmd of topologyCommands(t)) runCommand(cmd);
+    for (const cmd of topologyCommands(t, { nameservers: hostNameservers() })) runCommand(cmd);
   } catch (err) {
     destroyTopology(t);
     throw err;
