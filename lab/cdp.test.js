@@ -1,12 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { CHROMIUM_PATH, chromiumArgs } from './launch.js';
 import { CdpConnection, CdpError, launchChromium, sweepStaleProfiles } from './cdp.js';
+import { processTree } from './proctree.js';
+
+/** Renderer processes under a browser (each page, and a startup tab if there were one, has one). @param {number} pid */
+function renderers(pid) {
+  const cmdline = (/** @type {number} */ p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8'); } catch { return ''; } };
+  return processTree([pid]).filter((p) => cmdline(p).includes('--type=renderer')).length;
+}
 
 test('the pipe codec: NUL-ended JSON split across chunks, replies matched by id, events by session', async () => {
   const toBrowser = new PassThrough();
@@ -39,6 +47,8 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
   const browser = await launchChromium({ executablePath: CHROMIUM_PATH, args: chromiumArgs() });
   try {
     assert.match(browser.version, /^\d+\.\d+\.\d+\.\d+$/);
+    // no startup tab: its renderer would only cost CPU (1.1 CPU-s a launch)
+    assert.equal(renderers(browser.pid), 0);
     const page = await browser.newPage();
     /** @type {string[]} */
     const errors = [];
