@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: the type check, the unit tests and the browser tests, packed
 // onto the machine so that the tests that hold timing to account get the CPU
-// they need and the rest use what is left. After the web build, two lanes:
+// they need and the rest use what is left. After the web build (the type
+// check, which needs none, already beside it), two lanes:
 //  - the front lane, at normal priority, one stage after another: the
 //    real-time browser tests; the two unit files that measure timing; the unit
 //    files with wall-clock bounds; the other browser tests;
@@ -45,7 +46,8 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
 
 /**
  * @typedef {object} TestPlan
- * @property {Step[]} setup run at once, before anything else
+ * @property {Step[]} setup run at once, before anything else but backFromStart
+ * @property {Step[]} backFromStart need no build: at once with the setup, in the idle class, then as the back lane
  * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
  * @property {Step[]} back after the setup, at once, in the idle class beside the front
  * @property {Step[][]} after stages once the front and the back lane are done, one after another
@@ -74,9 +76,11 @@ export function testPlan({ files, concurrency }) {
     // One build before anything serves it: the fleet tests and the e2e server would each build a
     // stale web/dist otherwise, and a build empties the folder another process is serving.
     setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
+    // The type check in the idle lane: 60-76 s there instead of 10 s, but off the front's path. It
+    // needs no build, so it starts with it and takes the core the build leaves idle.
+    backFromStart: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
     front,
-    // The type check in the idle lane: 60-76 s there instead of 10 s, but off the front's path.
-    back: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }, ...unit('unit', pool)],
+    back: unit('unit', pool),
     after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
     backLate: unit('unit liveness', liveness),
     backEqualFrom: front.length - 1,
@@ -134,7 +138,7 @@ function toNormalPriority(roots) {
  * @param {boolean} idle whether the idle class is available
  */
 function backDescription(plan, i, idle) {
-  const steps = [...plan.back, ...(i >= plan.backEqualFrom ? plan.backLate : [])].map((s) => s.name).join(' + ');
+  const steps = [...plan.backFromStart, ...plan.back, ...(i >= plan.backEqualFrom ? plan.backLate : [])].map((s) => s.name).join(' + ');
   return `${steps} (${idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority'})`;
 }
 
@@ -144,11 +148,13 @@ function backDescription(plan, i, idle) {
  * @returns {Promise<StepResult[]>}
  */
 export async function runPlan(plan) {
-  const done = await Promise.all(plan.setup.map((s) => runStep(s)));
   const idle = canRunIdle();
   /** @type {number[]} */
   const backPids = [];
-  const back = Promise.all(plan.back.map((s) => runStep(s, { idle, started: (pid) => backPids.push(pid) })));
+  const inBack = (/** @type {Step} */ s) => runStep(s, { idle, started: (pid) => backPids.push(pid) });
+  const early = Promise.all(plan.backFromStart.map(inBack));
+  const done = await Promise.all(plan.setup.map((s) => runStep(s)));
+  const back = Promise.all([early, ...plan.back.map(inBack)]).then(([first, ...rest]) => [...first, ...rest]);
   /** @type {Promise<StepResult[]>} */
   let late = Promise.resolve([]);
   for (const [i, stage] of plan.front.entries()) {
@@ -172,7 +178,8 @@ const HELP = `usage: npm test  (node scripts/test.js)
 Builds the web app, then runs two lanes side by side. The front lane, at normal
 priority, one stage after another: the real-time browser tests; the two unit
 files that measure timing; the unit files with wall-clock bounds; the other
-browser tests. The back lane: the type check and the other unit files, in the
+browser tests. The back lane: the type check (from the start, beside the
+build) and the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority, joined by the unit files whose processes watch
 one another's heartbeats. Last, alone: WebKit's browser tests. Every step runs

@@ -16,7 +16,8 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
   assert.deepEqual(plan.after.map((stage) => stage.map((s) => s.name)), [['e2e webkit']], 'WebKit last, with nothing beside it');
   assert.deepEqual(plan.after[0][0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
-  assert.deepEqual(plan.back.map((s) => s.name), ['typecheck', 'unit']);
+  assert.deepEqual(plan.backFromStart.map((s) => s.name), ['typecheck'], 'the type check needs no build: beside it');
+  assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
   assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
   assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
   assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
