@@ -26,6 +26,7 @@ import { CarClient } from '../core/client.js';
 import { createTransport } from '../web/src/transport/index.js';
 import { freePort, startNatsServer } from '../server/nats-process.js';
 import { loadTlsCertificate } from '../server/tls.js';
+import { plusTwoStalls, startStallMeter } from './loop-stall.js';
 import { planTopology } from './net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import {
@@ -197,6 +198,8 @@ test('two machines behind HAProxy: a group on one machine, groups on both; one m
     const victim = groupsOn[1] > groupsOn[0] ? 1 : 0;
     const server = `m${victim + 1}`;
     const victimMembers = joinedOn[victim];
+    // the clients live in this process: a stall of its loop delays their reconnects whatever HAProxy does
+    const stallMeter = startStallMeter();
     const killedAt = Date.now();
     machines[victim].kill('SIGKILL');
     /** @type {number | null} */
@@ -209,6 +212,7 @@ test('two machines behind HAProxy: a group on one machine, groups on both; one m
     const moved = () => clients.filter((c) => c.reconnects > 0 || c.outage !== null);
     await until(() => clients.every((c) => c.connected) && moved().length >= victimMembers, 20_000,
       () => `${moved().filter((c) => c.connected).length} of ${victimMembers} clients of the dead machine back`);
+    const stallMs = stallMeter.stop();
     const back = moved();
     const stayed = clients.filter((c) => !back.includes(c));
     assert.equal(back.length, victimMembers, 'exactly the dead machine\'s members reconnected');
@@ -220,9 +224,12 @@ test('two machines behind HAProxy: a group on one machine, groups on both; one m
     const reconnectMs = back.map((c) => c.outages[0]?.ms ?? Infinity);
     const figures = `machine ${server} (${victimMembers} members in ${groupsOn[victim]} groups) SIGKILLed: HAProxy marked it down after ${downMs} ms; `
       + `its members reconnected in p50 ${Math.round(quantile(reconnectMs, 0.5))} ms, p99 ${Math.round(quantile(reconnectMs, 0.99))} ms, `
-      + `max ${Math.round(Math.max(...reconnectMs))} ms, attempts each at most ${Math.max(...back.map((c) => attempts(c)))}`;
+      + `max ${Math.round(Math.max(...reconnectMs))} ms, attempts each at most ${Math.max(...back.map((c) => attempts(c)))}; `
+      + `this process's loop stalled at most ${stallMs} ms`;
     t.diagnostic(figures);
-    assert.ok(quantile(reconnectMs, 0.99) < 2000, figures);
+    // 2 s, plus two stalls of this process (one delaying the close's reading, one the new handshake):
+    // 2133 ms once, in a CI run's timed stage
+    assert.ok(quantile(reconnectMs, 0.99) < plusTwoStalls(2000, stallMs), figures);
 
     // Its groups now live whole on the survivor, and their members hear each other again.
     const survivor = machines[1 - victim];
