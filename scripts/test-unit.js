@@ -69,6 +69,27 @@ export const LIVENESS_FILES = Object.freeze([
 ]);
 
 /**
+ * Files that flood loopback or launch browsers. Their kernel work (loopback
+ * packets are handled in softirq, whatever the sender's scheduling class) and
+ * their browsers take CPU from the real-time browser tests even from the idle
+ * class: beside lab/commands/sim.test.js the AR relay test's one-way mean went
+ * from 5-7 ms to 12-44 ms, and in three CI runs whose pool ran them then its
+ * p95 reached 270-326 ms against 250. `npm test` starts them with the
+ * liveness files, beside the shared browser phase, where everything runs at
+ * normal priority anyway; the light files fill the real-time stage's idle CPU.
+ */
+export const LOADING_FILES = Object.freeze([
+  'lab/bench-url.test.js',
+  'lab/commands/sim-baselines-reports.test.js',
+  'lab/commands/sim.test.js',
+  'lab/fleet-agents.test.js',
+  'lab/fleet-interrupt.test.js',
+  'lab/fleet-machines.test.js',
+  'lab/net/net.test.js',
+  'lab/report-html.test.js',
+]);
+
+/**
  * How many files run at once: one more than the cores, since most files wait
  * on sockets, child processes and timers more than they compute (measured on 2
  * cores: 3 at once took the unit tests from 491 s to 169 s + the serial ones).
@@ -106,12 +127,13 @@ export function listTestFiles(root = ROOT) {
 /** @typedef {{ label: string, args: string[] }} UnitRun */
 
 /**
- * The unit files in four groups, each one `node --test` (null: no file in it):
+ * The unit files in five groups, each one `node --test` (null: no file in it):
  * `quiet` (QUIET_FILES, beside each other), `timed` (TIMED_FILES), `liveness`
- * (LIVENESS_FILES) and `pool` (the rest), `concurrency` at a time.
+ * (LIVENESS_FILES), `loading` (LOADING_FILES) and `pool` (the rest),
+ * `concurrency` at a time.
  * @param {string[]} files
  * @param {number} concurrency
- * @returns {{ pool: UnitRun | null, timed: UnitRun | null, liveness: UnitRun | null, quiet: UnitRun | null }}
+ * @returns {{ pool: UnitRun | null, timed: UnitRun | null, liveness: UnitRun | null, loading: UnitRun | null, quiet: UnitRun | null }}
  */
 export function testRuns(files, concurrency) {
   // A test without a timeout of its own fails after 3 min instead of holding the run (one waited
@@ -124,11 +146,12 @@ export function testRuns(files, concurrency) {
     : { label: `${list.length} files, ${atOnce} at a time${why}`, args: [...base, `--test-concurrency=${atOnce}`, ...list] });
   const of = (/** @type {readonly string[]} */ group) => files.filter((f) => group.includes(f));
   const quiet = of(QUIET_FILES);
-  const grouped = [...QUIET_FILES, ...TIMED_FILES, ...LIVENESS_FILES];
+  const grouped = [...QUIET_FILES, ...TIMED_FILES, ...LIVENESS_FILES, ...LOADING_FILES];
   return {
     pool: run(files.filter((f) => !grouped.includes(f)), concurrency, ''),
     timed: run(of(TIMED_FILES), concurrency, ' (wall-clock bounds)'),
     liveness: run(of(LIVENESS_FILES), concurrency, ' (heartbeats and reconnects)'),
+    loading: run(of(LOADING_FILES), concurrency, ' (loopback floods and browsers)'),
     quiet: run(quiet, quiet.length, ' (they measure timing: nothing else beside them)'),
   };
 }
@@ -146,10 +169,10 @@ function runNode(args) {
 }
 
 async function main() {
-  const { pool, timed, liveness, quiet } = testRuns(listTestFiles(), testConcurrency());
-  // Alone, the timed and liveness files join the pool: its neighbours load the machine but never starve it.
-  const extra = [timed, liveness].flatMap((r) => (r ? r.args.filter((a) => a.endsWith('.test.js')) : []));
-  const together = pool ? { label: `${pool.label} + ${extra.length} timed and liveness files`, args: [...pool.args, ...extra] } : null;
+  const { pool, timed, liveness, loading, quiet } = testRuns(listTestFiles(), testConcurrency());
+  // Alone, the timed, liveness and loading files join the pool: its neighbours load the machine but never starve it.
+  const extra = [timed, liveness, loading].flatMap((r) => (r ? r.args.filter((a) => a.endsWith('.test.js')) : []));
+  const together = pool ? { label: `${pool.label} + ${extra.length} timed, liveness and loading files`, args: [...pool.args, ...extra] } : null;
   let failed = 0;
   for (const run of [together, quiet]) {
     if (!run) continue;

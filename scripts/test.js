@@ -13,7 +13,9 @@
 //    fills the front's idle time (the real-time stage leaves 40 % of 2 cores
 //    idle) without delaying it; once the front is throughput work too, both
 //    share the machine as equals, and the unit files whose processes watch one
-//    another's heartbeats (never to be starved) join them.
+//    another's heartbeats (never to be starved) join them, with those that
+//    flood loopback or launch browsers (their kernel work escapes the idle
+//    class and slowed the real-time tests).
 // Last, once both lanes are done, WebKit's tests with nothing beside them.
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -61,7 +63,7 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @returns {TestPlan}
  */
 export function testPlan({ files, concurrency }) {
-  const { pool, timed, liveness, quiet } = testRuns(files, concurrency);
+  const { pool, timed, liveness, loading, quiet } = testRuns(files, concurrency);
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
   const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
@@ -82,7 +84,7 @@ export function testPlan({ files, concurrency }) {
     front,
     back: unit('unit', pool),
     after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
-    backLate: unit('unit liveness', liveness),
+    backLate: [...unit('unit liveness', liveness), ...unit('unit loading', loading)],
     backEqualFrom: front.length - 1,
   };
 }
@@ -182,7 +184,7 @@ browser tests. The back lane: the type check (from the start, beside the
 build) and the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority, joined by the unit files whose processes watch
-one another's heartbeats. Last, alone: WebKit's browser tests. Every step runs
+one another's heartbeats and those that flood loopback or launch browsers. Last, alone: WebKit's browser tests. Every step runs
 even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its
 step's name.

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
 import { REALTIME_PROJECTS, SHARED_PROJECTS, SOLO_PROJECTS, testPlan } from './test.js';
-import { LIVENESS_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
+import { LIVENESS_FILES, LOADING_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -18,8 +18,9 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   assert.deepEqual(plan.after[0][0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
   assert.deepEqual(plan.backFromStart.map((s) => s.name), ['typecheck'], 'the type check needs no build: beside it');
   assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
-  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
+  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness', 'unit loading']);
   assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
+  assert.deepEqual(plan.backLate[1].argv.filter((a) => a.endsWith('.test.js')), [...LOADING_FILES].sort(), 'no loopback flood nor browser beside the real-time tests');
   assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
   const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
