@@ -77,16 +77,18 @@ export const LIVENESS_FILES = Object.freeze([
  * p95 reached 270-326 ms against 250. `npm test` starts them with the
  * liveness files, beside the shared browser phase, where everything runs at
  * normal priority anyway; the light files fill the real-time stage's idle CPU.
+ * They start once the real-time stage is over, in this order: the fleets
+ * (browsers, little traffic) beside the quiet and timed files, the floods after.
  */
 export const LOADING_FILES = Object.freeze([
-  'lab/bench-url.test.js',
-  'lab/commands/sim-baselines-reports.test.js',
-  'lab/commands/sim.test.js',
   'lab/fleet-agents.test.js',
   'lab/fleet-interrupt.test.js',
   'lab/fleet-machines.test.js',
-  'lab/net/net.test.js',
+  'lab/bench-url.test.js',
   'lab/report-html.test.js',
+  'lab/commands/sim.test.js',
+  'lab/commands/sim-baselines-reports.test.js',
+  'lab/net/net.test.js',
 ]);
 
 /**
@@ -151,7 +153,8 @@ export function testRuns(files, concurrency) {
     pool: run(files.filter((f) => !grouped.includes(f)), concurrency, ''),
     timed: run(of(TIMED_FILES), concurrency, ' (wall-clock bounds)'),
     liveness: run(of(LIVENESS_FILES), concurrency, ' (heartbeats and reconnects)'),
-    loading: run(of(LOADING_FILES), concurrency, ' (loopback floods and browsers)'),
+    // in the order given: the fleets first, the loopback floods once the quiet files are done
+    loading: run(LOADING_FILES.filter((f) => files.includes(f)), concurrency, ' (loopback floods and browsers)'),
     quiet: run(quiet, quiet.length, ' (they measure timing: nothing else beside them)'),
   };
 }

@@ -14,7 +14,7 @@ test('every unit test file runs exactly once: in the pool, or with the timed, li
   const { pool, timed, liveness, loading, quiet } = testRuns(files, 3);
   assert.deepEqual([...filesOf(pool), ...filesOf(timed), ...filesOf(liveness), ...filesOf(loading), ...filesOf(quiet)].sort(), files, 'each once');
   assert.deepEqual(filesOf(liveness), [...LIVENESS_FILES].sort());
-  assert.deepEqual(filesOf(loading), [...LOADING_FILES].sort());
+  assert.deepEqual(filesOf(loading), [...LOADING_FILES], 'in the order given');
   assert.ok(pool?.args.includes('--test-concurrency=3'));
   assert.deepEqual(filesOf(quiet), [...QUIET_FILES].sort());
   assert.ok(quiet?.args.includes(`--test-concurrency=${QUIET_FILES.length}`), 'the quiet files beside each other only');

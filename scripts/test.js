@@ -13,9 +13,10 @@
 //    fills the front's idle time (the real-time stage leaves 40 % of 2 cores
 //    idle) without delaying it; once the front is throughput work too, both
 //    share the machine as equals, and the unit files whose processes watch one
-//    another's heartbeats (never to be starved) join them, with those that
-//    flood loopback or launch browsers (their kernel work escapes the idle
-//    class and slowed the real-time tests).
+//    another's heartbeats (never to be starved) join them. The files that
+//    flood loopback or launch browsers join the back lane only once the
+//    real-time stage is over (their kernel work escapes the idle class and
+//    slowed the real-time tests).
 // Last, once both lanes are done, WebKit's tests with nothing beside them.
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -53,6 +54,7 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
  * @property {Step[]} back after the setup, at once, in the idle class beside the front
  * @property {Step[][]} after stages once the front and the back lane are done, one after another
+ * @property {Step[]} backAfterRealtime in the back lane (idle class, then as it), from the front's second stage on
  * @property {Step[]} backLate at normal priority, beside the front from its stage backEqualFrom on
  * @property {number} backEqualFrom the front stage from which the back lane runs at normal priority
  */
@@ -84,7 +86,10 @@ export function testPlan({ files, concurrency }) {
     front,
     back: unit('unit', pool),
     after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
-    backLate: [...unit('unit liveness', liveness), ...unit('unit loading', loading)],
+    // Once the real-time stage is over: the light pool is done by then, and these fill the idle
+    // CPU the quiet and timed stages leave (10-17 s of 2 cores idle when they waited for stage 4).
+    backAfterRealtime: unit('unit loading', loading),
+    backLate: unit('unit liveness', liveness),
     backEqualFrom: front.length - 1,
   };
 }
@@ -140,7 +145,9 @@ function toNormalPriority(roots) {
  * @param {boolean} idle whether the idle class is available
  */
 function backDescription(plan, i, idle) {
-  const steps = [...plan.backFromStart, ...plan.back, ...(i >= plan.backEqualFrom ? plan.backLate : [])].map((s) => s.name).join(' + ');
+  const steps = [...plan.backFromStart, ...plan.back, ...(i >= Math.min(1, plan.front.length - 1) ? plan.backAfterRealtime : []),
+    ...(i >= plan.backEqualFrom ? plan.backLate : [])]
+    .map((s) => s.name).join(' + ');
   return `${steps} (${idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority'})`;
 }
 
@@ -159,7 +166,13 @@ export async function runPlan(plan) {
   const back = Promise.all([early, ...plan.back.map(inBack)]).then(([first, ...rest]) => [...first, ...rest]);
   /** @type {Promise<StepResult[]>} */
   let late = Promise.resolve([]);
+  /** @type {Promise<StepResult[]>} */
+  let mid = Promise.resolve([]);
+  const midFrom = Math.min(1, plan.front.length - 1);
   for (const [i, stage] of plan.front.entries()) {
+    if (i === midFrom) {
+      mid = Promise.all(plan.backAfterRealtime.map((s) => runStep(s, { idle: idle && i < plan.backEqualFrom, started: (pid) => backPids.push(pid) })));
+    }
     if (i === plan.backEqualFrom) {
       if (idle) toNormalPriority(backPids);
       late = Promise.all(plan.backLate.map((s) => runStep(s)));
@@ -167,7 +180,7 @@ export async function runPlan(plan) {
     process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back: ${backDescription(plan, i, idle)}\n`);
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
   }
-  done.push(...await back, ...await late);
+  done.push(...await back, ...await mid, ...await late);
   for (const stage of plan.after) {
     process.stdout.write(`# alone: ${stage.map((s) => s.name).join(' + ')}\n`);
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
@@ -184,7 +197,8 @@ browser tests. The back lane: the type check (from the start, beside the
 build) and the other unit files, in the
 idle scheduling class (chrt --idle) until the front reaches the other browser
 tests, then at normal priority, joined by the unit files whose processes watch
-one another's heartbeats and those that flood loopback or launch browsers. Last, alone: WebKit's browser tests. Every step runs
+one another's heartbeats; those that flood loopback or launch browsers join the
+back lane once the real-time tests are done. Last, alone: WebKit's browser tests. Every step runs
 even when one before failed;
 the exit code is non-zero when any failed. Each output line starts with its
 step's name.

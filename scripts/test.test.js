@@ -18,11 +18,12 @@ test('npm test: the build, then the front lane\'s stages beside the back lane; e
   assert.deepEqual(plan.after[0][0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
   assert.deepEqual(plan.backFromStart.map((s) => s.name), ['typecheck'], 'the type check needs no build: beside it');
   assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
-  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness', 'unit loading']);
+  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
   assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
-  assert.deepEqual(plan.backLate[1].argv.filter((a) => a.endsWith('.test.js')), [...LOADING_FILES].sort(), 'no loopback flood nor browser beside the real-time tests');
+  assert.deepEqual(plan.backAfterRealtime.map((s) => s.name), ['unit loading']);
+  assert.deepEqual(plan.backAfterRealtime[0].argv.filter((a) => a.endsWith('.test.js')), [...LOADING_FILES], 'no loopback flood nor browser beside the real-time tests');
   assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
-  const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
+  const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backAfterRealtime, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
   const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
   assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
