@@ -154,6 +154,11 @@ export async function startAgent(o) {
     throw new Error(`agent name "${o.name}" is taken (pid ${twin.pid} on ${twin.host}): give this one another --name`);
   }
 
+  /** Publishes this agent's advert as a heartbeat. */
+  const announce = () => {
+    try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
+  };
+
   /**
    * Closes the run's pages and browsers; the agent is free again once it resolves. Every caller
    * gets the same closing (the controller's `abort` waits for one a finish began).
@@ -169,8 +174,7 @@ export async function startAgent(o) {
       for (const { page } of r.pages) await page.evaluate(() => window.carlab.close()).catch(() => {});
       for (const b of r.browsers) await b.close().catch(() => {});
       if (run === r) run = null;
-      // free again: said at once, for a bench waiting to find this agent free (lab/fleet-bench.js findAgents)
-      try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
+      announce(); // free again: said at once, for a bench waiting to find this agent free (findAgents)
     })();
     return r.ending;
   };
@@ -355,13 +359,13 @@ export async function startAgent(o) {
     callback: (err, msg) => { if (!err) { try { msg.respond(jc.encode(advert())); } catch { /* no reply subject */ } } },
   });
   const beat = setInterval(() => {
-    try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
+    announce();
     // the lease: a busy agent whose controller went quiet stops its browsers
     if (run && !run.ending && run.inFlight === 0 && performance.now() - run.lastHeard > leaseMs) {
       endRun(`no word from the controller for ${Math.round(leaseMs / 1000)} s (it stopped, or this agent lost NATS)`).catch(() => {});
     }
   }, HEARTBEAT_MS);
-  nc.publish(heartbeatSubject(o.name), jc.encode(advert()));
+  announce();
   (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') log(`lost NATS (${o.natsUrl}); reconnecting`);

@@ -123,15 +123,15 @@ export async function findAgents(nc, fleet, browsers) {
   const beats = nc.subscribe(HEARTBEATS, { callback: (err, m) => { if (!err) take(m.data); } });
   const hasBrowsers = (/** @type {import('./fleet.js').AgentAdvert} */ a) => browsers.every((b) => a.browsers.includes(b));
   const fits = (/** @type {import('./fleet.js').AgentAdvert} */ a) => !a.busy && hasBrowsers(a);
-  const soonFree = (/** @type {import('./fleet.js').AgentAdvert} */ a) => !a.busy || a.closing === true;
   const named = Array.isArray(fleet.agents) ? fleet.agents : null;
-  const enough = () => (named
-    ? named.every((n) => seen.has(n) && !seen.get(n)?.closing)
-    : [...seen.values()].filter(fits).length >= /** @type {number} */ (fleet.agents));
+  /** Every named agent heard and passing `ok`, or N with the browsers passing it. @param {(a: import('./fleet.js').AgentAdvert) => boolean} ok */
+  const all = (ok) => (named
+    ? named.every((n) => { const a = seen.get(n); return a !== undefined && ok(a); })
+    : [...seen.values()].filter((a) => hasBrowsers(a) && ok(a)).length >= /** @type {number} */ (fleet.agents));
+  // named: all heard, none still closing (a busy one is refused below); counted: N free ones
+  const enough = () => all(named ? (a) => !a.closing : (a) => !a.busy);
   // enough once those closing a run are free: worth waiting for
-  const enoughSoon = () => (named
-    ? named.every((n) => { const a = seen.get(n); return a !== undefined && soonFree(a); })
-    : [...seen.values()].filter((a) => hasBrowsers(a) && soonFree(a)).length >= /** @type {number} */ (fleet.agents));
+  const enoughSoon = () => all((a) => !a.busy || a.closing === true);
   try {
     const start = Date.now();
     const deadline = () => start + discoverMs + (enoughSoon() ? FREE_AGAIN_MS : 0);

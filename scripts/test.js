@@ -139,13 +139,21 @@ function toNormalPriority(roots) {
 }
 
 /**
+ * The front stage at which backAfterRealtime starts: the one after the real-time stage (the last, if none follows).
+ * @param {TestPlan} plan
+ */
+function afterRealtimeStage(plan) {
+  return Math.min(1, plan.front.length - 1);
+}
+
+/**
  * What runs in the back lane beside front stage i, and at which priority.
  * @param {TestPlan} plan
  * @param {number} i
  * @param {boolean} idle whether the idle class is available
  */
 function backDescription(plan, i, idle) {
-  const steps = [...plan.backFromStart, ...plan.back, ...(i >= Math.min(1, plan.front.length - 1) ? plan.backAfterRealtime : []),
+  const steps = [...plan.backFromStart, ...plan.back, ...(i >= afterRealtimeStage(plan) ? plan.backAfterRealtime : []),
     ...(i >= plan.backEqualFrom ? plan.backLate : [])]
     .map((s) => s.name).join(' + ');
   return `${steps} (${idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority'})`;
@@ -168,7 +176,7 @@ export async function runPlan(plan) {
   let late = Promise.resolve([]);
   /** @type {Promise<StepResult[]>} */
   let mid = Promise.resolve([]);
-  const midFrom = Math.min(1, plan.front.length - 1);
+  const midFrom = afterRealtimeStage(plan);
   for (const [i, stage] of plan.front.entries()) {
     if (i === midFrom) {
       mid = Promise.all(plan.backAfterRealtime.map((s) => runStep(s, { idle: idle && i < plan.backEqualFrom, started: (pid) => backPids.push(pid) })));
