@@ -40,6 +40,24 @@ export async function until(cond, timeoutMs, what) {
   }
 }
 
+/**
+ * SIGKILLs an agent 2 s into its measured window of relay peers (a fixed wait from the pages' start
+ * missed the window on a loaded machine), unless the bench ends first: then it failed, and its error
+ * is the one to read. Resolves with whether it killed.
+ * @param {{ name: string, child: import('node:child_process').ChildProcess, log: () => string }} victim
+ * @param {Promise<unknown>} benchDone
+ */
+export async function killOnceMeasuring(victim, benchDone) {
+  const mark = victim.log().length;
+  let benchEnded = false;
+  benchDone.finally(() => { benchEnded = true; }).catch(() => {});
+  await until(() => benchEnded || /peers of relay[^]*: measuring/.test(victim.log().slice(mark)), 90_000,
+    () => `${victim.name} to measure:\n${victim.log().slice(mark)}`);
+  if (benchEnded) return false;
+  await new Promise((r) => setTimeout(r, 2000));
+  return victim.child.kill('SIGKILL');
+}
+
 /** @returns {{ stream: Writable, text: () => string }} a stream that keeps what is written */
 function sink() {
   /** @type {string[]} */

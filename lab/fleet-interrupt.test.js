@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { CARLAB, FLEET_TOKEN, startFleetRig, until } from './fleet-harness.js';
+import { CARLAB, FLEET_TOKEN, killOnceMeasuring, startFleetRig, until } from './fleet-harness.js';
 import { resultsSchemaProblems } from './schema.js';
 
 /** @type {Awaited<ReturnType<typeof startFleetRig>>} */
@@ -21,18 +21,8 @@ after(async () => { await rig?.stop(); });
 test('an agent killed mid-point: its peers are lost peers with its name and time, the point finishes with the other', { timeout: 120_000 }, async () => {
   const a2 = rig.agent('a2');
   const mark = a2.log().length;
-  // kill a2 once its peers run and the measured window is 2 s old (a fixed wait from the pages' start
-  // missed the window on a loaded machine)
   const benchDone = rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay', '--duration', '8']);
-  let benchEnded = false;
-  benchDone.finally(() => { benchEnded = true; }).catch(() => {});
-  const killer = (async () => {
-    // a bench that ends first (it failed) ends the wait: its error is the one to read
-    await until(() => benchEnded || /peers of relay[^]*: measuring/.test(a2.log().slice(mark)), 90_000, () => `a2 to measure:\n${a2.log().slice(mark)}`);
-    if (benchEnded) return false;
-    await new Promise((r) => setTimeout(r, 2000));
-    return a2.child.kill('SIGKILL');
-  })();
+  const killer = killOnceMeasuring(a2, benchDone);
   const { code, stderr, results } = await benchDone;
   const killed = await killer;
   assert.equal(code, 0, stderr);

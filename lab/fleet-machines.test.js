@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 import { startNatsServer } from '../server/nats-process.js';
 import { run } from './commands/bench.js';
-import { until } from './fleet-harness.js';
+import { killOnceMeasuring, until } from './fleet-harness.js';
 import { planTopology } from './net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import { ensureLabPages } from './pages/build.js';
@@ -137,16 +137,7 @@ test('machines: one agent killed mid-point, its peers lost peers with its name a
   const victim = agents[1];
   const mark = victim.log().length;
   const benchDone = bench([...fleetFlags(), '--token', TOKEN, '--transport', 'relay', '--duration', '8']);
-  let benchEnded = false;
-  benchDone.finally(() => { benchEnded = true; }).catch(() => {});
-  const killer = (async () => {
-    // 2 s into the measured window (a fixed wait from the pages' start missed it on a loaded machine);
-    // a bench that ends first (it failed) ends the wait: its error is the one to read
-    await until(() => benchEnded || /peers of relay[^]*: measuring/.test(victim.log().slice(mark)), 90_000, () => `m1 to measure:\n${victim.log().slice(mark)}`);
-    if (benchEnded) return false;
-    await new Promise((r) => setTimeout(r, 2000));
-    return victim.child.kill('SIGKILL');
-  })();
+  const killer = killOnceMeasuring(victim, benchDone);
   const { code, stderr, results } = await benchDone;
   const killed = await killer;
   assert.equal(code, 0, stderr);
