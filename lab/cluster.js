@@ -63,7 +63,8 @@ export async function startRelayCluster(o) {
     async metrics() {
       const all = await Promise.all(live().map((s) => s.metrics()));
       const natsCpuPct = own ? natsCpuSince(own.pid, natsTicksAt) : null;
-      return { ...all[0], relay: mergeRelayMetrics(all.map((m) => m.relay)), perRelay: all.map((m) => m.relay), natsCpuPct };
+      const loopStallMs = Math.max(0, ...all.map((m) => m.loopStallMs ?? 0));
+      return { ...all[0], relay: mergeRelayMetrics(all.map((m) => m.relay)), perRelay: all.map((m) => m.relay), natsCpuPct, loopStallMs };
     },
     async kill(index) {
       killed.add(index);

@@ -7,18 +7,21 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 /**
  * Starts measuring the loop's stalls (10 ms resolution), `afterMs` from now.
  * @param {{ afterMs?: number }} [options]
- * @returns {{ stop: () => number }} stop(): the longest stall in ms (0 if none was sampled)
+ * @returns {{ longest: () => number, stop: () => number }} longest(): the longest stall so far in ms
+ *   (0 if none was sampled); stop(): the same, and the measuring ends
  */
 export function startStallMeter({ afterMs = 0 } = {}) {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const timer = afterMs > 0 ? setTimeout(() => loop.enable(), afterMs) : null;
   timer?.unref();
   if (!timer) loop.enable();
+  const longest = () => (loop.count > 0 ? Math.round(loop.max / 1e6) : 0);
   return {
+    longest,
     stop() {
       if (timer) clearTimeout(timer);
       loop.disable();
-      return loop.count > 0 ? Math.round(loop.max / 1e6) : 0;
+      return longest();
     },
   };
 }

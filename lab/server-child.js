@@ -22,6 +22,7 @@ import { connectNatsBroker } from '../relay/index.js';
 import { createCarlabServer } from '../server/server.js';
 import { createSocketIoBaseline, createWsFloor } from './baselines.js';
 import { LAB_PAGES_DIST } from './pages/build.js';
+import { startStallMeter } from './loop-stall.js';
 
 // The live heap without forcing a GC (which would change what a run measures):
 // the heap in use right after the last full (mark-compact) GC V8 chose to run.
@@ -47,6 +48,10 @@ const server = await createCarlabServer({
 const baselines = withBaselines
   ? { 'ws-floor': createWsFloor({ server: /** @type {any} */ (server.server) }), socketio: createSocketIoBaseline({ server: /** @type {any} */ (server.server) }) }
   : {};
+// How long this process's loop was held up since it started serving: a report
+// that waited that long is read together with the next ones (the report intake's
+// token bucket), and an RT tail can be the server's, not the network's.
+const stallMeter = startStallMeter();
 /** @type {any} */ (process).send({ type: 'ready', url: server.url, pid: process.pid });
 
 process.on('message', async (/** @type {any} */ m) => {
@@ -67,6 +72,7 @@ process.on('message', async (/** @type {any} */ m) => {
         // heap vs native: tells a JS leak from V8 or the allocator keeping pages (the soak's timeline)
         memory,
         heapAfterMajorGc: { ...afterMajorGc },
+        loopStallMs: stallMeter.longest(),
       });
       break;
     }

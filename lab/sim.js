@@ -600,6 +600,8 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       durationS: Math.round(window.windowMs / 100) / 10,
       ...reportFields(point.reportsIntervalS ?? 0, reports),
       serverRssBytes: serverMetrics.rssBytes,
+      // the server's longest event-loop stall from its start to the window's end (null: not measured)
+      serverLoopStallMs: typeof serverMetrics.loopStallMs === 'number' ? serverMetrics.loopStallMs : null,
       stoppedEarly: Boolean(o.shouldStop?.()),
       timeline: window.timeline,
       stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
