@@ -176,6 +176,12 @@ function attach(rec, conn, role, spec, timeoutMs) {
   rec.conns.set(c.key, c);
   const mark = (/** @type {string} */ name) => { if (c.timings[name] === undefined) c.timings[name] = round(now() - t0); };
   pc.addEventListener('signalingstatechange', () => { if (pc.signalingState === 'stable') mark('offerAnswerMs'); });
+  // When the page hands the remote description (the answer, for the initiator) to the connection.
+  // Unlike the events, this is ordered by construction before the channel opens: DTLS cannot
+  // finish without the remote fingerprint it carries ('stable' and 'open' are separate queued
+  // tasks, and a busy browser can deliver them either way round).
+  const setRemote = pc.setRemoteDescription.bind(pc);
+  pc.setRemoteDescription = (/** @type {any} */ description) => { mark('remoteDescriptionMs'); return setRemote(description); };
   pc.addEventListener('icecandidate', (e) => {
     if (e.candidate?.candidate) { mark('firstCandidateMs'); c.localCandidates++; }
   });
