@@ -22,6 +22,7 @@ export default defineConfig({
   workers: Number(process.env.CARLAB_E2E_WORKERS) || 3,
   reporter: [['list']],
   outputDir: '../test-results',
+  globalSetup: './global-setup.js',
   use: { baseURL: `http://127.0.0.1:${port}` },
   webServer: {
     command: `node scripts/carlab.js lab-server --http --host 127.0.0.1 --port ${port} --no-qr`,

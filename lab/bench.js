@@ -11,7 +11,8 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { TRANSPORTS, WEBRTC_TRANSPORTS } from '../core/transports.js';
-import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, firefoxLaunchOptions } from './launch.js';
+import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, ensureWarmFirefox, firefoxLaunchOptions } from './launch.js';
+import { warmFirefoxPath } from './firefox-profile.js';
 import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from './net/commands.js';
 import { reportPeriodMs } from './flags.js';
@@ -158,6 +159,7 @@ async function launchBrowser(name, executablePath = null) {
   // Loaded here, not at the top: playwright-core costs 0.7 s of CPU to load, and every `carlab
   // agent` and `carlab bench` process loads this module, most of them never to launch Firefox.
   const { firefox } = await import('playwright-core');
+  await ensureWarmFirefox();
   // Ctrl-C belongs to the lab command (it stops the point and writes results), not to Playwright.
   const server = await firefox.launchServer(/** @type {any} */ ({
     ...firefoxLaunchOptions(), ...(executablePath ? { executablePath } : {}), handleSIGINT: false,
@@ -275,7 +277,7 @@ export async function launchFleet(o, browserCount, wrapperDir, browsers) {
     if (net && wrapperDir) {
       executable = `${wrapperDir}/${name}-${b}`;
       await writeFile(executable, name === 'firefox'
-        ? firefoxNamespaceWrapperScript(net.clientNs[b], FIREFOX_PATH, ipPath())
+        ? firefoxNamespaceWrapperScript(net.clientNs[b], warmFirefoxPath(FIREFOX_PATH), ipPath())
         : namespaceWrapperScript(net.clientNs[b], CHROMIUM_PATH, ipPath()));
       await chmod(executable, 0o755);
     }

@@ -1,6 +1,8 @@
 // How carlab launches Debian's browsers through Playwright 1.64.1 (docs/architecture.md:
 // "Real parts"). Shared by the e2e tests and the bench fleet.
 
+import { ensureWarmFirefoxProfile, warmFirefoxPath } from './firefox-profile.js';
+
 /** Debian's binaries; browsers are never downloaded. */
 export const CHROMIUM_PATH = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
 export const FIREFOX_PATH = process.env.CARLAB_FIREFOX ?? '/usr/bin/firefox-esr';
@@ -55,7 +57,8 @@ export function chromiumLaunchOptions(opts) {
 export function firefoxLaunchOptions(opts = {}) {
   return {
     channel: 'moz-firefox',
-    executablePath: FIREFOX_PATH,
+    // a wrapper that seeds Playwright's new profile from a warm one (lab/firefox-profile.js)
+    executablePath: warmFirefoxPath(FIREFOX_PATH),
     headless: true,
     firefoxUserPrefs: {
       'media.peerconnection.ice.obfuscate_host_addresses': Boolean(opts.hideHostAddresses),
@@ -63,4 +66,14 @@ export function firefoxLaunchOptions(opts = {}) {
       'media.navigator.streams.fake': true,
     },
   };
+}
+
+/**
+ * Makes Firefox's warm profile unless it is there (once per Firefox and Playwright
+ * build, one launch: lab/firefox-profile.js); call before launching Firefox.
+ * @param {(line: string) => void} [log]
+ * @returns {Promise<boolean>} whether Firefox now starts from it
+ */
+export function ensureWarmFirefox(log) {
+  return ensureWarmFirefoxProfile({ firefox: FIREFOX_PATH, launchOptions: firefoxLaunchOptions(), log });
 }

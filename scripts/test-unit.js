@@ -74,11 +74,10 @@ export const LIVENESS_FILES = Object.freeze([
  * their browsers take CPU from the real-time browser tests even from the idle
  * class: beside lab/commands/sim.test.js the AR relay test's one-way mean went
  * from 5-7 ms to 12-44 ms, and in three CI runs whose pool ran them then its
- * p95 reached 270-326 ms against 250. `npm test` starts them with the
- * liveness files, beside the shared browser phase, where everything runs at
- * normal priority anyway; the light files fill the real-time stage's idle CPU.
- * They start once the real-time stage is over, in this order: the fleets
- * (browsers, little traffic) beside the quiet and timed files, the floods after.
+ * p95 reached 270-326 ms against 250. The light files fill the real-time
+ * stage's idle CPU; these start once the real-time stage is over, in this
+ * order: the fleets and single browsers (little traffic) beside the quiet and
+ * timed files, the floods after.
  */
 export const LOADING_FILES = Object.freeze([
   'lab/fleet-agents.test.js',
@@ -86,6 +85,7 @@ export const LOADING_FILES = Object.freeze([
   'lab/fleet-machines.test.js',
   'lab/bench-url.test.js',
   'lab/report-html.test.js',
+  'lab/firefox-profile.test.js',
   'lab/commands/sim.test.js',
   'lab/commands/sim-baselines-reports.test.js',
   'lab/net/net.test.js',

@@ -4,7 +4,7 @@
 // with or without host-address obfuscation, lab pages and PeerJS ids.
 
 import { chromium, firefox } from 'playwright-core';
-import { CHROMIUM_PATH, FIREFOX_PATH, chromiumLaunchOptions, firefoxLaunchOptions } from '../launch.js';
+import { CHROMIUM_PATH, FIREFOX_PATH, chromiumLaunchOptions, ensureWarmFirefox, firefoxLaunchOptions } from '../launch.js';
 import { peerIdOf } from '../../web/src/transport/p2p.js';
 import { startServerChild } from '../sim.js';
 import { UsageError } from '../flags.js';
@@ -227,6 +227,7 @@ async function launchLabBrowser(ctx, name, o) {
   const hideHostAddresses = Boolean(o.hideHostAddresses);
   const type = name === 'firefox' ? firefox : chromium;
   const options = name === 'firefox' ? firefoxLaunchOptions({ hideHostAddresses }) : chromiumLaunchOptions({ hideHostAddresses });
+  if (name === 'firefox') await ensureWarmFirefox();
   // Ctrl-C is ours to handle (stop the cell, write what was measured): Playwright's own handler would exit.
   const server = await type.launchServer({ ...options, handleSIGINT: false });
   const browser = await type.connect(server.wsEndpoint());
