@@ -127,7 +127,7 @@ describe('/metrics (Prometheus)', () => {
       // The lab's window reset zeroes the JSON counters, never a Prometheus one.
       carlab.relay.resetWindow();
       a.ws.send(encode({ type: MsgType.UPDATE, sender: a.id, seq: 2, sendTime: 2, pose: POSE, object: null }));
-      await new Promise((r) => setTimeout(r, 200));
+      await until(() => carlab.relay.metrics().updatesIn === 1, 5000); // read by the relay
       const after = await scrape(carlab.url);
       assert.equal(after.samples.get('carlab_relay_updates_received_total'), 2);
       assert.equal(carlab.relay.metrics().updatesIn, 1);

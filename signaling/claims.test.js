@@ -77,7 +77,8 @@ describe('one live socket per PeerJS id', () => {
     assert.equal(signaling.metrics().peersConnected, 2);
     second.ws.close();
     await second.closing;
-    await new Promise((r) => setTimeout(r, 50));
+    // the server hears the close after the client does: wait for it (a fixed 50 ms lost to a stall)
+    for (let i = 0; i < 500 && signaling.metrics().peersConnected !== 1; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(signaling.metrics().peersConnected, 1);
     other.ws.close();
   });

@@ -8,6 +8,15 @@ import { RelayUdpSession } from './session.js';
 import { fakePeerConnectionClass, fakeWebSocketClass, settle } from '../relay-fakes.js';
 
 /** @param {Partial<import('./session.js').UdpSessionOptions>} [more] */
+/**
+ * Waits for a retry the session scheduled 1-2 ms ahead (at most 5 s): a test's own
+ * short sleep can end first when the process was starved in between.
+ * @param {() => boolean} done
+ */
+async function retryDone(done) {
+  for (let waited = 0; !done() && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+}
+
 function setup(more = {}) {
   const ws = fakeWebSocketClass();
   const pcs = fakePeerConnectionClass();
@@ -96,7 +105,7 @@ test('a lost channel: members leave, the channel is offered again, members come 
   assert.deepEqual(s.events, ['left 7']);
   assert.equal(s.session.counters.channelDrops, 1);
   assert.equal(s.session.setupInfo().failures[0].error, 'channel closed');
-  await new Promise((r) => setTimeout(r, 10));
+  await retryDone(() => s.pcs.instances.length >= 2);
   assert.equal(s.pcs.instances.length, 2, 'offered again');
   assert.equal(s.session.counters.dtlsRetries, 1);
   assert.deepEqual(signalsSent(socket).at(-1), { type: 'offer', sdp: 'fake offer', attempt: 2 });
@@ -133,8 +142,8 @@ test('a peer connection that cannot be made counts as a setup failure and is tri
   s.session.connect({ group: 'g', name: 'me' }, s.handlers).catch(() => {});
   s.ws.instances[0].open();
   s.ws.instances[0].receive({ type: MsgType.WELCOME, clientId: 5, serverTime: 0, members: [] });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.ok(calls >= 2);
+  await retryDone(() => calls >= 2);
+  assert.ok(calls >= 2, `tried again: ${calls} attempts`);
   assert.equal(s.session.setupInfo().lastError, 'RTCPeerConnection: no WebRTC here');
   s.session.close();
   const after = calls;
