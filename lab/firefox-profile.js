@@ -101,15 +101,18 @@ export async function ensureWarmFirefoxProfile({ firefox, launchOptions, root, l
   if (!home) return false;
   const template = path.join(home, 'profile');
   if (existsSync(path.join(template, COMPLETE))) return true;
-  mkdirSync(home, { recursive: true });
-  const made = await mkdtemp(path.join(home, 'making-'));
+  /** @type {string | null} */
+  let made = null;
   try {
+    mkdirSync(home, { recursive: true });
+    made = await mkdtemp(path.join(home, 'making-'));
     const { firefox: type } = await import('playwright-core');
     const context = await type.launchPersistentContext(made, { ...launchOptions, executablePath: firefox, headless: true });
     const page = context.pages()[0] ?? await context.newPage();
     await page.goto('about:blank');
     await context.close();
-    await Promise.all(NOT_COPIED.map((name) => rm(path.join(made, name), { recursive: true, force: true })));
+    const dir = made;
+    await Promise.all(NOT_COPIED.map((name) => rm(path.join(dir, name), { recursive: true, force: true })));
     writeFileSync(path.join(made, COMPLETE), `${new Date().toISOString()}\n`);
     await rename(made, template);
     log(`made a warm Firefox profile in ${template}`);
@@ -119,6 +122,6 @@ export async function ensureWarmFirefoxProfile({ firefox, launchOptions, root, l
     if (!there) log(`no warm Firefox profile (${/** @type {Error} */ (err).message.split('\n')[0]}): Firefox starts from an empty one`);
     return there;
   } finally {
-    await rm(made, { recursive: true, force: true });
+    if (made) await rm(made, { recursive: true, force: true });
   }
 }

@@ -60,6 +60,16 @@ test('the warm profile is per Firefox build; none for a missing Firefox, which i
   assert.equal(warmFirefoxPath(missing, root), missing);
 });
 
+test('where no warm profile can be made, Firefox is used as given and nothing throws', async () => {
+  const firefox = fakeFirefox();
+  const notADirectory = path.join(root, 'a-file');
+  writeFileSync(notADirectory, '');
+  const lines = /** @type {string[]} */ ([]);
+  assert.equal(warmFirefoxPath(firefox, notADirectory), firefox);
+  assert.equal(await ensureWarmFirefoxProfile({ firefox, launchOptions: {}, root: notADirectory, log: (l) => lines.push(l) }), false);
+  assert.match(lines.join('\n'), /no warm Firefox profile \(.*\): Firefox starts from an empty one/);
+});
+
 test('ensureWarmFirefoxProfile: one real launch leaves a profile without its prefs and session; the next call reuses it', { skip: !existsSync(FIREFOX_PATH) && 'no Firefox', timeout: 90_000 }, async () => {
   const lines = /** @type {string[]} */ ([]);
   const options = { firefox: FIREFOX_PATH, launchOptions: firefoxLaunchOptions(), root, log: (/** @type {string} */ l) => lines.push(l) };
