@@ -60,11 +60,11 @@ export const TIMED_FILES = Object.freeze([
  * CPU (its report flood fell short).
  * So do the files whose process, starved for a second or more, fires its
  * deadlines before it reads the replies already there (Node runs expired
- * timers first): the signaling cluster's heartbeats (3.5 s), the relay's
- * slow-consumer check (slowAckMs 1 s) and its ACK sweeps (200 ms, 3 s), and the
- * servers' close, drain and header deadlines (bounds of 2-3.5 s). CI once
- * failed a file of the idle-class pool that its log did not name; these were
- * the pool's files with such bounds.
+ * timers first): the signaling cluster's heartbeats (3.5 s), the relay's ACK
+ * sweeps (200 ms, 3 s), and the servers' close, drain and header deadlines
+ * (bounds of 2-3.5 s). relay/slow.test.js is not one of them: its group's RT
+ * p95 under 250 ms (plus two of its process's stalls) held in the pool, and
+ * here, beside the shared browser phase, it read 616 ms.
  */
 export const LIVENESS_FILES = Object.freeze([
   'lab/churn.test.js',
@@ -74,7 +74,6 @@ export const LIVENESS_FILES = Object.freeze([
   'relay/cluster.test.js',
   'server/cluster.test.js',
   'signaling/cluster.test.js',
-  'relay/slow.test.js',
   'relay/udp.test.js',
   'relay/protocol-doc.test.js',
   'server/ops.test.js',
