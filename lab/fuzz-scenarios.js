@@ -28,7 +28,9 @@ import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
 import { makeRng } from './fuzz-cases.js';
-import { plusTwoStalls, startStallMeter } from './loop-stall.js';
+import { plusTwoStalls, startStallMeter, until } from './loop-stall.js';
+
+export { until };
 
 /** The scenario names, as `--only` takes them (and `scenario` for all). */
 export const SCENARIO_NAMES = Object.freeze(['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
@@ -52,18 +54,6 @@ export function allowedGapMs(stallMs) {
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * Waits for `cond`, at most `ms`; resolves whether it came true.
- * @param {() => boolean} cond @param {number} ms
- */
-export async function until(cond, ms) {
-  const end = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > end) return false;
-    await sleep(10);
-  }
-  return true;
-}
 
 /**
  * The server's limits the scenarios aim at (read from the relay's and the

@@ -34,3 +34,18 @@ export function startStallMeter({ afterMs = 0 } = {}) {
 export function plusTwoStalls(boundMs, stallMs) {
   return boundMs + 2 * stallMs;
 }
+
+/**
+ * Waits for `cond`, polling every 10 ms, at most `ms`; resolves whether it came true. For a
+ * test that would otherwise sleep a fixed time before checking: a stall of this process can
+ * end that sleep before the awaited event is read (Node runs expired timers before I/O).
+ * @param {() => boolean} cond @param {number} ms
+ */
+export async function until(cond, ms) {
+  const end = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}

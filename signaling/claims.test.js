@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { CloseCode } from '../core/protocol.js';
 import { createSignaling } from './index.js';
 import { MAX_PEER_ID_LENGTH, checkPeerParams } from './guard.js';
+import { until } from '../lab/loop-stall.js';
 
 // The `peer` package's timers never stop: leave once done.
 after(() => { setTimeout(() => process.exit(), 500).unref(); });
@@ -78,7 +79,7 @@ describe('one live socket per PeerJS id', () => {
     second.ws.close();
     await second.closing;
     // the server hears the close after the client does: wait for it (a fixed 50 ms lost to a stall)
-    for (let i = 0; i < 500 && signaling.metrics().peersConnected !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => signaling.metrics().peersConnected === 1, 5000);
     assert.equal(signaling.metrics().peersConnected, 1);
     other.ws.close();
   });

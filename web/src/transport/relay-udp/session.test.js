@@ -6,17 +6,16 @@ import assert from 'node:assert/strict';
 import { CloseCode, HelloFlag, MsgType, encode } from '../../../../core/protocol.js';
 import { RelayUdpSession } from './session.js';
 import { fakePeerConnectionClass, fakeWebSocketClass, settle } from '../relay-fakes.js';
+import { until } from '../../../../lab/loop-stall.js';
 
-/** @param {Partial<import('./session.js').UdpSessionOptions>} [more] */
 /**
  * Waits for a retry the session scheduled 1-2 ms ahead (at most 5 s): a test's own
  * short sleep can end first when the process was starved in between.
  * @param {() => boolean} done
  */
-async function retryDone(done) {
-  for (let waited = 0; !done() && waited < 5000; waited += 10) await new Promise((r) => setTimeout(r, 10));
-}
+const retryDone = (done) => until(done, 5000);
 
+/** @param {Partial<import('./session.js').UdpSessionOptions>} [more] */
 function setup(more = {}) {
   const ws = fakeWebSocketClass();
   const pcs = fakePeerConnectionClass();
