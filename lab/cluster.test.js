@@ -70,7 +70,10 @@ test('sim --relays 3: groups span the relays, nothing lost on the reliable relay
 test('sim --relays 2 without a kill: the reliable relay across processes loses nothing', { timeout: 120_000 }, async () => {
   const { results } = await sim(['--transport', 'relay,relay-faithful', '--relays', '2', '--clients', '40', '--group', '5', '--duration', '3', '--warmup', '1']);
   for (const r of results.runs) {
-    assert.equal(r.lossPct, 0, r.transport);
+    // what a failure needs to be read (CI once: relay-faithful 16.3 % lost beside the browser tests)
+    const seen = `${r.transport}: the servers' longest loop stall ${r.serverLoopStallMs} ms, ${r.updates?.ackTimeouts} ACK timeouts, `
+      + `cluster ${JSON.stringify(r.cluster)}, ${r.durationS} s measured`;
+    assert.equal(r.lossPct, 0, seen);
     assert.equal(r.dups + r.reorders, 0, r.transport);
     assert.ok(r.cluster.crossNodeUpdates > 0, r.transport);
     assert.equal(r.failover, undefined);
