@@ -7,12 +7,24 @@
  * its members) from the same heartbeats.
  *
  * A node's first heartbeat after it (re)connects to NATS says `hello`: every
- * node that hears it sends it their state again, known to them or not. Noticing
+ * node that hears it sends it their state again, known to them or not. A node
+ * that hears one new to it asks it (`ask`) for its state in return: the other
+ * may never have dropped us (only we dropped it), and would not send it. Noticing
  * a node as new is not enough: after a cut heals, the kernel delivers the
  * cut-off node's retransmitted heartbeats on its old connection, so the others
  * saw it as new and sent their state to a socket it had closed, before its new
  * connection subscribed (lab/cluster-machines.test.js hung so, 2 runs in 3
  * under load).
+ *
+ * A node's silence is only counted while this process runs: a process stalled
+ * (starved, swapped out, paused) runs its late timers before it reads the
+ * heartbeats that arrived meanwhile, and used to drop every peer for its own
+ * stall, losing what its clients had sent them (lab/cluster.test.js: 16 % of
+ * relay-faithful's updates across 2 relays, one of which stalled 4 s). A tick
+ * that comes late credits its lateness to every peer. A node whose own
+ * heartbeats stopped for NODE_TIMEOUT_MS knows the others dropped it: its
+ * listeners (onSilenced) announce its state to all at once, ahead of the
+ * backlog it is about to read and forward.
  *
  * @module relay/cluster-nodes
  */
@@ -28,8 +40,10 @@ export const NODE_TIMEOUT_MS = 3500;
 /**
  * @typedef {object} NodeListener
  * @property {(node: string) => void} [onNodeNew] a node we had not heard of (new, restarted, back after a cut),
- *   or one that says hello (it has just (re)connected: send it our state)
+ *   one that says hello (it has just (re)connected) or one that asks us (we are new to it): send it our state
  * @property {(node: string) => void} [onNodeGone] a node that said goodbye or fell silent
+ * @property {() => void} [onSilenced] this node sent no heartbeat for NODE_TIMEOUT_MS (its process
+ *   stalled): the others have dropped its members; announce them to every node again
  */
 
 /**
@@ -45,7 +59,11 @@ export class NodeDirectory {
     /** @type {NodeListener[]} */
     this.listeners = [];
     this.startedAt = performance.now();
+    /** When the last heartbeat tick ran. */
+    this.lastTickAt = this.startedAt;
     this.lost = 0;
+    /** Ticks that found this node silent for NODE_TIMEOUT_MS (its own stalls). */
+    this.silenced = 0;
     /** @type {ReturnType<typeof setInterval> | null} */
     this.timer = null;
     /** @type {import('./broker.js').BrokerSubscription | null} */
@@ -63,16 +81,42 @@ export class NodeDirectory {
     this.sub = this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data)));
     this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat({ hello: true }); });
     this.heartbeat({ hello: true });
-    this.timer = setInterval(() => { this.heartbeat(); this.sweep(); }, HEARTBEAT_MS);
+    this.lastTickAt = performance.now();
+    this.timer = setInterval(() => this.tick(), HEARTBEAT_MS);
     this.timer.unref();
   }
 
   /**
-   * Says this node is alive; with `hello`, that it has just (re)connected and wants everyone's state.
-   * @param {{ hello?: boolean }} [options]
+   * One heartbeat period: says this node is alive and drops the silent ones.
+   * A late tick means this process was stalled: the peers' silence is counted
+   * from when it ran again, and after a stall of NODE_TIMEOUT_MS the listeners
+   * announce this node again (onSilenced) before anything it reads next.
+   *
+   * @param {number} [now] performance.now()
    */
-  heartbeat({ hello = false } = {}) {
-    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes(hello ? { node: this.nodeId, hello: true } : { node: this.nodeId }));
+  tick(now = performance.now()) {
+    const stalledMs = Math.max(0, now - this.lastTickAt - HEARTBEAT_MS);
+    this.lastTickAt = now;
+    if (stalledMs > 0) for (const [node, lastSeen] of this.nodes) this.nodes.set(node, lastSeen + stalledMs);
+    this.heartbeat();
+    if (HEARTBEAT_MS + stalledMs >= NODE_TIMEOUT_MS) {
+      this.silenced++;
+      for (const l of this.listeners) l.onSilenced?.();
+    }
+    this.sweep(now);
+  }
+
+  /**
+   * Says this node is alive; with `hello`, that it has just (re)connected and wants everyone's state;
+   * with `ask`, that it wants that node's state (it is new here).
+   * @param {{ hello?: boolean, ask?: string }} [options]
+   */
+  heartbeat({ hello = false, ask } = {}) {
+    /** @type {Record<string, unknown>} */
+    const message = { node: this.nodeId };
+    if (hello) message.hello = true;
+    if (ask) message.ask = ask;
+    this.broker.publish(HEARTBEAT_SUBJECT, jsonBytes(message));
   }
 
   /**
@@ -92,14 +136,18 @@ export class NodeDirectory {
   /** @param {Record<string, unknown> | null} m */
   onHeartbeat(m) {
     if (!m || typeof m.node !== 'string') return;
-    // A node new to us hears from us at once, not a second later.
-    if (this.heard(m.node)) this.heartbeat();
-    else if (m.hello === true && m.node !== this.nodeId) for (const l of this.listeners) l.onNodeNew?.(m.node);
+    // A node new to us hears from us at once, not a second later, and is asked for its state
+    // (unless it asks for ours: it knows us, and has sent us its own).
+    if (this.heard(m.node)) { if (m.ask !== this.nodeId) this.heartbeat({ ask: m.node }); }
+    else if ((m.hello === true || m.ask === this.nodeId) && m.node !== this.nodeId) for (const l of this.listeners) l.onNodeNew?.(m.node);
   }
 
-  /** Nodes silent for NODE_TIMEOUT_MS are gone. */
-  sweep() {
-    const cutoff = performance.now() - NODE_TIMEOUT_MS;
+  /**
+   * Nodes silent for NODE_TIMEOUT_MS are gone.
+   * @param {number} [now] performance.now()
+   */
+  sweep(now = performance.now()) {
+    const cutoff = now - NODE_TIMEOUT_MS;
     for (const [node, lastSeen] of this.nodes) {
       if (lastSeen < cutoff) {
         this.lost++;

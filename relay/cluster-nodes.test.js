@@ -3,7 +3,7 @@
 // (a cut, a heal) is lab/cluster-machines.test.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NodeDirectory } from './cluster-nodes.js';
+import { HEARTBEAT_MS, NODE_TIMEOUT_MS, NodeDirectory } from './cluster-nodes.js';
 import { HEARTBEAT_SUBJECT, jsonBytes, parseJsonBytes } from './cluster-wire.js';
 
 /** A bus of brokers; `connected` false drops what a broker would send or receive. */
@@ -78,4 +78,56 @@ test('a node that (re)connects says hello, and every node sends it their state a
   // a node's own hello (never echoed by NATS, but a node could be told its own) is ignored
   dirA.onHeartbeat({ node: 'aaaa', hello: true });
   assert.deepEqual(newToA, ['bbbb']);
+});
+
+test('a node dropped on one side only is asked for its state when heard again', (t) => {
+  const net = bus();
+  const a = net.broker('aaaa');
+  const b = net.broker('bbbb');
+  const dirA = new NodeDirectory(a.api);
+  const dirB = new NodeDirectory(b.api);
+  t.after(() => { dirA.stop(); dirB.stop(); });
+  const newToA = newNodesSeen(dirA);
+  const newToB = newNodesSeen(dirB);
+  dirA.start();
+  dirB.start();
+  // A took B for gone (B's heartbeats came late there); B never dropped A
+  dirA.gone('bbbb');
+  dirB.heartbeat();
+  assert.deepEqual(newToA, ['bbbb', 'bbbb'], 'A sends B its state again');
+  assert.deepEqual(newToB, ['aaaa', 'aaaa'], 'and B, asked, sends A its own: A had dropped its members');
+});
+
+test('a stalled node counts no silence of its peers while it was stalled, and announces itself again', (t) => {
+  const net = bus();
+  const a = net.broker('aaaa');
+  const b = net.broker('bbbb');
+  const dirA = new NodeDirectory(a.api);
+  const dirB = new NodeDirectory(b.api);
+  t.after(() => { dirA.stop(); dirB.stop(); });
+  let silenced = 0;
+  dirA.listen({ onSilenced: () => { silenced++; } });
+  dirA.start();
+  dirB.start();
+  const heardB = /** @type {number} */ (dirA.nodes.get('bbbb'));
+
+  // A's tick comes 5 s late (its process was stopped): B's heartbeats of that time are still
+  // unread, so B is kept, and the others have dropped A, so A announces itself
+  dirA.tick(dirA.lastTickAt + HEARTBEAT_MS + 5000);
+  assert.ok(dirA.nodes.has('bbbb'), 'B is kept');
+  assert.equal(dirA.nodes.get('bbbb'), heardB + 5000, 'B\'s silence counts from when A ran again');
+  assert.deepEqual([silenced, dirA.silenced, dirA.lost], [1, 1, 0]);
+
+  // a tick late by less than the others wait announces nothing
+  dirA.tick(dirA.lastTickAt + HEARTBEAT_MS + 1000);
+  assert.equal(silenced, 1);
+
+  // ticks on time: B, silent from now on, is gone once NODE_TIMEOUT_MS of A's running time passed
+  let now = /** @type {number} */ (dirA.nodes.get('bbbb'));
+  dirA.lastTickAt = now;
+  for (let i = 0; i < Math.floor(NODE_TIMEOUT_MS / HEARTBEAT_MS); i++) dirA.tick(now += HEARTBEAT_MS);
+  assert.ok(dirA.nodes.has('bbbb'), `kept after ${now - /** @type {number} */ (dirA.nodes.get('bbbb'))} ms`);
+  dirA.tick(now += HEARTBEAT_MS);
+  assert.ok(!dirA.nodes.has('bbbb'), 'gone after the timeout');
+  assert.deepEqual([silenced, dirA.lost], [1, 1]);
 });

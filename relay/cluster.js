@@ -84,6 +84,8 @@ export class RemoteMember {
  * @property {number} nodesLost nodes declared gone (timeout) since start
  * @property {number} membersLost remote members removed with their node
  * @property {number} claimsTakenOver ids taken over from a member whose node was gone (rejoins after a crash)
+ * @property {number} reannounced times this node found itself silent for the node timeout (its process stalled)
+ *   and announced its members to every node again
  */
 
 /**
@@ -118,7 +120,7 @@ export class ClusterLink {
   static zeroStats() {
     return {
       updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
-      unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0, claimsTakenOver: 0,
+      unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0, claimsTakenOver: 0, reannounced: 0,
     };
   }
 
@@ -136,7 +138,9 @@ export class ClusterLink {
   start() {
     this.subs.push(this.broker.subscribe(MEMBERSHIP_SUBJECT, (data) => this.onMembership(parseJsonBytes(data))));
     this.subs.push(this.broker.subscribe(nodeSubject(this.nodeId), (data) => this.onData(data)));
-    this.directory.listen({ onNodeNew: (node) => this.sendState(node), onNodeGone: (node) => this.dropNode(node) });
+    this.directory.listen({
+      onNodeNew: (node) => this.sendState(node), onNodeGone: (node) => this.dropNode(node), onSilenced: () => this.announceState(),
+    });
     this.directory.start();
   }
 
@@ -422,14 +426,29 @@ export class ClusterLink {
    * @param {string} node
    */
   sendState(node) {
+    this.batcher.add(nodeSubject(node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', this.stateMessage()));
+  }
+
+  /**
+   * This node was silent long enough for the others to drop its members (its
+   * process stalled): every node gets its whole membership again, published
+   * now, so that it arrives before the updates of those members this node
+   * forwards next (the others would drop them as from unknown senders).
+   */
+  announceState() {
+    this.stats.reannounced++;
+    this.broker.publish(MEMBERSHIP_SUBJECT, this.stateMessage());
+  }
+
+  /** This node's members, as one `state` membership message. */
+  stateMessage() {
     const members = [];
     for (const group of this.groups.groups.values()) {
       for (const member of group.members.values()) {
         if (!(member instanceof RemoteMember)) members.push(this.memberRecord(member));
       }
     }
-    const state = jsonBytes({ t: 'state', node: this.nodeId, members });
-    this.batcher.add(nodeSubject(node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', state));
+    return jsonBytes({ t: 'state', node: this.nodeId, members });
   }
 
   /**
