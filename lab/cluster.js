@@ -2,8 +2,8 @@
  * The system under test as N relay processes joined through NATS (`carlab sim
  * --relays N`): a nats-server of the run's own (or `--nats`), N server
  * children each joined to it, their metrics merged into one relay's worth for
- * the run record, NATS's own CPU read from /proc, and a kill of one relay for
- * `--kill-relay-at`.
+ * the run record, NATS's own CPU read from /proc, a kill of one relay for
+ * `--kill-relay-at` and a pause of one (SIGSTOP, then SIGCONT) for `--pause-relay`.
  *
  * @module lab/cluster
  */
@@ -25,6 +25,8 @@ const CLOCK_TICKS = 100;
  * @property {() => Promise<void>} resetWindow every relay's window, and NATS's CPU clock
  * @property {() => Promise<any>} metrics the relays' metrics merged (see mergeRelayMetrics), with `cluster`
  * @property {(index: number) => Promise<void>} kill SIGKILL one relay
+ * @property {(index: number, forMs: number) => Promise<void>} pause SIGSTOP one relay, SIGCONT it after forMs;
+ *   resolves once it runs again
  * @property {() => Promise<void>} close every relay, then our nats-server
  */
 
@@ -70,6 +72,15 @@ export async function startRelayCluster(o) {
       killed.add(index);
       await servers[index].kill('SIGKILL');
     },
+    async pause(index, forMs) {
+      const { pid } = servers[index];
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await new Promise((r) => setTimeout(r, forMs));
+      } finally {
+        if (servers[index].exit === null) process.kill(pid, 'SIGCONT');
+      }
+    },
     async close() {
       await Promise.all(servers.map((s) => s.close()));
       await own?.stop();
@@ -85,9 +96,10 @@ export async function startRelayCluster(o) {
  * @param {RelayCluster} input.cluster
  * @param {any} input.serverMetrics the cluster's merged metrics after the window
  * @param {{ atS: number, relayPid: number } | null} [input.killInfo] --kill-relay-at happened
+ * @param {{ atS: number, forS: number, relayPid: number } | null} [input.pauseInfo] --pause-relay happened
  * @param {any} [input.outage] the run record's `outage` (the clients' reconnects)
  */
-export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, outage = null }) {
+export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, pauseInfo = null, outage = null }) {
   const c = serverMetrics.relay?.cluster ?? {};
   const updatesIn = serverMetrics.relay?.updatesIn ?? 0;
   return {
@@ -104,6 +116,10 @@ export function clusterRunFields({ point, cluster, serverMetrics, killInfo = nul
       natsCpuPct: serverMetrics.natsCpuPct ?? null,
       relayCpuPct: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cpuPctMean ?? null),
       unknownSender: c.unknownSender ?? 0,
+      // a node dropped by another (silent 3.5 s), and a node that found itself silent that long and announced its members again
+      nodesLost: c.nodesLost ?? 0,
+      reannounced: c.reannounced ?? 0,
+      ...(pauseInfo ? { pause: pauseInfo } : {}),
     },
     ...(killInfo ? {
       failover: {
@@ -159,7 +175,7 @@ const SUMMED = [
 /** Cluster counters that add up over relays. */
 const CLUSTER_SUMMED = [
   'updatesPublished', 'updatesReceived', 'acksRouted', 'acksReceived', 'dropsRouted', 'unknownSender', 'idConflicts',
-  'nodesLost', 'membersLost', 'brokerMessagesOut', 'brokerEnvelopesOut',
+  'nodesLost', 'membersLost', 'reannounced', 'brokerMessagesOut', 'brokerEnvelopesOut',
 ];
 
 /**

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { run } from './commands/sim.js';
 import { mergeRelayMetrics } from './cluster.js';
 import { resultsSchemaProblems } from './schema.js';
+import { NODE_TIMEOUT_MS } from '../relay/cluster.js';
 
 const sink = () => {
   /** @type {string[]} */
@@ -67,15 +68,42 @@ test('sim --relays 3: groups span the relays, nothing lost on the reliable relay
   assert.match(tables, /relay · group 5/);
 });
 
+/**
+ * The most a relay stalled past the node timeout may cost: the other relay drops its members and
+ * tells its clients, and what they send meanwhile to the dropped members is lost: about one cycle
+ * of the running relay's 20 clients to their ~2 neighbours on the stalled one, 40 of 5760 sends
+ * (6 s x 6/s x 4 neighbours x 40 clients), 0.7 %; measured 0-0.05 %. Before a stalled relay kept
+ * its peers (relay/cluster-nodes.js), 16-21 %.
+ */
+const LOSS_PCT_AFTER_A_STALL = 1;
+
 test('sim --relays 2 without a kill: the reliable relay across processes loses nothing', { timeout: 120_000 }, async () => {
   const { results } = await sim(['--transport', 'relay,relay-faithful', '--relays', '2', '--clients', '40', '--group', '5', '--duration', '3', '--warmup', '1']);
   for (const r of results.runs) {
     // what a failure needs to be read (CI once: relay-faithful 16.3 % lost beside the browser tests)
     const seen = `${r.transport}: the servers' longest loop stall ${r.serverLoopStallMs} ms, ${r.updates?.ackTimeouts} ACK timeouts, `
       + `cluster ${JSON.stringify(r.cluster)}, ${r.durationS} s measured`;
-    assert.equal(r.lossPct, 0, seen);
+    // A relay the machine starved past the node timeout is dropped by the other, as the pause
+    // below does on purpose: then the pause's bound holds, not zero.
+    if (r.serverLoopStallMs >= NODE_TIMEOUT_MS) assert.ok(r.lossPct < LOSS_PCT_AFTER_A_STALL && r.cluster.reannounced >= 1, seen);
+    else assert.equal(r.lossPct, 0, seen);
     assert.equal(r.dups + r.reorders, 0, r.transport);
     assert.ok(r.cluster.crossNodeUpdates > 0, r.transport);
     assert.equal(r.failover, undefined);
   }
+});
+
+test('sim --relays 2 --pause-relay: a relay stopped past the node timeout keeps its peers, announces itself again and loses (nearly) nothing', { timeout: 120_000 }, async () => {
+  const { results } = await sim(['--transport', 'relay-faithful', '--relays', '2', '--clients', '40', '--group', '5', '--duration', '6', '--warmup', '1',
+    '--pause-relay', '1:4.5']);
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  const [r] = results.runs;
+  const seen = `loss ${r.lossPct} %, longest loop stall ${r.serverLoopStallMs} ms, cluster ${JSON.stringify(r.cluster)}`;
+  assert.deepEqual({ atS: r.cluster.pause.atS >= 1, forS: r.cluster.pause.forS }, { atS: true, forS: 4.5 });
+  assert.ok(r.serverLoopStallMs >= 4000, `the paused relay's stall is measured: ${seen}`);
+  assert.equal(r.cluster.nodesLost, 1, `the running relay dropped the paused one, which dropped nobody for its own stall: ${seen}`);
+  assert.equal(r.cluster.reannounced, 1, `the paused relay announced its members again: ${seen}`);
+  assert.equal(r.cluster.unknownSender, 0, `no update came from a member the other relay did not know: ${seen}`);
+  assert.ok(r.lossPct < LOSS_PCT_AFTER_A_STALL, seen);
+  assert.equal(r.dups + r.reorders, 0);
 });

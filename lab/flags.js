@@ -69,6 +69,21 @@ export function parseNameList(text, flag, allowed) {
  */
 
 /**
+ * Parses `--pause-relay S:D`: pause one relay S seconds into the measured window for D seconds.
+ * @param {string} text
+ * @returns {{ atS: number, forS: number }}
+ */
+export function parsePauseRelay(text) {
+  const m = /^\s*([0-9.]+)\s*:\s*([0-9.]+)\s*$/.exec(text);
+  const atS = m ? Number(m[1]) : NaN;
+  const forS = m ? Number(m[2]) : NaN;
+  if (!Number.isFinite(atS) || !Number.isFinite(forS) || forS <= 0) {
+    throw new UsageError(`--pause-relay: "${text}" is not S:D (seconds into the window : seconds paused, e.g. 2:4.5)`);
+  }
+  return { atS, forS };
+}
+
+/**
  * Parses `--fail-if "rt.mean>250,lossPct>2"`.
  * @param {string} text
  * @returns {FailCondition[]}
@@ -231,6 +246,7 @@ const LAB_FLAG_SPECS = {
   placement: { type: 'string' },
   nats: { type: 'string' },
   'kill-relay-at': { type: 'string' },
+  'pause-relay': { type: 'string' },
   reports: { type: 'string' },
   'no-progress': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -288,6 +304,7 @@ function readLabOptions(v, transports) {
     placements: /** @type {Placement[]} */ (parseNameList(String(v.placement), '--placement', PLACEMENTS)),
     nats: v.nats === undefined ? null : parseNatsFlag(String(v.nats)),
     killRelayAtS: v['kill-relay-at'] === undefined ? null : num('kill-relay-at', 0),
+    pauseRelay: v['pause-relay'] === undefined ? null : parsePauseRelay(String(v['pause-relay'])),
     // a flag of `carlab sim` only (START_CLUSTER_FLAG): null for the commands without it
     startClusters: v['start-cluster'] === undefined ? null : parseStartClusterCounts(String(v['start-cluster'])),
     reports: parseReportIntervals(String(v.reports)),
@@ -302,6 +319,9 @@ function readLabOptions(v, transports) {
 function checkLabOptions(options) {
   if (options.killRelayAtS !== null && options.relays.every((n) => n < 2)) {
     throw new UsageError('--kill-relay-at needs --relays 2 or more (a relay to kill and one to move to)');
+  }
+  if (options.pauseRelay !== null && options.relays.every((n) => n < 2)) {
+    throw new UsageError('--pause-relay needs --relays 2 or more (a relay to pause and one that goes on)');
   }
   // --nats is the relays' NATS, or (bench --agents) the one the fleet's agents joined
   if (options.nats && options.relays.every((n) => n === 0) && options.values.agents === undefined) throw new UsageError('--nats needs --relays N (the relays that join it)');
@@ -442,6 +462,8 @@ Scale-out (docs/scale-out.md):
   --nats URL           use this NATS server instead of starting one
   --kill-relay-at S    SIGKILL one relay process S seconds into the measured window (needs --relays 2+);
                        its clients reconnect to the others
+  --pause-relay S:D    SIGSTOP one relay process S seconds into the measured window, SIGCONT it D
+                       seconds later (a process starved or swapped out; needs --relays 2+)
 Each point:
   --duration S         measured seconds per point (default 30)
   --updates N          or: stop each client after N updates (0 = use --duration)

@@ -63,6 +63,18 @@ test('scale-out flags: --relays, --placement, --nats, --kill-relay-at, with clea
   assert.match(error(['--relays', '2', '--placement', 'random']), /--placement/);
 });
 
+test('--pause-relay S:D: when and how long one relay is stopped, with clear errors', () => {
+  const ok = parseLabFlags(['--transport', 'relay', '--clients', '10', '--relays', '2', '--pause-relay', '2:4.5'], spec);
+  assert.ok(ok.kind === 'options');
+  assert.deepEqual(ok.options.pauseRelay, { atS: 2, forS: 4.5 });
+  const plain = parseLabFlags(['--transport', 'relay', '--clients', '10'], spec);
+  assert.ok(plain.kind === 'options' && plain.options.pauseRelay === null);
+  /** @param {string[]} argv */
+  const error = (argv) => { const r = parseLabFlags(['--transport', 'relay', '--clients', '10', ...argv], spec); return r.kind === 'error' ? r.error.message : ''; };
+  assert.match(error(['--pause-relay', '2:4']), /--pause-relay needs --relays 2 or more/);
+  for (const bad of ['2', '2:', ':4', '2:0', 'a:b', '1.2.3:2']) assert.match(error(['--relays', '2', '--pause-relay', bad]), /--pause-relay: ".*" is not S:D/, bad);
+});
+
 test('--start-cluster: process counts 1..64 swept outermost; not with --relays or --placement; only where a command declares it', () => {
   assert.deepEqual(parseStartClusterCounts('1,2'), [1, 2]);
   assert.deepEqual(parseStartClusterCounts('1..3'), [1, 2, 3]);

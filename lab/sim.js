@@ -164,6 +164,8 @@ export async function startServerChild(serverOptions = {}, childOptions = {}) {
  * @property {string | null} [nats] --nats: the NATS server the relays join (default: one of the run's own)
  * @property {number | null} [killRelayAtS] --kill-relay-at: SIGKILL one relay this many seconds into the
  *   measured window (with point.relays >= 2); its clients fail over to the others
+ * @property {{ atS: number, forS: number } | null} [pauseRelay] --pause-relay: SIGSTOP one relay atS seconds
+ *   into the measured window, SIGCONT it forS seconds later (with point.relays >= 2)
  * @property {import('./net/network.js').PointNetwork | null} [net] --net: the server in
  *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
  *   net.clientNs.length === simGeneratorCount(clients, workers)
@@ -410,6 +412,8 @@ export function createTimeline(currentServer, bucket, liveHeap = false) {
  * @property {import('./cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
  * @property {import('./start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
+ * @property {{ atS: number, forS: number, relayPid: number, resumed: Promise<void> } | null} pauseInfo set once
+ *   --pause-relay began; `resumed` once the relay runs again
  */
 
 /**
@@ -483,6 +487,7 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
     const at = performance.now() - measuring.windowStart;
     if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
     if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
+    if (o.pauseRelay && run.cluster && !run.pauseInfo && at >= o.pauseRelay.atS * 1000) run.pauseInfo = pauseRelay(run.cluster, o.pauseRelay.forS, at);
     if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
   }
 }
@@ -515,6 +520,18 @@ async function killRelay(cluster, at) {
   const relayPid = cluster.servers[0].pid;
   await cluster.kill(0);
   return { atS: Math.round(at / 100) / 10, relayPid };
+}
+
+/**
+ * --pause-relay: SIGSTOP the first relay (as --kill-relay-at picks it) and SIGCONT it forS later,
+ * while the run goes on.
+ * @param {import('./cluster.js').RelayCluster} cluster
+ * @param {number} forS
+ * @param {number} at ms into the measured window
+ */
+function pauseRelay(cluster, forS, at) {
+  const relayPid = cluster.servers[0].pid;
+  return { atS: Math.round(at / 100) / 10, forS, relayPid, resumed: cluster.pause(0, forS * 1000) };
 }
 
 /**
@@ -687,6 +704,7 @@ export async function runSimPoint(o) {
     cluster: system.cluster,
     started: system.started,
     killInfo: null,
+    pauseInfo: null,
     pastServers: [],
     workers: [],
     live: { rtSum: 0, rtN: 0, sent: 0, done: 0 },
@@ -708,6 +726,7 @@ export async function runSimPoint(o) {
     await connected;
     const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
+    await run.pauseInfo?.resumed;
     const serverMetrics = await run.server.metrics();
     const { stats, reports } = await stopGenerators(run.workers);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
@@ -719,8 +738,10 @@ export async function runSimPoint(o) {
       const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
       return { ...record, ...fields, serverFaults: run.started.faults.length };
     }
-    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, outage: record.outage }) } : record;
+    const pauseInfo = run.pauseInfo ? { atS: run.pauseInfo.atS, forS: run.pauseInfo.forS, relayPid: run.pauseInfo.relayPid } : null;
+    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage }) } : record;
   } finally {
+    await run.pauseInfo?.resumed.catch(() => {});
     if (!generatorsClosed) await closeGenerators(run.workers);
     await run.server.close();
   }

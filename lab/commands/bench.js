@@ -70,6 +70,7 @@ export const benchCommand = {
     const fleet = fleetProblem(o.browsers, o.transports, { net: Boolean(o.nets) });
     if (fleet) return fleet;
     if (o.killRelayAtS !== null) return '--kill-relay-at is a carlab sim flag (bench measures browsers across relays with --relays)';
+    if (o.pauseRelay !== null) return '--pause-relay is a carlab sim flag (bench measures browsers across relays with --relays)';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && (o.url || o.nets)) return '--relays starts its own relays: not with --url or --net';
     // under --net each browser process is one link: one page per browser unless asked otherwise
     o.values['pages-per-browser'] ??= o.nets ? '1' : '50';

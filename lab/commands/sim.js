@@ -41,8 +41,9 @@ profile's rate is per client, so a link with k clients gets k x rate).
 
 Scale-out: --relays N runs N relay processes joined by a nats-server of the run's own
 (or --nats URL); clients are placed by --placement (spread: every group spans the
-relays) and fail over to the next relay when theirs goes; --kill-relay-at S kills one.
-Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, ... }
+relays) and fail over to the next relay when theirs goes; --kill-relay-at S kills one;
+--pause-relay S:D stops one for D seconds (a starved process: the others drop it after 3.5 s).
+Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, nodesLost, ... }
 and, with a kill, failover { clientsMoved, reconnectMs, lostUpdates, ... }.
 --start-cluster 1,2 instead runs the product's own \`carlab start\` and \`carlab start --cluster 2\`
 (docs/scale-out.md "Capacity").
@@ -103,6 +104,8 @@ export const simCommand = {
     if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
     if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
     if (o.killRelayAtS !== null && o.killRelayAtS >= o.durationS) return `--kill-relay-at: ${o.killRelayAtS} s is not inside the ${o.durationS} s window`;
+    if (o.pauseRelay && o.killRelayAtS !== null) return '--pause-relay and --kill-relay-at both act on the first relay: give one of them';
+    if (o.pauseRelay && o.pauseRelay.atS >= o.durationS) return `--pause-relay: ${o.pauseRelay.atS} s is not inside the ${o.durationS} s window`;
     if (o.restartAtS !== undefined && o.relays.some((/** @type {number} */ n) => n > 0)) return '--restart-at restarts the one relay; with --relays use --kill-relay-at';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.nets) return '--relays with --net is not supported yet: the relays would need NATS inside the server namespace';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.transports.some((/** @type {string} */ t) => BASELINES.includes(t))) {
@@ -125,7 +128,7 @@ export const simCommand = {
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
     timelineS: options.timelineS, liveHeap: options.liveHeap,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
-    nats: options.nats, killRelayAtS: options.killRelayAtS,
+    nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,
   }),
 };
 
