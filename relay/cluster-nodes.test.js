@@ -48,16 +48,25 @@ function newNodesSeen(dir) {
   return seen;
 }
 
-test('a node that (re)connects says hello, and every node sends it their state again, known or not', (t) => {
+/**
+ * Two nodes A and B on one bus, each with its directory (stopped after the test), not yet started.
+ * @param {import('node:test').TestContext} t
+ */
+function twoNodes(t) {
   const net = bus();
   const a = net.broker('aaaa');
   const b = net.broker('bbbb');
-  /** @type {unknown[]} */
-  const heartbeats = [];
-  a.api.subscribe(HEARTBEAT_SUBJECT, (d) => heartbeats.push(parseJsonBytes(d)));
   const dirA = new NodeDirectory(a.api);
   const dirB = new NodeDirectory(b.api);
   t.after(() => { dirA.stop(); dirB.stop(); });
+  return { a, b, dirA, dirB };
+}
+
+test('a node that (re)connects says hello, and every node sends it their state again, known or not', (t) => {
+  const { a, b, dirA, dirB } = twoNodes(t);
+  /** @type {unknown[]} */
+  const heartbeats = [];
+  a.api.subscribe(HEARTBEAT_SUBJECT, (d) => heartbeats.push(parseJsonBytes(d)));
   const newToA = newNodesSeen(dirA);
   const newToB = newNodesSeen(dirB);
   dirA.start();
@@ -81,12 +90,7 @@ test('a node that (re)connects says hello, and every node sends it their state a
 });
 
 test('a node dropped on one side only is asked for its state when heard again', (t) => {
-  const net = bus();
-  const a = net.broker('aaaa');
-  const b = net.broker('bbbb');
-  const dirA = new NodeDirectory(a.api);
-  const dirB = new NodeDirectory(b.api);
-  t.after(() => { dirA.stop(); dirB.stop(); });
+  const { dirA, dirB } = twoNodes(t);
   const newToA = newNodesSeen(dirA);
   const newToB = newNodesSeen(dirB);
   dirA.start();
@@ -99,12 +103,7 @@ test('a node dropped on one side only is asked for its state when heard again', 
 });
 
 test('a stalled node counts no silence of its peers while it was stalled, and announces itself again', (t) => {
-  const net = bus();
-  const a = net.broker('aaaa');
-  const b = net.broker('bbbb');
-  const dirA = new NodeDirectory(a.api);
-  const dirB = new NodeDirectory(b.api);
-  t.after(() => { dirA.stop(); dirB.stop(); });
+  const { dirA, dirB } = twoNodes(t);
   let silenced = 0;
   dirA.listen({ onSilenced: () => { silenced++; } });
   dirA.start();
