@@ -97,7 +97,7 @@ export class NodeDirectory {
   tick(now = performance.now()) {
     const stalledMs = Math.max(0, now - this.lastTickAt - HEARTBEAT_MS);
     this.lastTickAt = now;
-    if (stalledMs > 0) for (const [node, lastSeen] of this.nodes) this.nodes.set(node, lastSeen + stalledMs);
+    if (stalledMs > 0) for (const [node, lastSeen] of this.nodes) this.nodes.set(node, Math.min(now, lastSeen + stalledMs));
     this.heartbeat();
     if (HEARTBEAT_MS + stalledMs >= NODE_TIMEOUT_MS) {
       this.silenced++;
