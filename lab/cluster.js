@@ -25,8 +25,8 @@ const CLOCK_TICKS = 100;
  * @property {() => Promise<void>} resetWindow every relay's window, and NATS's CPU clock
  * @property {() => Promise<any>} metrics the relays' metrics merged (see mergeRelayMetrics), with `cluster`
  * @property {(index: number) => Promise<void>} kill SIGKILL one relay
- * @property {(index: number, forMs: number) => Promise<void>} pause SIGSTOP one relay, SIGCONT it after forMs;
- *   resolves once it runs again
+ * @property {(index: number, forMs: number) => Promise<number>} pause SIGSTOP one relay, SIGCONT it after forMs;
+ *   resolves once it runs again, with how long it was stopped (ms; more than forMs when this process was late)
  * @property {() => Promise<void>} close every relay, then our nats-server
  */
 
@@ -75,11 +75,13 @@ export async function startRelayCluster(o) {
     async pause(index, forMs) {
       const { pid } = servers[index];
       process.kill(pid, 'SIGSTOP');
+      const stoppedAt = performance.now();
       try {
         await new Promise((r) => setTimeout(r, forMs));
       } finally {
         if (servers[index].exit === null) process.kill(pid, 'SIGCONT');
       }
+      return performance.now() - stoppedAt;
     },
     async close() {
       await Promise.all(servers.map((s) => s.close()));
@@ -96,7 +98,8 @@ export async function startRelayCluster(o) {
  * @param {RelayCluster} input.cluster
  * @param {any} input.serverMetrics the cluster's merged metrics after the window
  * @param {{ atS: number, relayPid: number } | null} [input.killInfo] --kill-relay-at happened
- * @param {{ atS: number, forS: number, relayPid: number } | null} [input.pauseInfo] --pause-relay happened
+ * @param {{ atS: number, forS: number, stoppedS: number, relayPid: number } | null} [input.pauseInfo] --pause-relay happened
+ *   (stoppedS: how long it really was, more than forS when the lab was late to resume it)
  * @param {any} [input.outage] the run record's `outage` (the clients' reconnects)
  */
 export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, pauseInfo = null, outage = null }) {

@@ -99,7 +99,7 @@ test('sim --relays 2 --pause-relay: a relay stopped past the node timeout keeps 
   assert.deepEqual(resultsSchemaProblems(results), []);
   const [r] = results.runs;
   const seen = `loss ${r.lossPct} %, longest loop stall ${r.serverLoopStallMs} ms, cluster ${JSON.stringify(r.cluster)}`;
-  assert.deepEqual({ atS: r.cluster.pause.atS >= 1, forS: r.cluster.pause.forS }, { atS: true, forS: 4.5 });
+  assert.deepEqual({ atS: r.cluster.pause.atS >= 1, forS: r.cluster.pause.forS, stopped: r.cluster.pause.stoppedS >= 4.5 }, { atS: true, forS: 4.5, stopped: true });
   assert.ok(r.serverLoopStallMs >= 4000, `the paused relay's stall is measured: ${seen}`);
   assert.equal(r.cluster.nodesLost, 1, `the running relay dropped the paused one, which dropped nobody for its own stall: ${seen}`);
   assert.equal(r.cluster.reannounced, 1, `the paused relay announced its members again: ${seen}`);

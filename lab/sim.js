@@ -412,8 +412,8 @@ export function createTimeline(currentServer, bucket, liveHeap = false) {
  * @property {import('./cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
  * @property {import('./start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
- * @property {{ atS: number, forS: number, relayPid: number, resumed: Promise<void> } | null} pauseInfo set once
- *   --pause-relay began; `resumed` once the relay runs again
+ * @property {{ atS: number, forS: number, relayPid: number, resumed: Promise<number> } | null} pauseInfo set once
+ *   --pause-relay began; `resumed` once the relay runs again, with how long it was stopped (ms)
  */
 
 /**
@@ -726,7 +726,7 @@ export async function runSimPoint(o) {
     await connected;
     const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
-    await run.pauseInfo?.resumed;
+    const stoppedMs = await run.pauseInfo?.resumed;
     const serverMetrics = await run.server.metrics();
     const { stats, reports } = await stopGenerators(run.workers);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
@@ -738,7 +738,8 @@ export async function runSimPoint(o) {
       const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
       return { ...record, ...fields, serverFaults: run.started.faults.length };
     }
-    const pauseInfo = run.pauseInfo ? { atS: run.pauseInfo.atS, forS: run.pauseInfo.forS, relayPid: run.pauseInfo.relayPid } : null;
+    const pauseInfo = run.pauseInfo && stoppedMs !== undefined
+      ? { atS: run.pauseInfo.atS, forS: run.pauseInfo.forS, stoppedS: Math.round(stoppedMs / 100) / 10, relayPid: run.pauseInfo.relayPid } : null;
     return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage }) } : record;
   } finally {
     await run.pauseInfo?.resumed.catch(() => {});

@@ -24,7 +24,8 @@
  * that comes late credits its lateness to every peer. A node whose own
  * heartbeats stopped for NODE_TIMEOUT_MS knows the others dropped it: its
  * listeners (onSilenced) announce its state to all at once, ahead of the
- * backlog it is about to read and forward.
+ * backlog it forwards (a process stopped in its poll phase reads that backlog
+ * before its timers run: the relay calls catchUp() before it forwards).
  *
  * @module relay/cluster-nodes
  */
@@ -104,6 +105,17 @@ export class NodeDirectory {
       for (const l of this.listeners) l.onSilenced?.();
     }
     this.sweep(now);
+  }
+
+  /**
+   * Runs the tick now if it is overdue by the node timeout: called before this node sends what
+   * the others need its members for. A process stopped in its poll phase reads and forwards its
+   * backlog before its timers run; the re-announcement (onSilenced) must go out first.
+   *
+   * @param {number} [now] performance.now()
+   */
+  catchUp(now = performance.now()) {
+    if (this.timer && now - this.lastTickAt >= NODE_TIMEOUT_MS) this.tick(now);
   }
 
   /**

@@ -130,3 +130,20 @@ test('a stalled node counts no silence of its peers while it was stalled, and an
   assert.ok(!dirA.nodes.has('bbbb'), 'gone after the timeout');
   assert.deepEqual([silenced, dirA.lost], [1, 1]);
 });
+
+test('a tick overdue by the node timeout runs when the node is about to send, before its timer', (t) => {
+  const { dirA, dirB } = twoNodes(t);
+  let silenced = 0;
+  dirA.listen({ onSilenced: () => { silenced++; } });
+  dirA.catchUp();
+  assert.equal(silenced, 0, 'not started: nothing to catch up');
+  dirA.start();
+  dirB.start();
+  dirA.catchUp(dirA.lastTickAt + NODE_TIMEOUT_MS - 1);
+  assert.equal(silenced, 0, 'not overdue yet');
+  const stoppedAt = dirA.lastTickAt;
+  dirA.catchUp(stoppedAt + NODE_TIMEOUT_MS + 500);
+  assert.deepEqual([silenced, dirA.lastTickAt, dirA.lost], [1, stoppedAt + NODE_TIMEOUT_MS + 500, 0], 'announced once; B kept');
+  dirA.catchUp(stoppedAt + NODE_TIMEOUT_MS + 600);
+  assert.equal(silenced, 1, 'and not again');
+});

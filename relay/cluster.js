@@ -201,6 +201,8 @@ export class ClusterLink {
    * @param {Uint8Array} body
    */
   publishUpdate(group, body) {
+    // after a stall the others know this node's members again before they get their updates
+    this.directory.catchUp();
     this.stats.updatesPublished++;
     this.batcher.add(this.subjectOf(group.key), encodeEnvelope(EnvelopeKind.UPDATE, group.key, body));
   }
