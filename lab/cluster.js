@@ -121,6 +121,7 @@ export function clusterRunFields({ point, cluster, serverMetrics, killInfo = nul
       unknownSender: c.unknownSender ?? 0,
       // a node dropped by another (silent 3.5 s), and a node that found itself silent that long and announced its members again
       nodesLost: c.nodesLost ?? 0,
+      nodesLostByRelay: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cluster?.nodesLost ?? null),
       reannounced: c.reannounced ?? 0,
       ...(pauseInfo ? { pause: pauseInfo } : {}),
     },
