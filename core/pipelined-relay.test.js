@@ -10,18 +10,10 @@ import WebSocket from 'ws';
 import { createRelay } from '../relay/index.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { CarClient } from './client.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 const pose = () => /** @type {import('./protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
 const UPDATES = 40;
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 15000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 for (const batched of [true, false]) {
   const mode = batched ? 'relay' : 'relay-faithful';

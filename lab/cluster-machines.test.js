@@ -12,6 +12,7 @@ import { startNatsServer } from '../server/nats-process.js';
 import { planTopology } from './net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from './net/system.js';
 import { startServerChild } from './sim.js';
+import { waitFor } from './loop-stall.js';
 
 const forbidden = namespacesForbidden();
 /** A network of our own (fleet-machines and haproxy have 10.203 and 10.202), since this process joins its bridge. */
@@ -23,14 +24,8 @@ const ROOT_LINK = `carlabcm${process.pid}`.slice(0, 15);
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];
 
-/** @param {() => boolean | Promise<boolean>} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 20_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Polled every 100 ms (some look through HTTP). @param {() => boolean | Promise<boolean>} cond @param {number} [timeoutMs] */
+const until = (cond, timeoutMs = 20_000) => waitFor(cond, timeoutMs, '', 100);
 
 /** @type {import('./net/commands.js').Topology | null} */
 let topology = null;

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { startNatsServer } from '../server/nats-process.js';
 import { run } from './commands/bench.js';
 import { ensureLabPages } from './pages/build.js';
+import { waitFor } from './loop-stall.js';
 
 /** The path of the `carlab` command, to start agents and benches as a user would. */
 export const CARLAB = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
@@ -27,18 +28,12 @@ export const FLEET_TOKEN = 'fleet-test-token';
  */
 
 /**
- * Polls `cond` every 100 ms until it holds; throws naming `what` after `timeoutMs`.
+ * Polls `cond` every 100 ms until it holds; throws naming `what` after `timeoutMs` (lab/loop-stall.js waitFor).
  * @param {() => boolean} cond
  * @param {number} timeoutMs
  * @param {string | (() => string)} what a function is read at the timeout (logs as they are then)
  */
-export async function until(cond, timeoutMs, what) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export const until = (cond, timeoutMs, what) => waitFor(cond, timeoutMs, what, 100);
 
 /**
  * SIGKILLs an agent 2 s into its measured window of relay peers (a fixed wait from the pages' start

@@ -10,6 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inNamespace } from './net/commands.js';
+import { waitFor } from './loop-stall.js';
 
 /** The configuration users deploy. */
 export const HAPROXY_CONFIG = fileURLToPath(new URL('../deploy/haproxy.cfg', import.meta.url));
@@ -201,18 +202,12 @@ function startProcess(bin, args, env) {
 }
 
 /**
- * Waits for `cond`, polling every 50 ms, at most `timeoutMs`.
+ * Waits for `cond`, polling every 50 ms, at most `timeoutMs` (lab/loop-stall.js waitFor).
  * @param {() => boolean | Promise<boolean>} cond
  * @param {number} timeoutMs
- * @param {() => string} [why] appended to the timeout error
+ * @param {() => string} [why] read at the timeout, named in the error
  */
-export async function until(cond, timeoutMs, why = () => '') {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms${why() ? `: ${why()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export const until = (cond, timeoutMs, why) => waitFor(cond, timeoutMs, why, 50);
 
 /**
  * HAProxy on deploy/haproxy.cfg (foreground, logs on stdout), once its stats

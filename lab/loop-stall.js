@@ -1,7 +1,8 @@
 // How long this process's event loop was held up: what a test that runs its
 // members in-process adds to a wall-clock bound, since a stall delays their
 // sends and their reading whatever the relay does (lab/churn.js,
-// lab/fuzz-scenarios.js).
+// lab/fuzz-scenarios.js). And the one wait-for-a-condition of the tests
+// (until, waitFor), which such a stall cannot fail.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
@@ -37,16 +38,40 @@ export function plusTwoStalls(boundMs, stallMs) {
 }
 
 /**
- * Waits for `cond`, polling every 10 ms, at most `ms`; resolves whether it came true. For a
- * test that would otherwise sleep a fixed time before checking: a stall of this process can
- * end that sleep before the awaited event is read (Node runs expired timers before I/O).
- * @param {() => boolean} cond @param {number} ms
+ * Polls `cond` every `everyMs` until it holds, at most `timeoutMs`; resolves whether it held. At
+ * the deadline it looks twice more, once this process has read what already arrived and once a
+ * poll later: after a stall Node runs expired timers before I/O, so a deadline checked first would
+ * fail a wait for something that had already happened. For a test that would otherwise sleep a
+ * fixed time before checking.
+ * @param {() => boolean | Promise<boolean>} cond
+ * @param {number} timeoutMs
+ * @param {number} [everyMs]
  */
-export async function until(cond, ms) {
-  const end = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 10));
+export async function until(cond, timeoutMs, everyMs = 10) {
+  const end = performance.now() + timeoutMs;
+  while (!(await cond())) {
+    if (performance.now() > end) {
+      await new Promise((r) => setImmediate(r));
+      if (await cond()) return true;
+      await new Promise((r) => setTimeout(r, everyMs));
+      return Boolean(await cond());
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
   }
   return true;
+}
+
+/**
+ * until(), throwing when `cond` never held: "timed out after N ms waiting for <what>". The
+ * bound is how long a failure takes to show, so the default is wide (a starved machine is slow,
+ * not wrong).
+ * @param {() => boolean | Promise<boolean>} cond
+ * @param {number} [timeoutMs]
+ * @param {string | (() => string)} [what] a function is read at the timeout (logs as they are then)
+ * @param {number} [everyMs]
+ */
+export async function waitFor(cond, timeoutMs = 15_000, what = '', everyMs = 10) {
+  if (await until(cond, timeoutMs, everyMs)) return;
+  const said = typeof what === 'function' ? what() : what;
+  throw new Error(`timed out after ${timeoutMs} ms${said ? ` waiting for ${said}` : ''}`);
 }

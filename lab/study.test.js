@@ -19,6 +19,7 @@ import { freePort } from '../server/nats-process.js';
 import { createLabTransport } from './transports.js';
 import { readRecording } from './recording.js';
 import { run as runReport } from './commands/report.js';
+import { waitFor } from './loop-stall.js';
 
 const BIN = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 const TOKEN = 'study-test-token-0123456789';
@@ -28,14 +29,8 @@ const INTERVAL_MS = 1100;
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** @param {() => boolean | Promise<boolean>} cond @param {number} [ms] */
-async function until(cond, ms = 20000) {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await sleep(50);
-  }
-}
+/** Polled every 50 ms (some look through HTTP). @param {() => boolean | Promise<boolean>} cond @param {number} [ms] */
+const until = (cond, ms = 20_000) => waitFor(cond, ms, '', 50);
 
 /** @param {string[]} args */
 function carlab(args) {

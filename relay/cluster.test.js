@@ -16,18 +16,10 @@ import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport } from '../web/src/transport/relay-udp.js';
 import { RTCPeerConnection } from 'node-datachannel/polyfill';
 import { freePort, startNatsServer } from '../server/nats-process.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 15000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /**
  * One relay node: an HTTP server, a relay and its own NATS connection.

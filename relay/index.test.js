@@ -8,6 +8,7 @@ import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { CloseCode, MsgType, VERSION, encode, decode } from '../core/protocol.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 
@@ -45,15 +46,6 @@ function localSession(relay, key, id) {
   const member = relay.groups.groups.get(key)?.members.get(id);
   if (!(member instanceof Session)) throw new Error(`no local session ${id} in ${key}`);
   return member;
-}
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 10000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /**

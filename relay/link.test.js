@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 import { createRelay } from './index.js';
 import { frameCost } from './budget.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 /** @type {(() => Promise<void>)[]} */
 const cleanups = [];
@@ -50,15 +51,6 @@ async function client(url, group, flags) {
   ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
   while (c.id === 0) await new Promise((r) => setTimeout(r, 5));
   return c;
-}
-
-/** @param {() => boolean} cond */
-async function until(cond) {
-  const end = Date.now() + 3000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 test('LINK carries an UPDATE to the named members and their ACK back, bytes unchanged', async () => {

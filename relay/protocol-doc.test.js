@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
 import { MsgType } from '../core/protocol.js';
+import { waitFor } from '../lab/loop-stall.js';
 
 // ---------------------------------------------------------------------------
 // Codec (docs/protocol.md §2–§5)
@@ -226,18 +227,8 @@ const unhex = (s) => Uint8Array.from(s.trim().split(/\s+/), (x) => parseInt(x, 1
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * Waits for `cond`; the bound is only how long a failure takes to show, so it is wide (a starved
- * machine is slow, not wrong).
- * @param {() => unknown} cond @param {string} what
- */
-async function until(cond, what, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
-  }
-}
+/** @param {() => unknown} cond @param {string} what @param {number} [timeoutMs] */
+const until = (cond, what, timeoutMs = 10_000) => waitFor(() => Boolean(cond()), timeoutMs, what, 2);
 
 /** @typedef {{ code: number, reason: string }} Close */
 

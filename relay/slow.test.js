@@ -14,19 +14,13 @@ import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
-import { plusTwoStalls, startStallMeter } from '../lab/loop-stall.js';
+import { plusTwoStalls, startStallMeter, waitFor } from '../lab/loop-stall.js';
 import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 
 /** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 15000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${String(cond).slice(6, 90)}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = (cond, timeoutMs = 15000) => waitFor(cond, timeoutMs, () => String(cond).slice(6, 90));
 
 /**
  * A member of this relay's group that is a Session of this node (throws otherwise).

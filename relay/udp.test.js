@@ -15,6 +15,7 @@ import { aggregateStreams } from '../core/metrics.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
 import { CloseCode, HelloFlag, MsgType, VERSION, decode, encode } from '../core/protocol.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];
@@ -32,15 +33,6 @@ async function startRelay(relayOptions = {}) {
   };
 }
 /** @typedef {Awaited<ReturnType<typeof startRelay>>} RelayEnv */
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 15000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /**
  * A CarClient on a relay-udp transport. setupInfo is restated: in RelayUdpTransport

@@ -19,17 +19,12 @@ import { freePort } from './nats-process.js';
 import { parseStartOptions } from './options.js';
 import { HEAD_LIMITS, ROUTED_CONNECTION, pickRendezvous } from './route.js';
 import { loadTlsCertificate } from './tls.js';
+import { waitFor } from '../lab/loop-stall.js';
 
 const BIN = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 
-/** @param {() => Promise<boolean>} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 20000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** HTTP and log checks: polled every 100 ms. @param {() => Promise<boolean>} cond @param {number} [timeoutMs] */
+const until = (cond, timeoutMs = 20_000) => waitFor(cond, timeoutMs, '', 100);
 
 /** @param {number} pid */
 function alive(pid) {

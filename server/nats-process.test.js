@@ -3,15 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSupervisedNatsServer } from './nats-process.js';
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor as until } from '../lab/loop-stall.js';
 
 /** @param {number} pid */
 function alive(pid) {

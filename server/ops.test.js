@@ -18,6 +18,7 @@ import { CloseCode, MsgType, decode, encode, unbatch } from '../core/protocol.js
 import { ReconnectPolicy, isReconnectable } from '../web/src/transport/relay-reconnect.js';
 import { createLogger, formatReadable } from './log.js';
 import { createCarlabServer } from './server.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 after(() => { setTimeout(() => process.exit(), 500).unref(); });
 const webRoot = mkdtempSync(path.join(tmpdir(), 'carlab-ops-'));
@@ -379,14 +380,3 @@ function freePort() {
   });
 }
 
-/**
- * @param {() => boolean} check
- * @param {number} timeoutMs
- */
-async function until(check, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -9,6 +9,7 @@ import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.
 import { Reporter, RtHistogram, buildReport, overSession, randomSessionId } from '../core/report.js';
 import { createTransport } from '../web/src/transport/index.js';
 import { createCarlabServer } from './server.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 const CONFIG = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
 
@@ -23,15 +24,6 @@ async function member(baseUrl, group, transport = 'relay') {
   });
   await client.connect();
   return client;
-}
-
-/** @param {() => boolean} cond @param {number} [ms] */
-async function until(cond, ms = 3000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 test('a report sent as STATS on the relay session is taken like a POSTed one, with the socket\'s User-Agent; no HTTP request', async () => {

@@ -10,18 +10,10 @@ import { createSignaling } from './index.js';
 import { connectNatsBroker } from '../relay/index.js';
 import { NodeDirectory } from '../relay/cluster-nodes.js';
 import { startNatsServer } from '../server/nats-process.js';
+import { waitFor as until } from '../lab/loop-stall.js';
 
 // The `peer` package's timers never stop: leave once done.
 after(() => { setTimeout(() => process.exit(), 500).unref(); });
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 10000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** One process's PeerServer on its own port and NATS connection. @param {string} natsUrl */
 async function startSignalingNode(natsUrl) {

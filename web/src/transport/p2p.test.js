@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { CloseCode, MsgType } from '../../../core/protocol.js';
 import { createP2PTransport, peerIdOf } from './p2p.js';
 import { FakeNetwork, FakeRelay } from './p2p-fakes.js';
+import { waitFor as until } from '../../../lab/loop-stall.js';
 
 const GROUP = 'p2p-unit';
 const PEERJS = { host: '127.0.0.1', port: 1, path: '/peerjs', key: 'peerjs', secure: false };
@@ -14,15 +15,6 @@ const PEERJS = { host: '127.0.0.1', port: 1, path: '/peerjs', key: 'peerjs', sec
 /** @type {{ close: () => void }[]} */
 const open = [];
 afterEach(() => { for (const t of open.splice(0)) t.close(); });
-
-/** @param {() => boolean} cond */
-async function until(cond, timeoutMs = 5000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 /**
  * Joins one member: its transport and what its client core heard.

@@ -9,6 +9,7 @@ import { createRelay } from '../../../relay/index.js';
 import { CarClient } from '../../../core/client.js';
 import { MsgType, encode } from '../../../core/protocol.js';
 import { RECONNECT_DEFAULTS, backoffDelay, createRelayTransport, isReconnectable } from './relay.js';
+import { waitFor as until } from '../../../lab/loop-stall.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 
@@ -23,15 +24,6 @@ async function startRelay(port = 0) {
     relay, port: actual, url: `ws://127.0.0.1:${actual}/relay`,
     async stop() { await relay.close(); server.closeAllConnections(); await new Promise((r) => server.close(r)); },
   };
-}
-
-/** @param {() => boolean} cond @param {number} [timeoutMs] */
-async function until(cond, timeoutMs = 10000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const FAST = { baseMs: 20, maxMs: 200 };
