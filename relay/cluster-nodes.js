@@ -25,7 +25,7 @@
  * heartbeats stopped for NODE_TIMEOUT_MS knows the others dropped it: its
  * listeners (onSilenced) announce its state to all at once, ahead of the
  * backlog it forwards (a process stopped in its poll phase reads that backlog
- * before its timers run: the relay calls catchUp() before it forwards).
+ * before its timers run: the relay calls catchUp() before it publishes a batch).
  *
  * @module relay/cluster-nodes
  */
@@ -108,7 +108,7 @@ export class NodeDirectory {
   }
 
   /**
-   * Runs the tick now if it is overdue by the node timeout: called before this node sends what
+   * Runs the tick now if it is overdue by the node timeout: called before this node publishes what
    * the others need its members for. A process stopped in its poll phase reads and forwards its
    * backlog before its timers run; the re-announcement (onSilenced) must go out first.
    *

@@ -101,7 +101,12 @@ export class ClusterLink {
     this.broker = broker;
     this.groups = groups;
     this.nodeId = broker.nodeId;
-    this.batcher = new EnvelopeBatcher((subject, data) => broker.publish(subject, data));
+    // Before anything batched goes out (once per subject per event-loop turn, not per update):
+    // after a stall, the others know this node's members again before its backlog reaches them.
+    this.batcher = new EnvelopeBatcher((subject, data) => {
+      this.directory.catchUp();
+      broker.publish(subject, data);
+    });
     this.directory = nodes;
     /** Update subscriptions of groups with local members. @type {Map<string, import('./broker.js').BrokerSubscription>} */
     this.groupSubs = new Map();
@@ -201,8 +206,6 @@ export class ClusterLink {
    * @param {Uint8Array} body
    */
   publishUpdate(group, body) {
-    // after a stall the others know this node's members again before they get their updates
-    this.directory.catchUp();
     this.stats.updatesPublished++;
     this.batcher.add(this.subjectOf(group.key), encodeEnvelope(EnvelopeKind.UPDATE, group.key, body));
   }
