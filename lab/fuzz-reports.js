@@ -39,7 +39,8 @@ import { REPORT_LIMITS, Reporter, RtHistogram, buildReport, reportProblem } from
 import { REFUSALS } from '../server/report-intake.js';
 import { SEGMENT_PATTERN, parseRecordLine } from '../server/recorder.js';
 import { makeRng } from './fuzz-cases.js';
-import { MAX_GAP_MS, goodMember, longestGap, until } from './fuzz-scenarios.js';
+import { MAX_GAP_MS, goodMember, longestGap } from './fuzz-scenarios.js';
+import { until } from './loop-stall.js';
 
 /** The report lanes, as `--only` takes them (`reports` for the three, `scenario` for every scenario). */
 export const REPORT_SCENARIO_NAMES = Object.freeze(['report-garbage', 'report-flood', 'report-claim']);

@@ -30,8 +30,6 @@ import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport
 import { makeRng } from './fuzz-cases.js';
 import { plusTwoStalls, startStallMeter, until } from './loop-stall.js';
 
-export { until };
-
 /** The scenario names, as `--only` takes them (and `scenario` for all). */
 export const SCENARIO_NAMES = Object.freeze(['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
 

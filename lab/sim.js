@@ -412,8 +412,7 @@ export function createTimeline(currentServer, bucket, liveHeap = false) {
  * @property {import('./cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
  * @property {import('./start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
- * @property {{ atS: number, forS: number, relayPid: number, resumed: Promise<number> } | null} pauseInfo set once
- *   --pause-relay began; `resumed` once the relay runs again, with how long it was stopped (ms)
+ * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
  */
 
 /**
@@ -487,7 +486,7 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
     const at = performance.now() - measuring.windowStart;
     if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
     if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
-    if (o.pauseRelay && run.cluster && !run.pauseInfo && at >= o.pauseRelay.atS * 1000) run.pauseInfo = pauseRelay(run.cluster, o.pauseRelay.forS, at);
+    if (o.pauseRelay && run.cluster && !run.pause && at >= o.pauseRelay.atS * 1000) run.pause = pauseRelay(run.cluster, o.pauseRelay.forS, at);
     if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
   }
 }
@@ -523,15 +522,24 @@ async function killRelay(cluster, at) {
 }
 
 /**
+ * What --pause-relay did: when, for how long it was asked and really was (more than forS when the
+ * lab was late to resume it), and to which relay.
+ * @typedef {{ atS: number, forS: number, stoppedS: number, relayPid: number }} PauseInfo
+ */
+
+/**
  * --pause-relay: SIGSTOP the first relay (as --kill-relay-at picks it) and SIGCONT it forS later,
  * while the run goes on.
  * @param {import('./cluster.js').RelayCluster} cluster
  * @param {number} forS
  * @param {number} at ms into the measured window
+ * @returns {Promise<PauseInfo>}
  */
-function pauseRelay(cluster, forS, at) {
+async function pauseRelay(cluster, forS, at) {
+  const atS = Math.round(at / 100) / 10;
   const relayPid = cluster.servers[0].pid;
-  return { atS: Math.round(at / 100) / 10, forS, relayPid, resumed: cluster.pause(0, forS * 1000) };
+  const stoppedMs = await cluster.pause(0, forS * 1000);
+  return { atS, forS, stoppedS: Math.round(stoppedMs / 100) / 10, relayPid };
 }
 
 /**
@@ -704,7 +712,7 @@ export async function runSimPoint(o) {
     cluster: system.cluster,
     started: system.started,
     killInfo: null,
-    pauseInfo: null,
+    pause: null,
     pastServers: [],
     workers: [],
     live: { rtSum: 0, rtN: 0, sent: 0, done: 0 },
@@ -726,7 +734,7 @@ export async function runSimPoint(o) {
     await connected;
     const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
-    const stoppedMs = await run.pauseInfo?.resumed;
+    const pauseInfo = await run.pause;
     const serverMetrics = await run.server.metrics();
     const { stats, reports } = await stopGenerators(run.workers);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
@@ -738,11 +746,9 @@ export async function runSimPoint(o) {
       const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
       return { ...record, ...fields, serverFaults: run.started.faults.length };
     }
-    const pauseInfo = run.pauseInfo && stoppedMs !== undefined
-      ? { atS: run.pauseInfo.atS, forS: run.pauseInfo.forS, stoppedS: Math.round(stoppedMs / 100) / 10, relayPid: run.pauseInfo.relayPid } : null;
     return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage }) } : record;
   } finally {
-    await run.pauseInfo?.resumed.catch(() => {});
+    await run.pause?.catch(() => {});
     if (!generatorsClosed) await closeGenerators(run.workers);
     await run.server.close();
   }
