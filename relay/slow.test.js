@@ -15,6 +15,7 @@ import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
 import { plusTwoStalls, startStallMeter, waitFor } from '../lab/loop-stall.js';
+import { socketBufferCeiling } from '../lab/socket-buffers.js';
 import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
@@ -124,8 +125,12 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     const session = localSession(relay, 'r:flood', slow2.id());
     let maxHeld = 0;
     let seq = 0;
-    const deadline = Date.now() + 40000;
-    while (relay.stats.droppedUpdates < 1000 && Date.now() < deadline) {
+    // Bounded by what the relay wrote (the kernel's buffers for the socket fill first; see
+    // lab/socket-buffers.js), not by a stopwatch a loaded machine can run out; and in time only
+    // so that the loop is.
+    const floodBytes = relay.stats.bytesOut + 2 * socketBufferCeiling();
+    const deadline = Date.now() + 100_000;
+    while (relay.stats.droppedUpdates < 1000 && relay.stats.bytesOut < floodBytes && Date.now() < deadline) {
       const msgs = [];
       for (let i = 0; i < 4000; i++) msgs.push({ type: MsgType.UPDATE, sender: flooder.id(), seq: ++seq, sendTime: 0, pose: pose(), object: null });
       flooder.ws.send(encode({ type: MsgType.BATCH, messages: msgs }));
