@@ -16,6 +16,15 @@ function renderers(pid) {
   return processTree([pid]).filter((p) => cmdline(p).includes('--type=renderer')).length;
 }
 
+/**
+ * The renderers of a browser's own UI (WebUI "top chrome": the omnibox popup and the like).
+ * @param {number} pid
+ */
+function browserUiRenderers(pid) {
+  const cmdline = (/** @type {number} */ p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8'); } catch { return ''; } };
+  return processTree([pid]).filter((p) => cmdline(p).includes('--top-chrome-webui'));
+}
+
 test('the pipe codec: NUL-ended JSON split across chunks, replies matched by id, events by session', async () => {
   const toBrowser = new PassThrough();
   const fromBrowser = new PassThrough();
@@ -66,6 +75,9 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     // Pages live in separate browser contexts: no shared storage.
     const other = await browser.newPage();
     assert.notEqual(other.contextId, page.contextId);
+    // no browser UI pre-rendered beside the pages (the address bar's popup: 10-20 % of a core per browser; lab/launch.js)
+    await other.goto('data:text/html,<title>o</title>');
+    assert.deepEqual(browserUiRenderers(browser.pid), [], 'no --top-chrome-webui renderer');
   } finally {
     await browser.close();
   }

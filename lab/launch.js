@@ -21,6 +21,15 @@ const PLAYWRIGHT_DISABLED_FEATURES = [
 ];
 
 /**
+ * Browser UI that headless Chromium should not run. Debian's chromium 156.0.8078.108 (and upstream
+ * from 151.0.7922.137 on) enables both by default: every browser start pre-renders the address
+ * bar's popup (chrome://omnibox-popup.top-chrome/ and its AI-mode page) in a renderer of its own
+ * that spends 10-20 % of a core for as long as the browser lives. In a fleet of browsers on 2
+ * cores that alone starved the tests. Disabled, the browser has no browser_ui target at all.
+ */
+const IDLE_UI_FEATURES = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup'];
+
+/**
  * Chromium command-line switches that work on this machine.
  * @param {{ hideHostAddresses?: boolean, fakeVideo?: string }} [opts]
  *   hideHostAddresses: keep Chromium's mDNS obfuscation of host candidates
@@ -28,7 +37,7 @@ const PLAYWRIGHT_DISABLED_FEATURES = [
  *   fakeVideo: absolute path of a .y4m to serve as the camera
  */
 export function chromiumArgs(opts = {}) {
-  const disabled = [...PLAYWRIGHT_DISABLED_FEATURES];
+  const disabled = [...PLAYWRIGHT_DISABLED_FEATURES, ...IDLE_UI_FEATURES];
   if (!opts.hideHostAddresses) disabled.push('WebRtcHideLocalIpsWithMdns');
   const args = [
     '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
