@@ -1,126 +1,136 @@
 #!/usr/bin/env node
-// `npm test`: the type check, the unit tests and the browser tests, packed
-// onto the machine so that the tests that hold timing to account get the CPU
-// they need and the rest use what is left. After the web build (the type
-// check, which needs none, already beside it), two lanes:
-//  - the front lane, at normal priority, one stage after another: the
-//    real-time browser tests; the two unit files that measure timing; the unit
-//    files with wall-clock bounds; the other browser tests;
-//  - the back lane: the type check and the other unit files, side by side, in
-//    Linux's idle scheduling class (SCHED_IDLE) until the front reaches the
-//    other browser tests, then at normal priority. An idle-class process runs
-//    only on a core nothing else wants and yields it at once, so the back lane
-//    fills the front's idle time (the real-time stage leaves 40 % of 2 cores
-//    idle) without delaying it; once the front is throughput work too, both
-//    share the machine as equals, and the unit files whose processes watch one
-//    another's heartbeats (never to be starved) join them. The files that
-//    flood loopback or launch browsers join the back lane only once the
-//    real-time stage is over (their kernel work escapes the idle class and
-//    slowed the real-time tests).
-// Last, once both lanes are done, WebKit's tests with nothing beside them.
-import { spawn, spawnSync } from 'node:child_process';
+// `npm test`: the type check, the unit tests and the browser tests. First the
+// web build with the type check beside it; then, each with nothing else on the
+// machine, the tests that hold timing to account: the real-time browser tests
+// (AR tracking, 250 ms delivery), the unit files that measure timing, those
+// with wall-clock bounds, and WebKit's browser tests; last, side by side, the
+// other unit files and the other browser tests, as many at once as the cores
+// that were free when the run began allow (scripts/test-machine.js). Every
+// process a step starts carries the step's owner (scripts/owned.js): what
+// outlives its step is ended and fails the run, and the run ends with a look
+// for anything it left behind.
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { processTree } from '../lab/proctree.js';
-import { listTestFiles, testConcurrency, testRuns } from './test-unit.js';
+import { OWNER_VAR, describeOwned, endOwned, ownedBy } from './owned.js';
+import { browserVersions, busyCores, cpuJiffies, freeCores } from './test-machine.js';
+import { GUARD_ARGS, listTestFiles, testConcurrency, testRuns } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PLAYWRIGHT = ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'];
 
 /**
- * The Playwright project that runs with nothing beside it, not even the idle-class lane: WebKitGTK
- * under Xvfb is the real-time test most disturbed by it (beside the lane, Chromium->WebKit p95 once
- * reached 1439 ms against a bound of 1000 ms, and one frame once read a position 9559 off). It runs
- * last: run first, it kept the back lane from filling its idle CPU and npm test took 20 s longer.
+ * The Playwright projects that run with nothing beside them: WebKitGTK under Xvfb (beside other
+ * work, Chromium->WebKit p95 once reached 1439 ms against a bound of 1000 ms), in a stage of its own.
  */
 export const SOLO_PROJECTS = Object.freeze(['webkit']);
-/** The other Playwright projects of the real-time phase (e2e/playwright.config.js). */
+/**
+ * The real-time projects (e2e/playwright.config.js), one test at a time with nothing beside them:
+ * beside the idle-class lane of unit files that an earlier plan put there, the AR relay test's
+ * one-way p95 reached 279-424 ms against 250 (fresh machine, chromium 156.0.8078.108); alone, 5-7 ms.
+ */
 export const REALTIME_PROJECTS = Object.freeze(['chromium-realtime', 'firefox-realtime']);
 /** The Playwright projects that run beside the unit tests. */
 export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chromium']);
 
 /**
  * @typedef {object} Step
- * @property {string} name prefixes the step's output lines (steps always share the machine)
+ * @property {string} name prefixes the step's output lines
  * @property {string[]} argv run with this Node (argv[0] is a script)
  */
 
 /**
  * @typedef {object} TestPlan
- * @property {Step[]} setup run at once, before anything else but backFromStart
- * @property {Step[]} backFromStart need no build: at once with the setup, in the idle class, then as the back lane
- * @property {Step[][]} front stages after the setup, one after another; a stage's steps at once
- * @property {Step[]} back after the setup, at once, in the idle class beside the front
- * @property {Step[][]} after stages once the front and the back lane are done, one after another
- * @property {Step[]} backAfterRealtime in the back lane (idle class, then as it), from the front's second stage on
- * @property {Step[]} backLate at normal priority, beside the front from its stage backEqualFrom on
- * @property {number} backEqualFrom the front stage from which the back lane runs at normal priority
+ * @property {Step[][]} stages one after another; a stage's steps side by side, nothing else beside them
+ * @property {number} concurrency unit files at once in the shared stage
+ * @property {number} workers browser test files at once in the shared stage
  */
 
 /**
+ * How many browser test files run at once beside the unit files: the free cores, at most 3.
+ * CARLAB_E2E_WORKERS overrides it.
+ * @param {NodeJS.ProcessEnv} env
+ * @param {number} free
+ */
+export function e2eWorkers(env, free) {
+  const given = Number(env.CARLAB_E2E_WORKERS);
+  return Number.isInteger(given) && given >= 1 ? given : Math.min(3, Math.max(1, free));
+}
+
+/**
  * The stages of `npm test`.
- * @param {{ files: string[], concurrency: number }} o
+ * @param {{ files: string[], free: number, env?: NodeJS.ProcessEnv }} o free: cores not busy when the run began
  * @returns {TestPlan}
  */
-export function testPlan({ files, concurrency }) {
-  const { pool, timed, liveness, loading, quiet } = testRuns(files, concurrency);
+export function testPlan({ files, free, env = process.env }) {
+  const concurrency = testConcurrency(env, free);
+  const workers = e2eWorkers(env, free);
+  const { heavy, light, timed, quiet } = testRuns(files, concurrency);
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
   const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
-  const front = [
+  const stages = [
+    // One build before anything serves it (a build empties the folder another process serves);
+    // the type check needs none and takes the core the build leaves idle.
+    [{ name: 'build', argv: ['scripts/build-web.js'] }, { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
     // --workers 1: without the dependency between them, Playwright would run the two projects side by side.
     [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects(REALTIME_PROJECTS), '--no-deps', '--workers', '1'] }],
     unit('unit quiet', quiet),
     unit('unit timed', timed),
-    [{ name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps'] }],
+    [{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }],
+    unit('unit heavy', heavy),
+    [...unit('unit', light), { name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps', '--workers', String(workers)] }],
   ].filter((stage) => stage.length > 0);
-  return {
-    // One build before anything serves it: the fleet tests and the e2e server would each build a
-    // stale web/dist otherwise, and a build empties the folder another process is serving.
-    setup: [{ name: 'build', argv: ['scripts/build-web.js'] }],
-    // The type check in the idle lane: 60-76 s there instead of 10 s, but off the front's path. It
-    // needs no build, so it starts with it and takes the core the build leaves idle.
-    backFromStart: [{ name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
-    front,
-    back: unit('unit', pool),
-    after: [[{ name: 'e2e webkit', argv: [...PLAYWRIGHT, ...projects(SOLO_PROJECTS), '--no-deps'] }]],
-    // Once the real-time stage is over: the light pool is done by then, and these fill the idle
-    // CPU the quiet and timed stages leave (10-17 s of 2 cores idle when they waited for stage 4).
-    backAfterRealtime: unit('unit loading', loading),
-    backLate: unit('unit liveness', liveness),
-    backEqualFrom: front.length - 1,
-  };
+  return { stages, concurrency, workers };
 }
 
 /**
  * @typedef {{ name: string, seconds: number, code: number }} StepResult
  */
 
-/** Whether this machine can start a process in the idle scheduling class (util-linux's chrt). */
-function canRunIdle() {
-  return process.platform === 'linux' && spawnSync('chrt', ['--idle', '0', 'true']).status === 0;
+/** This run's owner (scripts/owned.js): every process a step starts carries it, or a path under it. */
+const RUN_OWNER = process.env[OWNER_VAR] ? `${process.env[OWNER_VAR]}/${process.pid}` : `carlab-test-${process.pid}`;
+/** Steps still running, by process group (each step leads one). @type {Set<number>} */
+const runningSteps = new Set();
+
+/**
+ * The owner of one step's processes.
+ * @param {Step} step
+ */
+export function stepOwner(step) {
+  return `${RUN_OWNER}/${step.name.replace(/[^a-z0-9-]+/gi, '-')}`;
 }
 
 /**
- * Runs one step, each output line prefixed with its name.
+ * Runs one step, each output line prefixed with its name. The step leads a
+ * process group of its own, and every process it starts carries its owner:
+ * what is still running when the step has exited is ended and fails it.
  * @param {Step} step
- * @param {{ idle?: boolean, started?: (pid: number) => void }} [o] idle: in the idle scheduling class
  * @returns {Promise<StepResult>}
  */
-function runStep(step, o = {}) {
+function runStep(step) {
   const started = performance.now();
-  const [command, args] = o.idle ? ['chrt', ['--idle', '0', process.execPath, ...step.argv]] : [process.execPath, step.argv];
+  const owner = stepOwner(step);
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    if (child.pid !== undefined) o.started?.(child.pid);
+    const child = spawn(process.execPath, [...GUARD_ARGS, ...step.argv], {
+      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, [OWNER_VAR]: owner },
+    });
+    if (child.pid !== undefined) runningSteps.add(child.pid);
     for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
       createInterface({ input: from }).on('line', (line) => to.write(`[${step.name}] ${line}\n`));
     }
     child.on('exit', (code, signal) => {
+      if (child.pid !== undefined) runningSteps.delete(child.pid);
+      const leftovers = endOwned(owner);
+      if (leftovers.length > 0) {
+        process.stdout.write(`[${step.name}] ${leftovers.length} process(es) outlived the step; ended them:\n${describeOwned(leftovers)}\n`);
+      }
       const seconds = (performance.now() - started) / 1000;
-      const result = { name: step.name, seconds, code: code ?? (signal ? 1 : 0) };
+      const exitCode = code ?? (signal ? 1 : 0);
+      const result = { name: step.name, seconds, code: exitCode !== 0 ? exitCode : Number(leftovers.length > 0) };
       process.stdout.write(`# ${step.name}: ${result.code === 0 ? 'passed' : `FAILED (exit ${result.code})`} after ${seconds.toFixed(0)} s\n`);
       resolve(result);
     });
@@ -128,93 +138,79 @@ function runStep(step, o = {}) {
 }
 
 /**
- * Moves processes and all their threads to the normal scheduling class; children they start
- * later inherit it. Twice, for a child forked while the first pass ran.
- * @param {number[]} roots
+ * Ends every running step's process group and whatever this run still owns:
+ * the runner's exit (a signal, a crash, the end) leaves nothing behind.
  */
-function toNormalPriority(roots) {
-  for (let pass = 0; pass < 2; pass++) {
-    for (const pid of processTree(roots)) spawnSync('chrt', ['--other', '--all-tasks', '--pid', '0', String(pid)], { stdio: 'ignore' });
+export function endRun() {
+  for (const pgid of runningSteps) {
+    try { process.kill(-pgid, 'SIGTERM'); } catch { /* gone */ }
   }
+  return endOwned(RUN_OWNER, { graceMs: 1000 });
 }
 
 /**
- * The front stage at which backAfterRealtime starts: the one after the real-time stage (the last, if none follows).
- * @param {TestPlan} plan
- */
-function afterRealtimeStage(plan) {
-  return Math.min(1, plan.front.length - 1);
-}
-
-/**
- * What runs in the back lane beside front stage i, and at which priority.
- * @param {TestPlan} plan
- * @param {number} i
- * @param {boolean} idle whether the idle class is available
- */
-function backDescription(plan, i, idle) {
-  const steps = [...plan.backFromStart, ...plan.back, ...(i >= afterRealtimeStage(plan) ? plan.backAfterRealtime : []),
-    ...(i >= plan.backEqualFrom ? plan.backLate : [])]
-    .map((s) => s.name).join(' + ');
-  return `${steps} (${idle && i < plan.backEqualFrom ? 'idle class' : 'normal priority'})`;
-}
-
-/**
- * Runs a plan: the setup, then the front stages beside the back lane, then the stages after both.
+ * Runs a plan's stages one after another, a stage's steps side by side.
  * @param {TestPlan} plan
  * @returns {Promise<StepResult[]>}
  */
 export async function runPlan(plan) {
-  const idle = canRunIdle();
-  /** @type {number[]} */
-  const backPids = [];
-  const inBack = (/** @type {Step} */ s) => runStep(s, { idle, started: (pid) => backPids.push(pid) });
-  const early = Promise.all(plan.backFromStart.map(inBack));
-  const done = await Promise.all(plan.setup.map((s) => runStep(s)));
-  const back = Promise.all([early, ...plan.back.map(inBack)]).then(([first, ...rest]) => [...first, ...rest]);
-  /** @type {Promise<StepResult[]>} */
-  let late = Promise.resolve([]);
-  /** @type {Promise<StepResult[]>} */
-  let mid = Promise.resolve([]);
-  const midFrom = afterRealtimeStage(plan);
-  for (const [i, stage] of plan.front.entries()) {
-    if (i === midFrom) {
-      mid = Promise.all(plan.backAfterRealtime.map((s) => runStep(s, { idle: idle && i < plan.backEqualFrom, started: (pid) => backPids.push(pid) })));
-    }
-    if (i === plan.backEqualFrom) {
-      if (idle) toNormalPriority(backPids);
-      late = Promise.all(plan.backLate.map((s) => runStep(s)));
-    }
-    process.stdout.write(`# front: ${stage.map((s) => s.name).join(' + ')}; back: ${backDescription(plan, i, idle)}\n`);
+  /** @type {StepResult[]} */
+  const done = [];
+  for (const stage of plan.stages) {
+    process.stdout.write(`# stage: ${stage.map((s) => s.name).join(' + ')}\n`);
+    const cpuBefore = cpuJiffies();
+    const startedAt = performance.now();
     done.push(...await Promise.all(stage.map((s) => runStep(s))));
-  }
-  done.push(...await back, ...await mid, ...await late);
-  for (const stage of plan.after) {
-    process.stdout.write(`# alone: ${stage.map((s) => s.name).join(' + ')}\n`);
-    done.push(...await Promise.all(stage.map((s) => runStep(s))));
+    const cpuAfter = cpuJiffies();
+    const seconds = (performance.now() - startedAt) / 1000;
+    const busy = ((cpuAfter.busy - cpuBefore.busy) / (cpuAfter.total - cpuBefore.total || 1)) * availableParallelism();
+    // what the stage asked of the machine: CPU time (all processes, the suite's and any other) over its wall time
+    process.stdout.write(`# stage done: ${stage.map((s) => s.name).join(' + ')} in ${seconds.toFixed(0)} s, ${(busy * seconds).toFixed(0)} s of CPU (${busy.toFixed(2)} cores busy on average)\n`);
   }
   return done;
 }
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Builds the web app, then runs two lanes side by side. The front lane, at normal
-priority, one stage after another: the real-time browser tests; the two unit
-files that measure timing; the unit files with wall-clock bounds; the other
-browser tests. The back lane: the type check (from the start, beside the
-build) and the other unit files, in the
-idle scheduling class (chrt --idle) until the front reaches the other browser
-tests, then at normal priority, joined by the unit files whose processes watch
-one another's heartbeats; those that flood loopback or launch browsers join the
-back lane once the real-time tests are done. Last, alone: WebKit's browser tests. Every step runs
-even when one before failed;
-the exit code is non-zero when any failed. Each output line starts with its
-step's name.
+Runs the web build with the type check beside it; then, each stage with
+nothing else beside it, the real-time browser tests (one at a time), the unit
+files that measure timing, those with wall-clock bounds, and WebKit's browser
+tests; last, side by side, the other unit files and the other browser tests.
+How many of those run at once follows the machine: the cores less those
+already busy when the run begins (sampled for 1 s). Every step runs even when
+one before failed; each output line starts with its step's name, and the last
+line gives each step's time. Whatever a step started that outlives it is
+ended, named and fails the run; so does anything the run left behind at its
+end. Ctrl-C ends every step and everything they started.
 
 environment:
-  CARLAB_TEST_CONCURRENCY  unit test files at once (default: cores + 1)
-  CARLAB_E2E_WORKERS       browser specs at once in the shared stage (default 3)
+  CARLAB_TEST_CONCURRENCY  unit test files at once in the last stage (default: free cores + 1, at least 2)
+  CARLAB_E2E_WORKERS       browser test files at once in the last stage (default: free cores, at most 3)
 `;
+
+/**
+ * Ends the run on Ctrl-C or SIGTERM: every step and everything this run started.
+ * @param {NodeJS.Signals} signal
+ */
+function onSignal(signal) {
+  const left = endRun();
+  process.stdout.write(`\n# npm test: ${signal}; ended every step${left.length ? ` and ${left.length} process(es) they started` : ''}\n`);
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+}
+
+/**
+ * The run's last look: anything it started that is still running (none, when every step ended
+ * its own) is named, ended and fails the run.
+ */
+function checkLeftovers() {
+  const left = endRun();
+  if (left.length === 0) {
+    process.stdout.write('# npm test: no process outlived the run\n');
+    return true;
+  }
+  process.stdout.write(`# npm test: ${left.length} process(es) outlived the run; ended them:\n${describeOwned(left)}\n`);
+  return false;
+}
 
 async function main() {
   const args = process.argv.slice(2);
@@ -227,12 +223,20 @@ async function main() {
     process.exitCode = 2;
     return;
   }
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) process.once(signal, () => onSignal(signal));
   const started = performance.now();
-  const done = await runPlan(testPlan({ files: listTestFiles(), concurrency: testConcurrency() }));
+  const cores = availableParallelism();
+  const busy = await busyCores();
+  const plan = testPlan({ files: listTestFiles(), free: freeCores(cores, busy) });
+  const versions = Object.entries(browserVersions()).map(([k, v]) => `${k} ${v}`).join(', ');
+  process.stdout.write(`# npm test: node ${process.versions.node}; ${versions}\n`);
+  process.stdout.write(`# npm test: ${cores} cores, ${busy.toFixed(1)} busy before the run: ${plan.concurrency} unit files and ${plan.workers} browser test files at once in the last stage\n`);
+  const done = await runPlan(plan);
+  const clean = checkLeftovers();
   const failed = done.filter((d) => d.code !== 0);
   process.stdout.write(`\n# npm test: ${done.map((d) => `${d.name} ${d.seconds.toFixed(0)} s`).join(', ')}; `
-    + `${((performance.now() - started) / 1000).toFixed(0)} s in all, ${failed.length === 0 ? 'all passed' : `FAILED: ${failed.map((d) => d.name).join(', ')}`}\n`);
-  process.exitCode = failed.length === 0 ? 0 : 1;
+    + `${((performance.now() - started) / 1000).toFixed(0)} s in all, ${failed.length === 0 && clean ? 'all passed' : `FAILED: ${[...failed.map((d) => d.name), ...(clean ? [] : ['leftovers'])].join(', ')}`}\n`);
+  process.exitCode = failed.length === 0 && clean ? 0 : 1;
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -4,36 +4,40 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import config from '../e2e/playwright.config.js';
-import { REALTIME_PROJECTS, SHARED_PROJECTS, SOLO_PROJECTS, testPlan } from './test.js';
-import { LIVENESS_FILES, LOADING_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
+import { REALTIME_PROJECTS, SHARED_PROJECTS, SOLO_PROJECTS, e2eWorkers, testPlan } from './test.js';
+import { LONG_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-test('npm test: the build, then the front lane\'s stages beside the back lane; every unit file once', () => {
+test('npm test: build and type check, then each timing stage alone, then the unit and browser tests side by side; every unit file once', () => {
   const files = listTestFiles();
-  const plan = testPlan({ files, concurrency: 3 });
-  assert.deepEqual(plan.setup.map((s) => s.name), ['build']);
-  assert.deepEqual(plan.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e']]);
-  assert.deepEqual(plan.after.map((stage) => stage.map((s) => s.name)), [['e2e webkit']], 'WebKit last, with nothing beside it');
-  assert.deepEqual(plan.after[0][0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
-  assert.deepEqual(plan.backFromStart.map((s) => s.name), ['typecheck'], 'the type check needs no build: beside it');
-  assert.deepEqual(plan.back.map((s) => s.name), ['unit']);
-  assert.deepEqual(plan.backLate.map((s) => s.name), ['unit liveness']);
-  assert.deepEqual(plan.backLate[0].argv.filter((a) => a.endsWith('.test.js')), [...LIVENESS_FILES].sort());
-  assert.deepEqual(plan.backAfterRealtime.map((s) => s.name), ['unit loading']);
-  assert.deepEqual(plan.backAfterRealtime[0].argv.filter((a) => a.endsWith('.test.js')), [...LOADING_FILES], 'no loopback flood nor browser beside the real-time tests');
-  assert.equal(plan.backEqualFrom, 3, 'the back lane at normal priority beside the other browser tests only');
-  const unitFiles = [...plan.front.flat(), ...plan.back, ...plan.backAfterRealtime, ...plan.backLate].filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
+  const plan = testPlan({ files, free: 2, env: {} });
+  assert.deepEqual(plan.stages.map((stage) => stage.map((s) => s.name)),
+    [['build', 'typecheck'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e webkit'], ['unit heavy'], ['unit', 'e2e']]);
+  const [, realtime, quiet, timed, webkit, heavy, last] = plan.stages;
+  assert.deepEqual(realtime[0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
+  assert.deepEqual(webkit[0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
+  assert.deepEqual(quiet[0].argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
+  assert.deepEqual(timed[0].argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
+  for (const stage of [realtime, webkit, [last[1]]]) assert.ok(stage[0].argv.includes('--no-deps'), 'a stage runs its own projects only');
+  const unitFiles = plan.stages.flat().filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  const quiet = /** @type {import('./test.js').Step} */ (plan.front[1][0]);
-  assert.deepEqual(quiet.argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
-  const timed = /** @type {import('./test.js').Step} */ (plan.front[2][0]);
-  assert.deepEqual(timed.argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
-  for (const stage of [0, 3]) assert.ok(plan.front[stage][0].argv.includes('--no-deps'), 'a stage runs its own projects only');
-  assert.deepEqual(plan.front[0][0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
-  const small = testPlan({ files: ['core/a.test.js'], concurrency: 2 });
-  assert.deepEqual(small.front.map((stage) => stage.map((s) => s.name)), [['e2e real-time'], ['e2e']], 'no empty stage');
-  assert.equal(small.backEqualFrom, 1);
+  assert.deepEqual(heavy[0].argv.filter((a) => a.endsWith('.test.js')), [...LONG_FILES], 'the heavy files alone, longest first');
+  const small = testPlan({ files: ['core/a.test.js'], free: 2, env: {} });
+  assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['e2e webkit'], ['unit', 'e2e']], 'no empty stage');
+});
+
+test('how much runs at once in the last stage follows the free cores, unless the environment says', () => {
+  const at = (/** @type {number} */ free, /** @type {NodeJS.ProcessEnv} */ env = {}) => {
+    const plan = testPlan({ files: ['core/a.test.js'], free, env });
+    const last = /** @type {import('./test.js').Step[]} */ (plan.stages.at(-1));
+    return [plan.concurrency, plan.workers, last[0].argv.find((a) => a.startsWith('--test-concurrency=')), last[1].argv.at(-1)];
+  };
+  assert.deepEqual(at(2), [3, 2, '--test-concurrency=3', '2'], 'two free cores');
+  assert.deepEqual(at(1), [2, 1, '--test-concurrency=2', '1'], 'one core busy before the run');
+  assert.deepEqual(at(8), [9, 3, '--test-concurrency=9', '3'], 'browser workers at most 3');
+  assert.deepEqual(at(2, { CARLAB_TEST_CONCURRENCY: '1', CARLAB_E2E_WORKERS: '1' }), [1, 1, '--test-concurrency=1', '1']);
+  assert.equal(e2eWorkers({ CARLAB_E2E_WORKERS: 'x' }, 2), 2, 'a bad value is ignored');
 });
 
 test('the stages name every Playwright project once, and the real-time tests only in the real-time stage', () => {
