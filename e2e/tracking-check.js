@@ -67,6 +67,8 @@ export function analyseTracking(frames, truth) {
   let unreadable = 0;
   const positionErrors = [];
   const angleErrors = [];
+  /** @type {{ frame: number, t: number, error: number, position: number[], truth: number[] }[]} */
+  const judged = [];
   for (const f of measured) {
     if (f.frame < 0) { unreadable++; continue; }
     const t = truth.poses[f.frame];
@@ -80,6 +82,7 @@ export function analyseTracking(frames, truth) {
     detected++;
     const d = Math.hypot(...t.position.map((/** @type {number} */ v, /** @type {number} */ i) => v - f.position[i]));
     positionErrors.push(d / Math.hypot(...t.position));
+    judged.push({ frame: f.frame, t: Math.round(f.t - start), error: d / Math.hypot(...t.position), position: f.position, truth: t.position });
     angleErrors.push((quatAngle(t.quaternion, f.quaternion) * 180) / Math.PI);
   }
   const sorted = [...positionErrors].sort((a, b) => a - b);
@@ -98,6 +101,8 @@ export function analyseTracking(frames, truth) {
       max: sorted.at(-1) ?? null,
     },
     angleErrorDegMax: angleErrors.length ? Math.max(...angleErrors) : null,
+    /** the three frames farthest from the truth (frame index, ms since the first frame, poses): what a failure shows */
+    worst: judged.sort((a, b) => b.error - a.error).slice(0, 3),
   };
 }
 
