@@ -172,8 +172,10 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
         // two camera-less members beside the marker, where B's camera sees them all along the path
         const cPose = lookingAtMarker([-0.09, 0.06, 0]);
         const dPose = lookingAtMarker([0.09, 0.06, -0.03]);
-        const C = await openAr(browser, base, `${q}&name=Cy&source=none&pose=${cPose}`, { ...PHONE_LANDSCAPE, ...light });
-        const D = await openAr(browser, base, `${q}&name=Dee&source=none&pose=${dPose}`, { ...PHONE_LANDSCAPE, ...light });
+        // C and D are only members with fixed poses: nobody looks at their screens, so they draw a small one
+        const still = { ...PHONE_LANDSCAPE, ...light, viewport: { width: 160, height: 90 } };
+        const C = await openAr(browser, base, `${q}&name=Cy&source=none&pose=${cPose}`, still);
+        const D = await openAr(browser, base, `${q}&name=Dee&source=none&pose=${dPose}`, still);
         await trackingReady(A.page);
         await trackingReady(B.page);
         const aId = await A.page.evaluate(() => window.carlab.client.id);
