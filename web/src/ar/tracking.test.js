@@ -7,7 +7,7 @@ import { PATTERN_RATIO } from './marker-pattern.js';
 import { CODE_CELL, drawFrameCode, frameCodeOrigin } from './synthetic.js';
 import {
   cameraParameters, cameraPoseInMarker, contextOptions, countFrame, createFrameStep, createLatest, createStats,
-  framesPerSecond, markerOptions, processingSize, scheduleFrames, shapeChanged,
+  forgetPreviousPoses, framesPerSecond, markerOptions, processingSize, scheduleFrames, shapeChanged,
 } from './tracking.js';
 import { idealCamera } from './camera-model.js';
 
@@ -179,6 +179,18 @@ describe('the frame step', () => {
     assert.equal(frames[0].frame, -1);
     assert.deepEqual(frames[0].position, loop.latest.pose.slice(0, 3));
     assert.deepEqual(frames[0].quaternion, loop.latest.pose.slice(3));
+  });
+
+  test('every processed frame leaves ARToolKit no previous pose to refine: the next pose comes from its frame alone', () => {
+    const { loop } = fakeLoop();
+    const seen = { inPrevious: true, inCurrent: true };
+    const code = { inPrevious: false, inCurrent: true };
+    /** @type {any} */ (loop.tracker.context).arController = { patternMarkers: { 0: seen }, barcodeMarkers: { 5: code } };
+    createFrameStep(loop, element, { markerRoot: { visible: true, matrix: modelViewFor([0, 5, 0], new Quaternion()) }, markerSize: 0.1 })();
+    assert.deepEqual([seen.inCurrent, code.inCurrent], [false, false]);
+    assert.equal(loop.stats.detected, 1, 'the frame itself still counts as detected');
+    forgetPreviousPoses(null);
+    forgetPreviousPoses({});
   });
 
   test('no marker: counted, reported, the last pose kept', () => {

@@ -7,9 +7,19 @@ declare module 'three';
 
 declare module '@ar-js-org/ar.js/three.js/build/ar-threex.mjs' {
   /** ARToolKit's controller, once the context is initialised: it reads each frame from `canvas` through `ctx`. */
+  /** One tracked marker's state in ARToolKit's controller (jsartoolkit5). */
+  export interface TrackedMarker {
+    /** seen in the frame before this one: the pose is then refined from the previous one */
+    inPrevious: boolean;
+    /** seen in this frame */
+    inCurrent: boolean;
+  }
+
   export interface ArController {
     canvas: HTMLCanvasElement;
     ctx: CanvasRenderingContext2D;
+    patternMarkers?: Record<string, TrackedMarker>;
+    barcodeMarkers?: Record<string, TrackedMarker>;
   }
 
   export interface ArToolkitContextParameters {
