@@ -19,16 +19,25 @@ export function cpuJiffies(stat = readFileSync('/proc/stat', 'utf8')) {
 }
 
 /**
- * How many cores something else keeps busy, sampled over `ms`.
+ * How many cores something else keeps busy: the least of `samples` samples of
+ * `ms` each. A load that stays (a busy loop, another job) shows in every
+ * sample; a passing one (npm starting this very run, a command finishing) in
+ * one or two, and must not halve the run's parallelism.
+ * @param {number} [samples]
  * @param {number} [ms]
  * @returns {Promise<number>}
  */
-export async function busyCores(ms = 1000) {
-  const a = cpuJiffies();
-  await new Promise((r) => setTimeout(r, ms));
-  const b = cpuJiffies();
-  const total = b.total - a.total;
-  return total > 0 ? ((b.busy - a.busy) / total) * availableParallelism() : 0;
+export async function busyCores(samples = 4, ms = 500) {
+  let least = Infinity;
+  let a = cpuJiffies();
+  for (let i = 0; i < samples; i++) {
+    await new Promise((r) => setTimeout(r, ms));
+    const b = cpuJiffies();
+    const total = b.total - a.total;
+    least = Math.min(least, total > 0 ? ((b.busy - a.busy) / total) * availableParallelism() : 0);
+    a = b;
+  }
+  return Number.isFinite(least) ? least : 0;
 }
 
 /**

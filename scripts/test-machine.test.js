@@ -15,8 +15,20 @@ test('freeCores: the cores less the busy ones, rounded, at least one', () => {
   assert.equal(freeCores(8, 2.6), 5);
 });
 
-test('busyCores samples this machine: between none and all of them', { skip: process.platform !== 'linux' && 'reads /proc/stat' }, async () => {
-  const busy = await busyCores(200);
+test('busyCores samples this machine: between none and all of them; a busy loop shows', { timeout: 30_000 }, async () => {
+  const { spawn } = await import('node:child_process');
+  const loop = spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end) {}'], { stdio: 'ignore' });
+  try {
+    // the loop keeps one core busy whatever else runs: at least about one core, in every sample
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(await busyCores(3, 300) >= 0.8);
+  } finally {
+    loop.kill('SIGKILL');
+  }
+});
+
+test('busyCores: a number between none and all of them', { skip: process.platform !== 'linux' && 'reads /proc/stat' }, async () => {
+  const busy = await busyCores(2, 100);
   assert.ok(busy >= 0 && busy <= 64, String(busy));
 });
 

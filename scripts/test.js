@@ -50,14 +50,16 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
  */
 
 /**
- * How many browser test files run at once beside the unit files: the free cores, at most 3.
- * CARLAB_E2E_WORKERS overrides it.
+ * How many browser test files run at once beside the unit files: the free cores, at least 2 and at
+ * most 3. Two workers with nothing else kept 1.83 of 2 cores busy (their browsers wait on
+ * networks, ICE and timers as much as they compute); one, beside a busy loop, would leave the
+ * machine half idle and double the stage. CARLAB_E2E_WORKERS overrides it.
  * @param {NodeJS.ProcessEnv} env
  * @param {number} free
  */
 export function e2eWorkers(env, free) {
   const given = Number(env.CARLAB_E2E_WORKERS);
-  return Number.isInteger(given) && given >= 1 ? given : Math.min(3, Math.max(1, free));
+  return Number.isInteger(given) && given >= 1 ? given : Math.min(3, Math.max(2, free));
 }
 
 /**
@@ -177,7 +179,7 @@ nothing else beside it, the real-time browser tests (one at a time), the unit
 files that measure timing, those with wall-clock bounds, and WebKit's browser
 tests; last, side by side, the other unit files and the other browser tests.
 How many of those run at once follows the machine: the cores less those
-already busy when the run begins (sampled for 1 s). Every step runs even when
+already busy when the run begins (the least of four 0.5 s samples). Every step runs even when
 one before failed; each output line starts with its step's name, and the last
 line gives each step's time. Whatever a step started that outlives it is
 ended, named and fails the run; so does anything the run left behind at its
@@ -185,7 +187,7 @@ end. Ctrl-C ends every step and everything they started.
 
 environment:
   CARLAB_TEST_CONCURRENCY  unit test files at once in the last stage (default: free cores + 1, at least 2)
-  CARLAB_E2E_WORKERS       browser test files at once in the last stage (default: free cores, at most 3)
+  CARLAB_E2E_WORKERS       browser test files at once in the last stage (default: free cores, 2 to 3)
 `;
 
 /**
@@ -230,7 +232,7 @@ async function main() {
   const plan = testPlan({ files: listTestFiles(), free: freeCores(cores, busy) });
   const versions = Object.entries(browserVersions()).map(([k, v]) => `${k} ${v}`).join(', ');
   process.stdout.write(`# npm test: node ${process.versions.node}; ${versions}\n`);
-  process.stdout.write(`# npm test: ${cores} cores, ${busy.toFixed(1)} busy before the run: ${plan.concurrency} unit files and ${plan.workers} browser test files at once in the last stage\n`);
+  process.stdout.write(`# npm test: ${cores} cores, ${busy.toFixed(1)} busy before the run (least of four 0.5 s samples): ${plan.concurrency} unit files and ${plan.workers} browser test files at once in the last stage\n`);
   const done = await runPlan(plan);
   const clean = checkLeftovers();
   const failed = done.filter((d) => d.code !== 0);
