@@ -155,7 +155,8 @@ test('--cluster 2: a group\'s reports reach both nodes, one study holds them all
     '--record', dir, '--dashboard-token', TOKEN, '--log-level', 'warn']);
   // SIGTERM: the primary stops its workers and its nats-server (a SIGKILL would orphan them)
   t.after(() => stopGently(server));
-  await until(async () => { try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; } }, 30_000);
+  await until(async () => { try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; } }, 30_000)
+    .catch((err) => { throw new Error(`${err.message}: carlab start --cluster 2 did not serve; its output:\n${server.output().slice(-4000)}`); });
 
   const members = ['p', 'q', 'r', 's'].map((name) => member(base, 'cluster-g', name));
   for (const m of members) await m.client.connect();

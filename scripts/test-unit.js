@@ -50,7 +50,9 @@ export const TIMED_FILES = Object.freeze([
 
 /**
  * The heaviest of the other files: browser fleets over agents, `carlab sim`
- * and `bench` runs, relay clusters, network namespaces. Together they take 400
+ * and `bench` runs, relay clusters, network namespaces, studies on a cluster
+ * (beside the other browser tests, `carlab start --cluster 2 --record` once did
+ * not answer /healthz within 30 s). Together they take 400
  * s of CPU (221 s on 2 cores, 3 at a time, with nothing beside them); beside
  * the other browser tests (two workers) and the light files, three of them ran
  * past the 180 s file timeout with the load average at 28. `npm test` runs them
@@ -69,6 +71,7 @@ export const LONG_FILES = Object.freeze([
   'lab/cluster-machines.test.js',
   'lab/start-cluster.test.js',
   'lab/bench-url.test.js',
+  'lab/study.test.js',
 ]);
 
 /** The test guard every test process loads (scripts/test-guard.js): nothing a test starts outlives it. */
@@ -115,13 +118,14 @@ export function listTestFiles(root = ROOT) {
 /**
  * The unit files in four groups, each one `node --test` (null: no file in
  * it): `quiet` (QUIET_FILES, beside each other), `timed` (TIMED_FILES, beside
- * each other), `heavy` (LONG_FILES, in that order) and `light` (the rest),
- * `concurrency` at a time.
+ * each other), `heavy` (LONG_FILES, in that order, `concurrency` at a time) and
+ * `light` (the rest, `lightConcurrency` at a time).
  * @param {string[]} files
  * @param {number} concurrency
+ * @param {number} [lightConcurrency]
  * @returns {{ heavy: UnitRun | null, light: UnitRun | null, timed: UnitRun | null, quiet: UnitRun | null }}
  */
-export function testRuns(files, concurrency) {
+export function testRuns(files, concurrency, lightConcurrency = concurrency) {
   // A test without a timeout of its own fails after 3 min instead of holding the run (one waited
   // forever for a close that timing had made never come). Each file is a test of the runner too, so
   // a whole file gets 3 min: a heavy file is split well below it.
@@ -137,7 +141,7 @@ export function testRuns(files, concurrency) {
   const timed = of(TIMED_FILES);
   return {
     heavy: run(long, concurrency, ' (browser fleets, sims, clusters)'),
-    light: run(rest, concurrency, ''),
+    light: run(rest, lightConcurrency, ''),
     timed: run(timed, timed.length, ' (wall-clock bounds: nothing else beside them)'),
     quiet: run(quiet, quiet.length, ' (they measure timing: nothing else beside them)'),
   };

@@ -33,9 +33,9 @@ test('how much runs at once in the last stage follows the free cores, unless the
     const last = /** @type {import('./test.js').Step[]} */ (plan.stages.at(-1));
     return [plan.concurrency, plan.workers, last[0].argv.find((a) => a.startsWith('--test-concurrency=')), last[1].argv.at(-1)];
   };
-  assert.deepEqual(at(2), [3, 2, '--test-concurrency=3', '2'], 'two free cores');
-  assert.deepEqual(at(1), [2, 2, '--test-concurrency=2', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
-  assert.deepEqual(at(8), [9, 3, '--test-concurrency=9', '3'], 'browser workers at most 3');
+  assert.deepEqual(at(2), [3, 2, '--test-concurrency=2', '2'], 'two free cores: 3 heavy files, then 2 light ones beside 2 browser workers');
+  assert.deepEqual(at(1), [2, 2, '--test-concurrency=1', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
+  assert.deepEqual(at(8), [9, 3, '--test-concurrency=8', '3'], 'browser workers at most 3');
   assert.deepEqual(at(2, { CARLAB_TEST_CONCURRENCY: '1', CARLAB_E2E_WORKERS: '1' }), [1, 1, '--test-concurrency=1', '1']);
   assert.equal(e2eWorkers({ CARLAB_E2E_WORKERS: 'x' }, 2), 2, 'a bad value is ignored');
 });
