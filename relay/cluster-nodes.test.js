@@ -114,7 +114,9 @@ test('a stalled node counts no silence of its peers while it was stalled, and an
   // unread, so B is kept, and the others have dropped A, so A announces itself
   dirA.tick(dirA.lastTickAt + HEARTBEAT_MS + 5000);
   assert.ok(dirA.nodes.has('bbbb'), 'B is kept');
-  assert.equal(dirA.nodes.get('bbbb'), heardB + 5000, 'B\'s silence counts from when A ran again');
+  // within a microsecond: the credit is a difference of two clock readings, and 5581.849393 came
+  // back as 5581.849392999999 (fresh-clone run 2)
+  assert.ok(Math.abs(/** @type {number} */ (dirA.nodes.get('bbbb')) - (heardB + 5000)) < 1e-3, 'B\'s silence counts from when A ran again');
   assert.deepEqual([silenced, dirA.silenced, dirA.lost], [1, 1, 0]);
 
   // a tick late by less than the others wait announces nothing
