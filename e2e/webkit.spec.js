@@ -15,6 +15,7 @@ import { devices, expect, test } from '@playwright/test';
 import { By, Origin } from 'selenium-webdriver';
 
 import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/webkit.js';
+import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, syntheticTruth } from './tracking-check.js';
 
@@ -185,6 +186,7 @@ for (const transport of ['relay', 'relay-faithful']) {
       await openInWebKit(base, `/ar.html?${q}&name=Safari&source=synthetic&probe=1`);
       await inWebKit(() => window.carlab.ready.then(() => window.carlab.trackingReady).then(() => true));
       const started = Date.now();
+      const externalMeter = startExternalLoadMeter();
       const wkId = /** @type {number} */ (await inWebKit(() => window.carlab.client.id));
       const crId = await cr.page.evaluate(() => window.carlab.client.id);
 
@@ -211,10 +213,16 @@ for (const transport of ['relay', 'relay-faithful']) {
       // Updates both ways: Chromium draws WebKit's tracked pose, WebKit draws Chromium exactly where its pose says.
       // one-way delays of a settled window: the updates sent after the tracking warm-up
       const x = await exchange(cr.page, crId, wkId, started + WARMUP_MS);
+      // The bounds are for a machine the test run has to itself; what other work took is measured and
+      // the bounds grow with it (scripts/external-load.js: at most twice, with one of two cores taken).
+      // Beside one busy loop WebKit -> Chromium read p95 333 ms against 250 (fresh-clone run 4).
+      const externalCores = externalMeter.stop();
+      const bound = (/** @type {number} */ ms) => sharedMachineBound(ms, externalCores);
       const rt = /** @type {number[]} */ (await inWebKit(() => window.carlab.client.rt));
       const rtMean = rt.reduce((a, b) => a + b, 0) / rt.length;
       console.log(`webkit (${transport}): ${x.fromWebKit} updates WebKit -> Chromium (one-way p95 ${x.toChromium.p95Ms?.toFixed(1)} ms), `
-        + `${x.fromChromium} Chromium -> WebKit (p95 ${x.toWebKit.p95Ms?.toFixed(1)} ms); WebKit's RT mean ${rtMean.toFixed(1)} ms (n ${rt.length})`);
+        + `${x.fromChromium} Chromium -> WebKit (p95 ${x.toWebKit.p95Ms?.toFixed(1)} ms); WebKit's RT mean ${rtMean.toFixed(1)} ms (n ${rt.length}); `
+        + `outside work took ${externalCores.toFixed(2)} cores: bounds ${bound(250).toFixed(0)} and ${bound(1000).toFixed(0)} ms`);
       expect(x.fromWebKit).toBeGreaterThan(10);
       expect(x.fromChromium).toBeGreaterThan(10);
       expect(x.toChromium.n).toBeGreaterThan(10);
@@ -222,11 +230,11 @@ for (const transport of ['relay', 'relay-faithful']) {
       // WebKit reads it on a main thread that also paints the synthetic video in JavaScript and feeds it
       // through GStreamer (over a core here, a real camera is decoded natively), so its arrival times carry
       // that lag (80-100 ms p95 on a quiet machine, 250-450 ms with one core taken by something else).
-      expect(x.toChromium.p95Ms).toBeLessThan(250);
+      expect(x.toChromium.p95Ms).toBeLessThan(bound(250));
       expect(x.toWebKit.n).toBeGreaterThan(10);
-      expect(x.toWebKit.p95Ms).toBeLessThan(1000);
+      expect(x.toWebKit.p95Ms).toBeLessThan(bound(1000));
       expect(rt.length).toBeGreaterThan(10);
-      expect(rtMean).toBeLessThan(250);
+      expect(rtMean).toBeLessThan(bound(250));
       const wkAvatar = /** @type {AvatarInfo} */ ((await cr.page.evaluate(() => window.carlab.avatars())).find((/** @type {AvatarInfo} */ a) => a.id === wkId));
       expect(wkAvatar?.visible).toBe(true);
       const sentPose = await inWebKit((seq) => window.carlab.sent.get(seq)?.pose ?? null, wkAvatar.seq);
