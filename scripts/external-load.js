@@ -11,21 +11,42 @@ import { OWNER_VAR, isUnder, readOwned } from './owned.js';
 import { cpuJiffies } from './test-machine.js';
 
 /**
- * CPU ticks of every live process this run owns, by pid.
- * @param {string} run the run's owner (the first segment of an owner path)
+ * @typedef {object} LoadSnapshot
+ * @property {{ busy: number, total: number }} cpu all cores' jiffies (/proc/stat)
+ * @property {Map<number, { owner: string, ticks: number }>} procs every owned process's CPU ticks
  */
-function ownedTicks(run) {
-  /** @type {Map<number, number>} */
-  const ticks = new Map();
+
+/**
+ * The machine's CPU counters and those of every process that has an owner.
+ * @returns {LoadSnapshot}
+ */
+export function loadSnapshot() {
+  /** @type {LoadSnapshot['procs']} */
+  const procs = new Map();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
     const owned = readOwned(pid);
-    if (!owned || !isUnder(owned.owner, run)) continue;
-    const p = readProc(pid);
-    if (p) ticks.set(pid, p.ticks);
+    const p = owned && readProc(pid);
+    if (owned && p) procs.set(pid, { owner: owned.owner, ticks: p.ticks });
   }
-  return ticks;
+  return { cpu: cpuJiffies(), procs };
+}
+
+/**
+ * The cores (1 = one core) that processes outside `run` kept busy on average between two snapshots
+ * (a few hundredths below zero when nothing else ran: the counters are read a moment apart).
+ * @param {LoadSnapshot} a @param {LoadSnapshot} b @param {string} run
+ */
+export function externalCores(a, b, run) {
+  const total = b.cpu.total - a.cpu.total;
+  if (total <= 0) return 0;
+  let owned = 0;
+  for (const [pid, p] of b.procs) {
+    if (isUnder(p.owner, run)) owned += p.ticks - (a.procs.get(pid)?.ticks ?? 0);
+  }
+  // /proc/stat counts jiffies of all cores together; a process's ticks are in the same unit
+  return ((b.cpu.busy - a.cpu.busy - owned) / total) * availableParallelism();
 }
 
 /**
@@ -38,24 +59,15 @@ export function runOwner(env = process.env) {
 }
 
 /**
- * Starts measuring; `stop()` returns the cores (1 = one core) that processes
- * outside the run kept busy on average since the start: 0 outside `npm test`.
+ * Starts measuring; `stop()` returns the cores that processes outside the run
+ * kept busy on average since the start: 0 outside `npm test`.
  * @param {string | null} [run]
  */
 export function startExternalLoadMeter(run = runOwner()) {
-  const before = cpuJiffies();
-  const ownedBefore = run ? ownedTicks(run) : new Map();
+  const before = run ? loadSnapshot() : null;
   return {
     stop() {
-      if (!run) return 0;
-      const after = cpuJiffies();
-      const total = after.total - before.total;
-      if (total <= 0) return 0;
-      let owned = 0;
-      for (const [pid, ticks] of ownedTicks(run)) owned += ticks - (ownedBefore.get(pid) ?? 0);
-      const cores = availableParallelism();
-      // /proc/stat counts jiffies of all cores together; a process's ticks are in the same unit
-      return Math.max(0, ((after.busy - before.busy - owned) / total) * cores);
+      return run && before ? Math.max(0, externalCores(before, loadSnapshot(), run)) : 0;
     },
   };
 }
