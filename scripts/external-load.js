@@ -17,18 +17,33 @@ import { cpuJiffies } from './test-machine.js';
  */
 
 /**
- * The machine's CPU counters and those of every process that has an owner.
+ * The machine's CPU counters and those of every process that has an owner:
+ * its own, or that of its nearest ancestor that has one. Chromium's renderers
+ * and zygotes write their titles over their environment, so /proc shows them
+ * no owner; their parent chain leads to the browser, which has one.
  * @returns {LoadSnapshot}
  */
 export function loadSnapshot() {
-  /** @type {LoadSnapshot['procs']} */
-  const procs = new Map();
+  /** @type {Map<number, { ppid: number, ticks: number, owner: string | null }>} */
+  const all = new Map();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
-    const owned = readOwned(pid);
-    const p = owned && readProc(pid);
-    if (owned && p) procs.set(pid, { owner: owned.owner, ticks: p.ticks });
+    const p = readProc(pid);
+    if (p) all.set(pid, { ppid: p.ppid, ticks: p.ticks, owner: readOwned(pid)?.owner ?? null });
+  }
+  /** @param {number} pid @param {number} depth @returns {string | null} */
+  const ownerOf = (pid, depth = 0) => {
+    const p = all.get(pid);
+    if (!p || depth > 64) return null;
+    if (p.owner === null && p.ppid > 1) p.owner = ownerOf(p.ppid, depth + 1);
+    return p.owner;
+  };
+  /** @type {LoadSnapshot['procs']} */
+  const procs = new Map();
+  for (const [pid, p] of all) {
+    const owner = ownerOf(pid);
+    if (owner) procs.set(pid, { owner, ticks: p.ticks });
   }
   return { cpu: cpuJiffies(), procs };
 }

@@ -43,3 +43,23 @@ test('the external load meter counts what the run does not own: a busy loop outs
     theirs.kill('SIGKILL');
   }
 });
+
+test('a process with no owner of its own (a Chromium renderer writes its title over its environment) belongs to its parent\'s', { skip: process.platform !== 'linux' && 'reads /proc', timeout: 30_000 }, async () => {
+  const run = `external-load-child-${process.pid}`;
+  // the parent has the owner; its busy child is started with an empty environment
+  const parent = spawn(process.execPath, ['-e', `require("node:child_process").spawn(process.execPath, ["-e", "const end = Date.now() + 15000; while (Date.now() < end) {}"], { env: {}, stdio: "inherit" }); setTimeout(() => {}, 15000)`],
+    { stdio: 'ignore', env: { ...process.env, [OWNER_VAR]: `${run}/parent` } });
+  /** @type {number | undefined} */
+  let child;
+  try {
+    for (let i = 0; i < 100 && child === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      child = [...loadSnapshot().procs].find(([pid, p]) => p.owner === `${run}/parent` && pid !== parent.pid)?.[0];
+    }
+    assert.ok(child, 'the child is found under its parent\'s owner');
+  } finally {
+    // the child has no owner of its own to be found by once its parent is gone: ended by pid first
+    if (child !== undefined) try { process.kill(child, 'SIGKILL'); } catch { /* gone */ }
+    parent.kill('SIGKILL');
+  }
+});
