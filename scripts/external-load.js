@@ -3,11 +3,9 @@
 // (scripts/owned.js). A real-time test states its bound for a machine the run
 // has to itself; what another job takes from it is measured here and named
 // beside the bound, never guessed.
-import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
-import { readProc } from '../lab/proctree.js';
-import { OWNER_VAR, isUnder, readOwned } from './owned.js';
+import { OWNER_VAR, isUnder, ownedProcesses } from './owned.js';
 import { cpuJiffies } from './test-machine.js';
 
 /**
@@ -17,34 +15,14 @@ import { cpuJiffies } from './test-machine.js';
  */
 
 /**
- * The machine's CPU counters and those of every process that has an owner:
- * its own, or that of its nearest ancestor that has one. Chromium's renderers
- * and zygotes write their titles over their environment, so /proc shows them
- * no owner; their parent chain leads to the browser, which has one.
+ * The machine's CPU counters and those of every process that has an owner
+ * (its own or its nearest ancestor's: scripts/owned.js ownedProcesses).
  * @returns {LoadSnapshot}
  */
 export function loadSnapshot() {
-  /** @type {Map<number, { ppid: number, ticks: number, owner: string | null }>} */
-  const all = new Map();
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    const p = readProc(pid);
-    if (p) all.set(pid, { ppid: p.ppid, ticks: p.ticks, owner: readOwned(pid)?.owner ?? null });
-  }
-  /** @param {number} pid @param {number} depth @returns {string | null} */
-  const ownerOf = (pid, depth = 0) => {
-    const p = all.get(pid);
-    if (!p || depth > 64) return null;
-    if (p.owner === null && p.ppid > 1) p.owner = ownerOf(p.ppid, depth + 1);
-    return p.owner;
-  };
   /** @type {LoadSnapshot['procs']} */
   const procs = new Map();
-  for (const [pid, p] of all) {
-    const owner = ownerOf(pid);
-    if (owner) procs.set(pid, { owner, ticks: p.ticks });
-  }
+  for (const [pid, p] of ownedProcesses()) procs.set(pid, { owner: p.owner, ticks: p.ticks });
   return { cpu: cpuJiffies(), procs };
 }
 

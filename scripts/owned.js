@@ -13,6 +13,8 @@
 
 import { readFileSync, readdirSync } from 'node:fs';
 
+import { readProc } from '../lab/proctree.js';
+
 /** The environment variable that names a process's owner. */
 export const OWNER_VAR = 'CARLABTEST_OWNER';
 
@@ -24,6 +26,28 @@ export const OWNER_VAR = 'CARLABTEST_OWNER';
  */
 
 /**
+ * Whether a process is dead and waiting for its parent (or gone).
+ * @param {number} pid
+ */
+function isZombie(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * A process's command line, arguments joined by spaces ('' when gone).
+ * @param {number} pid
+ */
+function readArgs(pid) {
+  try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' '); } catch { return ''; }
+}
+
+/**
  * Reads one process's owner and command line; null for a process that is
  * gone, a zombie (already dead, waiting for its parent) or not readable.
  * @param {number} pid
@@ -31,15 +55,12 @@ export const OWNER_VAR = 'CARLABTEST_OWNER';
  */
 export function readOwned(pid) {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return null;
+    if (isZombie(pid)) return null;
     const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
     const key = `${OWNER_VAR}=`;
     const entry = environ.split('\0').find((e) => e.startsWith(key));
     if (!entry) return null;
-    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-    return { pid, owner: entry.slice(key.length), args };
+    return { pid, owner: entry.slice(key.length), args: readArgs(pid) };
   } catch {
     return null;
   }
@@ -54,6 +75,38 @@ export function isUnder(owner, prefix) {
 }
 
 /**
+ * Every live process with an owner: its own, or that of its nearest ancestor
+ * that has one. Chromium's renderers and zygotes write their titles over their
+ * environment, so /proc shows them none; their parent chain leads to the
+ * browser, which has one.
+ * @returns {Map<number, OwnedProcess & { ppid: number, ticks: number }>}
+ */
+export function ownedProcesses() {
+  /** @type {Map<number, { ppid: number, ticks: number, owned: OwnedProcess | null }>} */
+  const all = new Map();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const p = readProc(pid);
+    // a zombie is dead already (its parent has not reaped it): nothing to end, nothing it runs
+    if (p && !isZombie(pid)) all.set(pid, { ppid: p.ppid, ticks: p.ticks, owned: readOwned(pid) });
+  }
+  /** @param {number} pid @param {number} depth @returns {string | null} */
+  const ownerOf = (pid, depth = 0) => {
+    const p = all.get(pid);
+    if (!p || depth > 64) return null;
+    return p.owned?.owner ?? (p.ppid > 1 ? ownerOf(p.ppid, depth + 1) : null);
+  };
+  /** @type {Map<number, OwnedProcess & { ppid: number, ticks: number }>} */
+  const out = new Map();
+  for (const [pid, p] of all) {
+    const owner = ownerOf(pid);
+    if (owner) out.set(pid, { pid, owner, args: p.owned?.args ?? readArgs(pid), ppid: p.ppid, ticks: p.ticks });
+  }
+  return out;
+}
+
+/**
  * The live processes owned by `prefix` (or by an owner under it), this
  * process and those in `except` left out.
  * @param {string} prefix
@@ -62,15 +115,10 @@ export function isUnder(owner, prefix) {
  */
 export function ownedBy(prefix, except = []) {
   const skip = new Set([process.pid, ...except]);
-  /** @type {OwnedProcess[]} */
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || skip.has(pid)) continue;
-    const p = readOwned(pid);
-    if (p && isUnder(p.owner, prefix)) found.push(p);
-  }
-  return found.sort((a, b) => a.pid - b.pid);
+  return [...ownedProcesses().values()]
+    .filter((p) => !skip.has(p.pid) && isUnder(p.owner, prefix))
+    .map(({ pid, owner, args }) => ({ pid, owner, args }))
+    .sort((a, b) => a.pid - b.pid);
 }
 
 /**
