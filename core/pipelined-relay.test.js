@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { createRelay } from '../relay/index.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { CarClient } from './client.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 const pose = () => /** @type {import('./protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
 const UPDATES = 40;

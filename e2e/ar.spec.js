@@ -10,7 +10,7 @@ import { chromium, devices, expect, test } from '@playwright/test';
 
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
 import { encodePatt } from '../web/src/ar/marker-pattern.js';
-import { chromiumLaunchOptions } from '../lab/launch.js';
+import { chromiumLaunchOptions } from '../lab/bench/launch.js';
 import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../lab/commands/bench.js';
-import { resultsSchemaProblems } from '../lab/schema.js';
+import { resultsSchemaProblems } from '../lab/report/schema.js';
 import { namespacesForbidden } from '../lab/net/system.js';
 
 const sink = () => {

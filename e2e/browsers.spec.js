@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../lab/commands/browsers.js';
-import { browsersSchemaProblems } from '../lab/browsers/schema.js';
-import { resultsSchemaProblems } from '../lab/schema.js';
+import { browsersSchemaProblems } from '../lab/report/browsers-schema.js';
+import { resultsSchemaProblems } from '../lab/report/schema.js';
 
 /** Repetitions of each pair. */
 const REPEAT = 2;

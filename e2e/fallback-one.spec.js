@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../lab/commands/bench.js';
-import { resultsSchemaProblems } from '../lab/schema.js';
+import { resultsSchemaProblems } from '../lab/report/schema.js';
 import { namespacesForbidden } from '../lab/net/system.js';
 import { DEFAULT_CYCLE_MS } from '../core/defaults.js';
 import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';

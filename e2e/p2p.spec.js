@@ -2,7 +2,7 @@
 // loss accounting, churn, and a Chromium <-> Firefox pair.
 import { test, expect, chromium } from '@playwright/test';
 import { aggregateStreams } from '../core/metrics.js';
-import { chromiumLaunchOptions } from '../lab/launch.js';
+import { chromiumLaunchOptions } from '../lab/bench/launch.js';
 
 /** @param {import('@playwright/test').Page} page @param {string} query */
 async function openPeer(page, query) {

@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/launch.js';
+import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/bench/launch.js';
 
 const port = Number(process.env.CARLAB_E2E_PORT ?? 8199);
 
@@ -36,7 +36,7 @@ export default defineConfig({
     // phase 1, one test at a time (each project depends on the one before). `npm test` runs WebKit
     // in a stage of its own, last, with nothing beside it (scripts/test.js SOLO_PROJECTS).
     {
-      // Safari's engine: WebKitGTK driven over WebDriver (lab/webkit.js); Chromium is the phone beside it.
+      // Safari's engine: WebKitGTK driven over WebDriver (lab/bench/webkit.js); Chromium is the phone beside it.
       name: 'webkit',
       use: chromium,
       testMatch: 'webkit.spec.js',

@@ -12,10 +12,10 @@ import path from 'node:path';
 import { devices, expect, firefox, test } from '@playwright/test';
 
 import { aggregateStreams } from '../core/metrics.js';
-import { freshnessOf } from '../lab/aggregate.js';
+import { freshnessOf } from '../lab/report/aggregate.js';
 import { run as runReport } from '../lab/commands/report.js';
-import { firefoxLaunchOptions } from '../lab/launch.js';
-import { readRecording } from '../lab/recording.js';
+import { firefoxLaunchOptions } from '../lab/bench/launch.js';
+import { readRecording } from '../lab/report/recording.js';
 import { ownServer } from './server.js';
 
 const TOKEN = 'e2e-study-dashboard-token-42';

@@ -7,11 +7,11 @@
 //
 // `carlab bench --net` refuses Firefox (lab/commands/bench.js), so this drives
 // the same pieces below it: lab/net's withNetwork builds, shapes and blocks the
-// namespaces, lab/bench.js's runBenchPoint runs the fleet. Firefox starts
-// inside its namespace through runFirefoxInNamespace (lab/bench.js), which
+// namespaces, lab/bench/bench.js's runBenchPoint runs the fleet. Firefox starts
+// inside its namespace through runFirefoxInNamespace (lab/bench/bench.js), which
 // forwards the WebDriver BiDi port Playwright needs out of the namespace.
 import { test, expect } from '@playwright/test';
-import { benchLayout, runBenchPoint } from '../lab/bench.js';
+import { benchLayout, runBenchPoint } from '../lab/bench/bench.js';
 import { prepareNetwork, withNetwork } from '../lab/net/network.js';
 import { ensureLabPages } from '../lab/pages/build.js';
 import { needsNamespacesAndTurn } from './namespaces.js';
@@ -27,7 +27,7 @@ import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
 async function point(profileName, { clients, group, browsers }) {
   const profiles = await prepareNetwork({ list: profileName });
   const profile = /** @type {import('../lab/net/profiles.js').NetProfile} */ (profiles.get(profileName));
-  /** @type {import('../lab/flags.js').SweepPoint} */
+  /** @type {import('../lab/shared/flags.js').SweepPoint} */
   const p = { transport: 'p2p', clients, group, cycleMs: DEFAULT_CYCLE_MS, cycleMode: 'pipelined', relays: 0, placement: 'spread', net: profileName };
   const { peersPerBrowser } = benchLayout({ clients, peersPerPage: 1, pagesPerBrowser: 1, interleave: true });
   return withNetwork(profile, peersPerBrowser, (net) => runBenchPoint({

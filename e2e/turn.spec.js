@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../lab/commands/bench.js';
-import { resultsSchemaProblems } from '../lab/schema.js';
+import { resultsSchemaProblems } from '../lab/report/schema.js';
 import { needsNamespacesAndTurn } from './namespaces.js';
 import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
 

@@ -1,5 +1,5 @@
 // Safari's engine in the browser tests: Debian's WebKitGTK (MiniBrowser under
-// WebKitWebDriver, on an Xvfb display of its own; lab/webkit.js), driven with
+// WebKitWebDriver, on an Xvfb display of its own; lab/bench/webkit.js), driven with
 // selenium-webdriver, since Playwright cannot drive this WebKit. One session
 // for the whole file. This WebKit has no WebRTC compiled in, so it runs the
 // relay transports and is where a link asking for p2p must be explained.
@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { devices, expect, test } from '@playwright/test';
 import { By, Origin } from 'selenium-webdriver';
 
-import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/webkit.js';
+import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/bench/webkit.js';
 import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, syntheticTruth } from './tracking-check.js';
@@ -29,7 +29,7 @@ const WINDOW = { width: 412, height: 860 };
 // Timing on a shared two-core machine: one more try if a burst of load spoils a window (as e2e/ar.spec.js).
 test.describe.configure({ retries: 1 });
 
-/** @type {import('../lab/webkit.js').WebKitBrowser} */
+/** @type {import('../lab/bench/webkit.js').WebKitBrowser} */
 let wk;
 /** Uncaught errors of the WebKit pages since the last check. */
 /** @type {string[]} */
@@ -43,7 +43,7 @@ test.afterAll(async () => {
 });
 
 /**
- * Runs `fn(arg)` in the WebKit page (lab/webkit.js webkitEvaluate).
+ * Runs `fn(arg)` in the WebKit page (lab/bench/webkit.js webkitEvaluate).
  * @template T, A
  * @param {(arg: A) => T | Promise<T>} fn
  * @param {A} [arg]

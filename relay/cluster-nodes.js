@@ -13,13 +13,13 @@
  * a node as new is not enough: after a cut heals, the kernel delivers the
  * cut-off node's retransmitted heartbeats on its old connection, so the others
  * saw it as new and sent their state to a socket it had closed, before its new
- * connection subscribed (lab/cluster-machines.test.js hung so, 2 runs in 3
+ * connection subscribed (lab/target/cluster-machines.test.js hung so, 2 runs in 3
  * under load).
  *
  * A node's silence is only counted while this process runs: a process stalled
  * (starved, swapped out, paused) runs its late timers before it reads the
  * heartbeats that arrived meanwhile, and used to drop every peer for its own
- * stall, losing what its clients had sent them (lab/cluster.test.js: 16 % of
+ * stall, losing what its clients had sent them (lab/target/cluster.test.js: 16 % of
  * relay-faithful's updates across 2 relays, one of which stalled 4 s). A tick
  * that comes late credits its lateness to every peer. A node whose own
  * heartbeats stopped for NODE_TIMEOUT_MS knows the others dropped it: its

@@ -1,6 +1,6 @@
 // The node directory's heartbeats, on an in-process bus that delivers like
 // NATS with noEcho (a node never hears itself); what a real nats-server adds
-// (a cut, a heal) is lab/cluster-machines.test.js.
+// (a cut, a heal) is lab/target/cluster-machines.test.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HEARTBEAT_MS, NODE_TIMEOUT_MS, NodeDirectory } from './cluster-nodes.js';

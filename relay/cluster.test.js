@@ -16,7 +16,7 @@ import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport } from '../web/src/transport/relay-udp.js';
 import { RTCPeerConnection } from 'node-datachannel/polyfill';
 import { freePort, startNatsServer } from '../server/nats-process.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];

@@ -8,8 +8,8 @@ import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { CloseCode, MsgType, VERSION, encode, decode } from '../core/protocol.js';
-import { waitFor as until } from '../lab/loop-stall.js';
-import { socketBufferCeiling } from '../lab/socket-buffers.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
+import { socketBufferCeiling } from '../lab/shared/socket-buffers.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 

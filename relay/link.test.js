@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 import { createRelay } from './index.js';
 import { frameCost } from './budget.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 /** @type {(() => Promise<void>)[]} */
 const cleanups = [];

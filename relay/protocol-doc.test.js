@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
 import { MsgType } from '../core/protocol.js';
-import { waitFor } from '../lab/loop-stall.js';
+import { waitFor } from '../lab/shared/loop-stall.js';
 
 // ---------------------------------------------------------------------------
 // Codec (docs/protocol.md §2–§5)

@@ -14,8 +14,8 @@ import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
-import { plusTwoStalls, startStallMeter, waitFor } from '../lab/loop-stall.js';
-import { socketBufferCeiling } from '../lab/socket-buffers.js';
+import { plusTwoStalls, startStallMeter, waitFor } from '../lab/shared/loop-stall.js';
+import { socketBufferCeiling } from '../lab/shared/socket-buffers.js';
 import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
@@ -126,7 +126,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     let maxHeld = 0;
     let seq = 0;
     // Bounded by what the relay wrote (the kernel's buffers for the socket fill first; see
-    // lab/socket-buffers.js), not by a stopwatch a loaded machine can run out; and in time only
+    // lab/shared/socket-buffers.js), not by a stopwatch a loaded machine can run out; and in time only
     // so that the loop is.
     const floodBytes = relay.stats.bytesOut + 2 * socketBufferCeiling();
     const deadline = Date.now() + 100_000;

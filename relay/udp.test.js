@@ -15,7 +15,7 @@ import { aggregateStreams } from '../core/metrics.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport, MAX_MESSAGE_BYTES } from '../web/src/transport/relay-udp.js';
 import { CloseCode, HelloFlag, MsgType, VERSION, decode, encode } from '../core/protocol.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 /** @returns {import('../core/protocol.js').Pose} */
 const pose = () => [0, 0, 0, 0, 0, 0, 1];

@@ -1,56 +1,27 @@
-// The layout's rules (docs/architecture.md), checked: imports point one way
-// (web, relay, signaling -> core; server -> relay, signaling, core; lab -> all),
-// nothing product-side imports lab/, e2e/ or a devDependency, and `carlab start`
-// really loads none of them (traced at run time).
+// The layout's rules (docs/architecture.md): imports point one way (web,
+// relay, signaling -> core; server -> relay, signaling, core; lab -> all; the
+// lab's rooms one way down), nothing product-side imports lab/, e2e/ or a
+// devDependency, no circle anywhere — checked by dependency-cruiser with the
+// rules in .dependency-cruiser.cjs — and `carlab start` really loads none of
+// them (traced at run time).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { cruise } from 'dependency-cruiser';
+
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-const DEPENDENCIES = new Set(Object.keys(pkg.dependencies));
 const DEV_DEPENDENCIES = new Set(Object.keys(pkg.devDependencies));
-
-/**
- * Which top-level folders each product folder may import from (relative imports).
- * The CLI (scripts/carlab.js) loads lab commands lazily; it is checked at run time below.
- * @type {Record<string, string[]>}
- */
-const MAY_IMPORT = {
-  core: ['core'],
-  web: ['web', 'core'],
-  relay: ['relay', 'core'],
-  signaling: ['signaling', 'relay', 'core'],
-  server: ['server', 'relay', 'signaling', 'core', 'web'],
-};
-
-/** Public entry points: another folder may import only these files of a server folder. */
-const ENTRY_POINTS = { relay: 'relay/index.js', signaling: 'signaling/index.js' };
-
-/** @param {string} dir @returns {string[]} repository-relative .js files, tests excluded */
-function sourcesUnder(dir) {
-  /** @type {string[]} */
-  const out = [];
-  for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true, recursive: true })) {
-    const rel = path.relative(ROOT, path.join(entry.parentPath ?? entry.path, entry.name));
-    if (!entry.isFile() || !rel.endsWith('.js') || rel.endsWith('.test.js')) continue;
-    if (rel.split(path.sep).some((part) => part === 'dist' || part === 'node_modules')) continue;
-    out.push(rel.split(path.sep).join('/'));
-  }
-  return out;
-}
-
-/** @param {string} file @returns {string[]} static and dynamic import specifiers */
-function specifiersOf(file) {
-  // Comments go first: a JSDoc `import('...')` names a type, it loads nothing.
-  const text = readFileSync(path.join(ROOT, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-  return [...text.matchAll(/(?:^\s*import\s[^'"]*?|^\s*export\s[^'"]*?from\s*|import\(\s*)['"]([^'"]+)['"]/gm)].map((m) => m[1]);
-}
+/** @type {{ forbidden: object[], options: Record<string, unknown> }} */
+const RULES = createRequire(import.meta.url)('../.dependency-cruiser.cjs');
+/** The folders whose imports are checked. */
+const CHECKED = ['core', 'web', 'relay', 'signaling', 'server', 'lab', 'scripts', 'e2e'];
 
 /** @param {string} specifier @returns {string} the package name of a bare specifier */
 function packageOf(specifier) {
@@ -59,63 +30,68 @@ function packageOf(specifier) {
 }
 
 /**
- * What breaks the layout's rules among `files`, read as if they lived in `folder`.
- *
- * @param {string} folder
- * @param {string[]} files repository-relative
- * @returns {string[]}
+ * Every broken rule among `folders` under `baseDir`, as "rule: from -> to".
+ * @param {string} baseDir
+ * @param {string[]} folders
+ * @returns {Promise<string[]>}
  */
-function layoutProblems(folder, files) {
-  const allowed = MAY_IMPORT[folder];
-  /** @type {string[]} */
-  const problems = [];
-  for (const file of files) {
-    for (const spec of specifiersOf(file)) {
-      if (spec.startsWith('.')) {
-        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
-        const top = target.split('/')[0];
-        const entry = Object.hasOwn(ENTRY_POINTS, top) ? ENTRY_POINTS[/** @type {keyof typeof ENTRY_POINTS} */ (top)] : null;
-        if (!allowed.includes(top)) problems.push(`${file} imports ${target} (${folder}/ may import ${allowed.join(', ')})`);
-        else if (top !== folder && entry && target !== entry) problems.push(`${file} reaches into ${target}; use ${entry}`);
-      } else if (spec.startsWith('node:') || builtinModules.includes(spec)) {
-        if (folder === 'core') problems.push(`${file}: the core runs in browsers too, yet imports ${spec}`);
-      } else {
-        const name = packageOf(spec);
-        if (DEV_DEPENDENCIES.has(name)) problems.push(`${file} imports the devDependency ${name}`);
-        else if (!DEPENDENCIES.has(name)) problems.push(`${file} imports ${name}, which package.json does not list`);
-        if (folder === 'core') problems.push(`${file}: the core imports no package, yet imports ${name}`);
-      }
-    }
+async function violations(baseDir, folders) {
+  const cwd = process.cwd();
+  process.chdir(baseDir); // dependency-cruiser reads paths relative to the working directory
+  try {
+    const result = await cruise(folders, { ...RULES.options, ruleSet: { forbidden: RULES.forbidden }, validate: true, baseDir, outputType: 'json' });
+    const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
+    return output.summary.violations.map((/** @type {any} */ v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((/** @type {any} */ c) => c.name ?? c).join(' -> ')})` : ''}`);
+  } finally {
+    process.chdir(cwd);
   }
-  return problems;
 }
 
-test('product folders import only what the layout allows', () => {
-  for (const folder of Object.keys(MAY_IMPORT)) {
-    const files = folder === 'web' ? sourcesUnder('web/src') : sourcesUnder(folder);
-    assert.ok(files.length > 0, `${folder}/ has sources`);
-    assert.deepEqual(layoutProblems(folder, files), [], `${folder}/`);
-  }
+test('dependency-cruiser: no import breaks the layout\'s rules, no circle', { timeout: 120_000 }, async () => {
+  assert.deepEqual(await violations(ROOT, CHECKED.filter((f) => f !== 'web').concat(['web/src'])), []);
 });
 
-test('the rules catch what they forbid', () => {
-  // Lab modules read as if they were product code: each breaks one rule.
-  assert.ok(layoutProblems('server', ['lab/commands/bench.js']).some((p) => p.includes('imports lab/pages/build.js')), 'an import of lab/');
-  assert.ok(layoutProblems('server', ['lab/baselines.js']).some((p) => p.includes('reaches into relay/stats.js')), 'past an entry point');
-  assert.ok(layoutProblems('core', ['lab/sim.js']).some((p) => p.includes('node:child_process')), 'a built-in in the core');
-  assert.ok(layoutProblems('server', ['lab/report-html.test.js']).some((p) => p.includes('devDependency @playwright/test')), 'a devDependency');
+test('every lab module lives in a room: no file at lab/\'s top level', () => {
+  assert.deepEqual(readdirSync(path.join(ROOT, 'lab'), { withFileTypes: true }).filter((e) => e.isFile() && /\.(js|ts)$/.test(e.name)).map((e) => e.name), []);
 });
 
-test('the lab needs no devDependency at run time: only tests import test tooling', () => {
-  /** @type {string[]} */
-  const problems = [];
-  for (const file of [...sourcesUnder('lab'), ...sourcesUnder('scripts')]) {
-    for (const spec of specifiersOf(file)) {
-      if (spec.startsWith('.') || spec.startsWith('node:')) continue;
-      if (DEV_DEPENDENCIES.has(packageOf(spec))) problems.push(`${file} imports the devDependency ${packageOf(spec)}`);
+test('the rules catch what they forbid (a scratch tree that breaks each)', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'carlab-layout-'));
+  try {
+    /** @type {Record<string, string>} */
+    const files = {
+      'package.json': JSON.stringify({ name: 'scratch', type: 'module', dependencies: { ws: '*' }, devDependencies: { '@playwright/test': '*' } }),
+      'core/a.js': "import 'node:fs';\nimport '../relay/index.js';\n",
+      'relay/index.js': "export {};\n",
+      'relay/stats.js': "export {};\n",
+      'server/s.js': "import '../relay/stats.js';\nimport '../lab/shared/x.js';\nimport '@playwright/test';\nimport 'qrcode';\n",
+      'lab/shared/x.js': "import './y.js';\n",
+      'lab/shared/y.js': "import './x.js';\n",
+      'lab/report/r.js': "import '../sim/sim.js';\n",
+      'lab/sim/sim.js': "import '../bench/bench.js';\n",
+      'lab/bench/bench.js': "export {};\n",
+      'lab/sim/sim.test.js': "import '../bench/bench.js';\n",
+    };
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+      writeFileSync(path.join(dir, name), text);
     }
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const found = await violations(dir, ['core', 'relay', 'server', 'lab']);
+    const broke = (/** @type {string} */ rule, /** @type {string} */ from) => found.some((v) => v.startsWith(`${rule}: ${from}`));
+    assert.ok(broke('product-core', 'core/a.js'), `core imports relay: ${found.join('; ')}`);
+    assert.ok(broke('core-runs-in-browsers', 'core/a.js'), 'a built-in in the core');
+    assert.ok(broke('entry-points', 'server/s.js'), 'past an entry point');
+    assert.ok(broke('product-server', 'server/s.js'), 'the product imports the lab');
+    assert.ok(broke('no-dev-dependency-at-run-time', 'server/s.js'), 'a devDependency');
+    assert.ok(broke('not-in-package-json', 'server/s.js'), 'a package that package.json does not list');
+    assert.ok(broke('no-circular', 'lab/shared/x.js'), 'a circle');
+    assert.ok(broke('lab-report', 'lab/report/r.js'), 'results code imports a runner');
+    assert.ok(broke('lab-sim', 'lab/sim/sim.js'), 'a runner imports a room beside it');
+    assert.ok(!found.some((v) => v.includes('lab/sim/sim.test.js ->')), 'a test may reach across rooms');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  assert.deepEqual(problems, []);
 });
 
 test('`carlab start` loads no module from lab/ or e2e/ and no devDependency (traced)', { timeout: 60_000 }, async () => {

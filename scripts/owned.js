@@ -13,7 +13,7 @@
 
 import { readFileSync, readdirSync } from 'node:fs';
 
-import { readProc } from '../lab/proctree.js';
+import { readProc } from '../lab/shared/proctree.js';
 
 /** The environment variable that names a process's owner. */
 export const OWNER_VAR = 'CARLABTEST_OWNER';

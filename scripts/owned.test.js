@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { until } from '../lab/loop-stall.js';
+import { until } from '../lab/shared/loop-stall.js';
 import { OWNER_VAR, describeOwned, endOwned, isUnder, ownedBy } from './owned.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

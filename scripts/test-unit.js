@@ -25,7 +25,7 @@ export const TEST_DIRS = ['core', 'web/src', 'relay', 'signaling', 'server', 'la
  * about 20 s).
  */
 export const QUIET_FILES = Object.freeze([
-  'lab/soak.test.js',
+  'lab/sim/soak.test.js',
   'relay/fairness.test.js',
 ]);
 
@@ -43,8 +43,8 @@ export const QUIET_FILES = Object.freeze([
  */
 export const TIMED_FILES = Object.freeze([
   'lab/commands/fuzz.test.js',
-  'lab/haproxy.test.js',
-  'lab/restart.test.js',
+  'lab/target/haproxy.test.js',
+  'lab/sim/restart.test.js',
   'relay/slow.test.js',
 ]);
 
@@ -59,19 +59,19 @@ export const TIMED_FILES = Object.freeze([
  * in a stage of their own, longest first so that none is left alone at the end.
  */
 export const LONG_FILES = Object.freeze([
-  'lab/fleet-agents.test.js',
-  'lab/fleet-interrupt.test.js',
-  'lab/fleet-machines.test.js',
+  'lab/fleet/fleet-agents.test.js',
+  'lab/fleet/fleet-interrupt.test.js',
+  'lab/fleet/fleet-machines.test.js',
   'lab/commands/sim.test.js',
-  'lab/cluster.test.js',
+  'lab/target/cluster.test.js',
   'server/cluster.test.js',
   'lab/commands/sim-baselines-reports.test.js',
   'lab/net/net.test.js',
-  'lab/churn.test.js',
-  'lab/cluster-machines.test.js',
-  'lab/start-cluster.test.js',
-  'lab/bench-url.test.js',
-  'lab/study.test.js',
+  'lab/sim/churn.test.js',
+  'lab/target/cluster-machines.test.js',
+  'lab/target/start-cluster.test.js',
+  'lab/bench/bench-url.test.js',
+  'lab/report/study.test.js',
 ]);
 
 /** The test guard every test process loads (scripts/test-guard.js): nothing a test starts outlives it. */

@@ -19,7 +19,7 @@ import { freePort } from './nats-process.js';
 import { parseStartOptions } from './options.js';
 import { HEAD_LIMITS, ROUTED_CONNECTION, pickRendezvous } from './route.js';
 import { loadTlsCertificate } from './tls.js';
-import { waitFor } from '../lab/loop-stall.js';
+import { waitFor } from '../lab/shared/loop-stall.js';
 
 const BIN = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSupervisedNatsServer } from './nats-process.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 /** @param {number} pid */
 function alive(pid) {

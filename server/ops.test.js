@@ -18,7 +18,7 @@ import { CloseCode, MsgType, decode, encode, unbatch } from '../core/protocol.js
 import { ReconnectPolicy, isReconnectable } from '../web/src/transport/relay-reconnect.js';
 import { createLogger, formatReadable } from './log.js';
 import { createCarlabServer } from './server.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 after(() => { setTimeout(() => process.exit(), 500).unref(); });
 const webRoot = mkdtempSync(path.join(tmpdir(), 'carlab-ops-'));

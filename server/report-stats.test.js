@@ -9,7 +9,7 @@ import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.
 import { Reporter, RtHistogram, buildReport, overSession, randomSessionId } from '../core/report.js';
 import { createTransport } from '../web/src/transport/index.js';
 import { createCarlabServer } from './server.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 const CONFIG = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
 

@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { CloseCode } from '../core/protocol.js';
 import { createSignaling } from './index.js';
 import { MAX_PEER_ID_LENGTH, checkPeerParams } from './guard.js';
-import { until } from '../lab/loop-stall.js';
+import { until } from '../lab/shared/loop-stall.js';
 
 // The `peer` package's timers never stop: leave once done.
 after(() => { setTimeout(() => process.exit(), 500).unref(); });

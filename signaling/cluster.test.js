@@ -10,7 +10,7 @@ import { createSignaling } from './index.js';
 import { connectNatsBroker } from '../relay/index.js';
 import { NodeDirectory } from '../relay/cluster-nodes.js';
 import { startNatsServer } from '../server/nats-process.js';
-import { waitFor as until } from '../lab/loop-stall.js';
+import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 // The `peer` package's timers never stop: leave once done.
 after(() => { setTimeout(() => process.exit(), 500).unref(); });

@@ -1,11 +1,11 @@
-// Experiment 7, `car`: the location-update bench (lab/bench.js
+// Experiment 7, `car`: the location-update bench (lab/bench/bench.js
 // runBenchPoint, its run records as they are) with a Chromium fleet, a
 // Firefox fleet and a mixed fleet, on relay and p2p: RT, loss and jitter per
 // browser. C-C runs Chromium only, F-F Firefox only, C-F and F-C one mixed
 // fleet (pages alternate browsers, the pair's first browser first; on p2p
 // the newer member dials, so a mixed group has both directions either way).
 
-import { runBenchPoint } from '../bench.js';
+import { runBenchPoint } from '../bench/bench.js';
 
 /**
  * The fleets the pairs ask for, deduplicated: mixed pairs share one fleet.
@@ -33,7 +33,7 @@ export const carExperiment = {
   cells(o) {
     return fleetsOf(o.pairs).flatMap((fleet) => o.car.transports.map((transport) => {
       // The car experiment repeats the paper's measurement: gated, one relay.
-      /** @type {import('../flags.js').SweepPoint} */
+      /** @type {import('../shared/flags.js').SweepPoint} */
       const point = { transport, clients: o.car.clients, group: o.car.group, cycleMs: o.car.cycleMs, cycleMode: 'gated', relays: 0, placement: 'spread' };
       const pages = o.car.clients;
       return {

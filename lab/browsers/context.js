@@ -4,10 +4,10 @@
 // with or without host-address obfuscation, lab pages and PeerJS ids.
 
 import { chromium, firefox } from 'playwright-core';
-import { CHROMIUM_PATH, FIREFOX_PATH, chromiumLaunchOptions, ensureWarmFirefox, firefoxLaunchOptions } from '../launch.js';
+import { CHROMIUM_PATH, FIREFOX_PATH, chromiumLaunchOptions, ensureWarmFirefox, firefoxLaunchOptions } from '../bench/launch.js';
 import { peerIdOf } from '../../web/src/transport/p2p.js';
-import { startServerChild } from '../sim.js';
-import { UsageError } from '../flags.js';
+import { startServerChild } from '../target/server-process.js';
+import { UsageError } from '../shared/flags.js';
 import { startSignalingProxy } from './proxy.js';
 import { createWireCounter } from './wire.js';
 

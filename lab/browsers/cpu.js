@@ -5,7 +5,7 @@
 // client browser's process-tree CPU is sampled over a window, with the
 // server browser's CPU and the throughput the client received beside it.
 
-import { sampleProcessTree } from '../proctree.js';
+import { sampleProcessTree } from '../shared/proctree.js';
 import { perSecond } from './arith.js';
 import { obfuscationFor, openPeer, pairFields, sleep } from './context.js';
 import { assignConnections, ensureServerPeers } from './memory.js';

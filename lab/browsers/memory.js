@@ -10,7 +10,7 @@
 // before m_0 so the server browser's processes do not shift PSS mid-ramp.
 
 import { readFileSync } from 'node:fs';
-import { processTree, readProc } from '../proctree.js';
+import { processTree, readProc } from '../shared/proctree.js';
 import { memoryPerConnection, slope } from './arith.js';
 import { obfuscationFor, openPeer, pairFields, sleep } from './context.js';
 import { SECONDS_PER_LAUNCH, cleanError } from './setup.js';

@@ -9,11 +9,11 @@ import { keepaliveRates, payloadOf } from './keepalive.js';
 import { assignConnections, memoryFigures, parseSmapsRollup } from './memory.js';
 import { APPROACHES, approachFigures } from './transfer.js';
 import { fleetsOf } from './car.js';
-import { experimentSections, isLabRun, renderExperimentTables } from './tables.js';
-import { experimentReport } from './report-section.js';
-import { renderTables } from '../output.js';
-import { renderReportHtml } from '../report-html.js';
-import { browsersSchemaProblems } from './schema.js';
+import { experimentSections, isLabRun, renderExperimentTables } from '../report/browsers-tables.js';
+import { experimentReport } from '../report/browsers-section.js';
+import { renderTables } from '../report/output.js';
+import { renderReportHtml } from '../report/report-html.js';
+import { browsersSchemaProblems } from '../report/browsers-schema.js';
 
 const [CF] = parsePairs('C-F');
 
@@ -23,7 +23,7 @@ const [CF] = parsePairs('C-F');
  * required): hence the cast.
  * @param {Record<string, unknown>} env @param {object[]} runs
  */
-const resultsOf = (env, runs) => /** @type {import('../output.js').Results} */ ({ env, runs });
+const resultsOf = (env, runs) => /** @type {import('../report/output.js').Results} */ ({ env, runs });
 
 /**
  * A connect()/connInfo() result as the lab page returns it.

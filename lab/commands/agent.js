@@ -1,11 +1,11 @@
 // `carlab agent`: offers this machine's browsers to `carlab bench --agents`
-// through NATS until stopped (lab/agent.js; docs/fleet.md).
+// through NATS until stopped (lab/fleet/agent.js; docs/fleet.md).
 
 import { parseArgs } from 'node:util';
 
-import { agentNameProblem } from '../fleet.js';
-import { parseNatsFlag } from '../flags.js';
-import { defaultAgentName, startAgent } from '../agent.js';
+import { agentNameProblem } from '../fleet/fleet.js';
+import { parseNatsFlag } from '../shared/flags.js';
+import { defaultAgentName, startAgent } from '../fleet/agent.js';
 import { ensureLabPages } from '../pages/build.js';
 
 /** The shortest shared token accepted. */

@@ -1,12 +1,12 @@
 // `carlab bench`: the location-update study with real headless browsers.
 // The sweep, progress and output are shared with `carlab sim`
-// (lab/command.js); the point runner is lab/bench.js.
+// (lab/commands/sweep.js); the point runner is lab/bench/bench.js.
 
-import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../flags.js';
-import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench.js';
-import { runLabCommand } from '../command.js';
+import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../shared/flags.js';
+import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench/bench.js';
+import { runLabCommand } from './sweep.js';
 import { ensureLabPages } from '../pages/build.js';
-import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet-bench.js';
+import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet/fleet-bench.js';
 
 /** Help text of `carlab bench`. */
 export function benchHelp() {
@@ -48,7 +48,7 @@ Example:
   carlab bench --net none,lossy-2,3g --transport relay,relay-udp,p2p --clients 50 --group 5 --peers-per-page 10 --out results/net-bench`;
 }
 
-/** @type {import('../command.js').LabCommand} */
+/** @type {import('./sweep.js').LabCommand} */
 export const benchCommand = {
   name: 'bench',
   transports: BENCH_TRANSPORTS,
@@ -94,7 +94,7 @@ export const benchCommand = {
     ...fleetEnv(o.fleet),
   }),
   async prepare(o, stderr) {
-    // with --url too: the bench hosts the peer pages itself (lab/page-host.js)
+    // with --url too: the bench hosts the peer pages itself (lab/bench/page-host.js)
     await ensureLabPages({ log: (line) => stderr.write(`carlab bench: ${line}\n`) });
   },
   secondsPerPoint: (o) => o.warmupS + o.durationS + 8,

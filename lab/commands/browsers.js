@@ -5,12 +5,13 @@
 // progress bar per experiment; writes results.json, tables.md and report.html.
 
 import { parseArgs } from 'node:util';
-import { UsageError, parseNameList, parseNumberList } from '../flags.js';
-import { describeEnvironment } from '../env.js';
-import { stopOnSigint } from '../command.js';
-import { createProgress } from '../progress.js';
-import { renderTables, writeResults } from '../output.js';
-import { BENCH_TRANSPORTS } from '../bench.js';
+import { UsageError, parseNameList, parseNumberList } from '../shared/flags.js';
+import { describeEnvironment } from '../shared/env.js';
+import { stopOnSigint } from './sweep.js';
+import { createProgress } from '../shared/progress.js';
+import { renderTables } from '../report/output.js';
+import { writeResults } from '../report/files.js';
+import { BENCH_TRANSPORTS } from '../bench/bench.js';
 import { formatDuration } from '../browsers/arith.js';
 import { ALL_PAIRS, createLabContext, parsePairs } from '../browsers/context.js';
 import { setupExperiment } from '../browsers/setup.js';

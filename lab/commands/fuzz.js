@@ -2,11 +2,11 @@
 // relay and PeerServer endpoints and its client-report intake while
 // well-behaved clients keep exchanging updates, and checks every promise of
 // docs/reliability.md "Bad input" and docs/security.md.
-// The driver is lab/fuzz.js (also used by its test).
+// The driver is lab/fuzz/fuzz.js (also used by its test).
 
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { formatFuzzReport, runFuzz } from '../fuzz.js';
+import { formatFuzzReport, runFuzz } from '../fuzz/fuzz.js';
 
 /** Help text of `carlab fuzz`. */
 export function fuzzHelp() {

@@ -8,10 +8,10 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from './fuzz.js';
 import { COMMANDS } from '../../scripts/carlab.js';
-import { casesDigest, expectPeer, expectRelay, generateCase, makeWorld, wsFrame } from '../fuzz-cases.js';
-import { closeCodeIn } from '../fuzz.js';
-import { FLOOD_MIN_REFUSED } from '../fuzz-reports.js';
-import { allowedGapMs } from '../fuzz-scenarios.js';
+import { casesDigest, expectPeer, expectRelay, generateCase, makeWorld, wsFrame } from '../fuzz/fuzz-cases.js';
+import { closeCodeIn } from '../fuzz/fuzz.js';
+import { FLOOD_MIN_REFUSED } from '../fuzz/fuzz-reports.js';
+import { allowedGapMs } from '../fuzz/fuzz-scenarios.js';
 import { CloseCode, HelloFlag, MsgType, encode } from '../../core/protocol.js';
 import { REPORT_LIMITS } from '../../core/defaults.js';
 

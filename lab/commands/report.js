@@ -1,7 +1,7 @@
 /**
  * `carlab report DIR [DIR ...] [--out OUT]`: results files from a results
  * folder (re-rendered), from a study recording (`carlab start --record DIR`,
- * turned into results by lab/recording.js), or from several of them side by
+ * turned into results by lab/report/recording.js), or from several of them side by
  * side in one combined report.
  *
  * @module lab/commands/report
@@ -12,8 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { renderTables, validateResults, writeResults } from '../output.js';
-import { isRecordingDir, readRecording, recordingToResults } from '../recording.js';
+import { renderTables } from '../report/output.js';
+import { validateResults, writeResults } from '../report/files.js';
+import { isRecordingDir, readRecording, recordingToResults } from '../report/recording.js';
 
 /**
  * @typedef {object} ReportIo
@@ -29,7 +30,7 @@ import { isRecordingDir, readRecording, recordingToResults } from '../recording.
  * @property {string} target as given on the command line
  * @property {string} dir the folder (of results.json, or the recording)
  * @property {'results' | 'recording'} kind
- * @property {import('../output.js').Results} results
+ * @property {import('../report/output.js').Results} results
  * @property {string} [note] one line about what was read (recordings)
  */
 
@@ -166,7 +167,7 @@ export async function loadInput(target) {
  * reports in 2 segments; skipped 1 torn line, 1 invalid report`.
  *
  * @param {string} target
- * @param {import('../recording.js').Recording} recording
+ * @param {import('../report/recording.js').Recording} recording
  * @returns {string}
  */
 export function recordingNote(target, recording) {
@@ -192,7 +193,7 @@ export function recordingNote(target, recording) {
  * input's environment.
  *
  * @param {ReportInput[]} inputs
- * @returns {import('../output.js').Results}
+ * @returns {import('../report/output.js').Results}
  */
 export function combineResults(inputs) {
   /** @type {Set<string>} */
@@ -239,7 +240,7 @@ export function combineResults(inputs) {
  * Read and check DIR/results.json (or the given .json file).
  *
  * @param {string} target a results directory or a results.json path
- * @returns {Promise<{ dir: string, results: import('../output.js').Results } | { error: string }>}
+ * @returns {Promise<{ dir: string, results: import('../report/output.js').Results } | { error: string }>}
  */
 export async function loadResults(target) {
   let info;

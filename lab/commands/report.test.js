@@ -11,8 +11,9 @@ import { dispatch } from '../../scripts/carlab.js';
 import { Reporter } from '../../core/report.js';
 import { CarClient } from '../../core/client.js';
 import { openRecorder } from '../../server/recorder.js';
-import { renderCsv, renderTables } from '../output.js';
-import { resultsSchemaProblems } from '../schema.js';
+import { renderTables } from '../report/output.js';
+import { renderCsv } from '../report/csv.js';
+import { resultsSchemaProblems } from '../report/schema.js';
 import { combineResults, reportHelp, run } from './report.js';
 
 const BIN = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from './sim.js';
-import { BASELINES } from '../sim.js';
-import { resultsSchemaProblems } from '../schema.js';
+import { BASELINES } from '../sim/sim.js';
+import { resultsSchemaProblems } from '../report/schema.js';
 import { REPORT_LIMITS } from '../../core/defaults.js';
 
 const sink = () => {

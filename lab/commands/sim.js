@@ -1,10 +1,10 @@
 // `carlab sim`: the CAR server study at paper scale with Node clients built
 // on the shared client core. The sweep, progress and output are shared with
-// `carlab bench` (lab/command.js); the point runner is lab/sim.js.
+// `carlab bench` (lab/commands/sweep.js); the point runner is lab/sim/sim.js.
 
-import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../flags.js';
-import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim.js';
-import { runLabCommand } from '../command.js';
+import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../shared/flags.js';
+import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim/sim.js';
+import { runLabCommand } from './sweep.js';
 
 /** Help text of `carlab sim`. */
 export function simHelp() {
@@ -64,7 +64,7 @@ Examples:
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.liveHeapGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
-/** @type {import('../command.js').LabCommand} */
+/** @type {import('./sweep.js').LabCommand} */
 export const simCommand = {
   name: 'sim',
   transports: SIM_TRANSPORTS,

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from './sim.js';
-import { BASELINES, SIM_TRANSPORTS } from '../sim.js';
-import { resultsSchemaProblems } from '../schema.js';
+import { BASELINES, SIM_TRANSPORTS } from '../sim/sim.js';
+import { resultsSchemaProblems } from '../report/schema.js';
 
 const sink = () => {
   /** @type {string[]} */

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { NS_PREFIX, ownerPid, routedNameservers, topologyCommands } from './commands.js';
-import { isAlive } from '../proctree.js';
+import { isAlive } from '../shared/proctree.js';
 
 /** The machine cannot run a --net profile: exit code 2. */
 export class NetUnavailableError extends Error {

@@ -15,15 +15,15 @@
 //   autostart  0 to wait for window.carlab.start() (default 1)
 //   discard    p2p test knob: fraction of received updates to drop
 //   server     base URL of the carlab server under test (default: this page's own origin). The
-//              page is then hosted by the lab (lab/page-host.js, which answers /config.json and
+//              page is then hosted by the lab (lab/bench/page-host.js, which answers /config.json and
 //              /reports by passing them on to that server); the relay and PeerJS connections go
 //              straight to it, so it must allow this page's origin (--allowed-origins)
 //   indices    the population indices of this page's peers, comma-separated (a fleet agent's
-//              share, lab/fleet.js); instead of offset and stride
+//              share, lab/fleet/fleet.js); instead of offset and stride
 //   reports    seconds between each peer's client reports (POST /reports, core/report.js), sent as
 //              the phone app sends them: periodic ones with fetch keepalive, the last one with
 //              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
-//              (the bench passes lab/flags.js reportPeriodMs of --reports)
+//              (the bench passes lab/shared/flags.js reportPeriodMs of --reports)
 // window.carlab exposes ready (a promise), start(), stop(), stats(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';

@@ -1,6 +1,6 @@
 // Transport selection by name: the one place the app, the browser fleet page
 // and the Node clients turn a transport name (core/transports.js) into a
-// transport. The lab's baselines have their own factory (lab/transports.js).
+// transport. The lab's baselines have their own factory (lab/sim/transports.js).
 
 import { TRANSPORTS } from '../../../core/transports.js';
 import { createRelayTransport } from './relay.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { CloseCode, MsgType } from '../../../core/protocol.js';
 import { createP2PTransport, peerIdOf } from './p2p.js';
 import { FakeNetwork, FakeRelay } from './p2p-fakes.js';
-import { waitFor as until } from '../../../lab/loop-stall.js';
+import { waitFor as until } from '../../../lab/shared/loop-stall.js';
 
 const GROUP = 'p2p-unit';
 const PEERJS = { host: '127.0.0.1', port: 1, path: '/peerjs', key: 'peerjs', secure: false };

@@ -9,7 +9,7 @@ import { createRelay } from '../../../relay/index.js';
 import { CarClient } from '../../../core/client.js';
 import { MsgType, encode } from '../../../core/protocol.js';
 import { RECONNECT_DEFAULTS, backoffDelay, createRelayTransport, isReconnectable } from './relay.js';
-import { waitFor as until } from '../../../lab/loop-stall.js';
+import { waitFor as until } from '../../../lab/shared/loop-stall.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { CloseCode, HelloFlag, MsgType, encode } from '../../../../core/protocol.js';
 import { RelayUdpSession } from './session.js';
 import { fakePeerConnectionClass, fakeWebSocketClass, settle } from '../relay-fakes.js';
-import { until } from '../../../../lab/loop-stall.js';
+import { until } from '../../../../lab/shared/loop-stall.js';
 
 /**
  * Waits for a retry the session scheduled 1-2 ms ahead (at most 5 s): a test's own

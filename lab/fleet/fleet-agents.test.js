@@ -1,0 +1,151 @@
+// One bench over two `carlab agent` processes on loopback, through a real
+// nats-server: a relay and a p2p point of 4 peers (groups of 2, each group
+// across both agents), every peer accounted for in one results.json with a
+// fleet block; a wrong token opens nothing; a busy agent is not used; an
+// agent that never answers fails the point with its name in bounded time;
+// one still closing a run's browsers is waited for.
+// An agent or a bench stopped mid-point: lab/fleet/fleet-interrupt.test.js.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { JSONCodec, connect } from 'nats';
+
+import { AGENT_SILENCE_MS, DISCOVER_SUBJECT, agentSubject, heartbeatSubject } from './fleet.js';
+import { findAgents } from './fleet-bench.js';
+import { FLEET_TOKEN, startFleetRig, until } from './fleet-harness.js';
+import { resultsSchemaProblems } from '../report/schema.js';
+
+const jc = JSONCodec();
+
+/** @type {Awaited<ReturnType<typeof startFleetRig>>} */
+let rig;
+
+before(async () => { rig = await startFleetRig(['a1', 'a2']); });
+after(async () => { await rig?.stop(); });
+
+test('a bench without the shared token opens nothing on any agent', { timeout: 60_000 }, async () => {
+  const before1 = rig.agent('a1').log().length;
+  const { code, results } = await rig.bench(['--agents', '2', '--token', 'not-the-token', '--duration', '2']);
+  assert.equal(code, 1);
+  assert.match(results.runs[0].error, /agent a[12] refused prepare: wrong token/);
+  for (const name of ['a1', 'a2']) {
+    const log = rig.agent(name).log();
+    assert.match(log, /refused "prepare" from a controller without the shared token/);
+    assert.doesNotMatch(log.slice(name === 'a1' ? before1 : 0), /peers of relay/, `${name} opened no page`);
+  }
+});
+
+test('an agent that never answers fails the point with its name within a bounded time', { timeout: 60_000 }, async () => {
+  // a "ghost" answers discovery (so it is chosen) and then nothing, not even heartbeats
+  const nc = await connect({ servers: rig.nats.url });
+  const ghost = { name: 'ghost', host: 'nowhere', pid: 1, cores: 2, memoryMb: 1, freeMemoryMb: 1, browsers: ['chromium'], capacity: 2, busy: null, pagesOrigin: 'http://127.0.0.1:1', version: '0' };
+  nc.subscribe(DISCOVER_SUBJECT, { callback: (_e, m) => m.respond(jc.encode(ghost)) });
+  nc.subscribe(agentSubject('ghost'), { callback: () => {} });
+  try {
+    const t0 = Date.now();
+    const { code, results } = await rig.bench(['--agents', 'a1,ghost', '--token', FLEET_TOKEN, '--duration', '2']);
+    assert.equal(code, 1);
+    assert.match(results.runs[0].error, new RegExp(`agent ghost went silent \\(no heartbeat for ${AGENT_SILENCE_MS / 1000} s\\) during prepare`));
+    assert.ok(Date.now() - t0 < 30_000, `failed after ${Date.now() - t0} ms`);
+    // a1 was told to stop: it is free for the next point
+    await until(() => /run fleet\w+: aborted by the controller/.test(rig.agent('a1').log()), 15_000, 'a1 to close its browsers');
+  } finally {
+    await nc.close();
+  }
+  const missing = await rig.bench(['--agents', 'a1,nobody', '--token', FLEET_TOKEN, '--duration', '2']);
+  assert.match(missing.results.runs[0].error, /agent nobody did not answer within 5 s/);
+});
+
+test('relay and p2p over two agents: 4 peers in groups of 2 across them, every peer in one run with the fleet block', { timeout: 180_000 }, async () => {
+  const { code, stderr, results } = await rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay,p2p', '--duration', '3']);
+  assert.equal(code, 0, stderr);
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  assert.deepEqual(results.env.fleet, { agents: 2, nats: `${rig.nats.url}` });
+  for (const r of results.runs) {
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.connected, 4, `${r.transport}: every peer connected`);
+    assert.ok(r.rt.n > 0);
+    assert.equal(r.lossPct, 0, `${r.transport}: ${JSON.stringify(r.updates)}`);
+    assert.equal(r.dups + r.reorders, 0);
+    assert.deepEqual(r.pageErrors, []);
+    assert.equal(r.lostPeers, 0);
+    assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => [a.name, a.peers]), [['a1', 2], ['a2', 2]]);
+    for (const a of r.fleet.agents) {
+      assert.deepEqual(a.browsers, ['chromium']);
+      assert.ok(a.cpuPct > 0, `${a.name}: browser CPU measured`);
+      assert.ok(a.rssMaxMb > 0);
+      assert.equal(typeof a.startSkewMs, 'number');
+    }
+    assert.ok(r.fleet.startSkewMs >= 0 && r.fleet.startSkewMs < 2000, `start skew ${r.fleet.startSkewMs} ms`);
+    assert.ok(r.cpu.clients > 0);
+  }
+  const p2p = results.runs.find((/** @type {any} */ r) => r.transport === 'p2p');
+  // each group of 2 has a peer on each agent: every p2p link crossed agents, timed on both ends
+  assert.equal(p2p.setupMs.peer.n, 4);
+  assert.deepEqual(p2p.channel, { ordered: false, maxRetransmits: 0, maxPacketLifeTime: p2p.channel.maxPacketLifeTime, uniform: true, clients: 4 });
+});
+
+test('a busy agent is not used: a named one fails the point, --agents N finds too few', { timeout: 90_000 }, async () => {
+  // keep a2 busy with a run of another controller (one peer, right token)
+  const nc = await connect({ servers: rig.nats.url });
+  const other = 'otherrun1';
+  try {
+    const cfgServer = await startPlainServer();
+    const answer = /** @type {any} */ (jc.decode((await nc.request(agentSubject('a2'), jc.encode({
+      op: 'prepare', token: FLEET_TOKEN, runId: other,
+      job: { point: { transport: 'relay', clients: 1, group: 1, cycleMs: 167, cycleMode: 'pipelined', relays: 0, placement: 'spread' }, indices: [0],
+        servers: [cfgServer.url], browsers: ['chromium'], peersPerPage: 1, pagesPerBrowser: 50, warmupS: 0, updates: 0, ackTimeoutMs: 20000 },
+    }), { timeout: 60_000 })).data));
+    try {
+      assert.equal(answer.ok, true, answer.error);
+      // a second run is refused by the agent itself
+      const second = /** @type {any} */ (jc.decode((await nc.request(agentSubject('a2'), jc.encode({ op: 'prepare', token: FLEET_TOKEN, runId: 'x', job: {} }), { timeout: 5000 })).data));
+      assert.deepEqual([second.ok, second.busy], [false, true]);
+      const named = await rig.bench(['--agents', 'a1,a2', '--token', FLEET_TOKEN, '--duration', '2']);
+      assert.match(named.results.runs[0].error, /agent a2 is busy with another run \(otherrun1\)/);
+      const counted = await rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--duration', '2']);
+      assert.match(counted.results.runs[0].error, /--agents 2: 1 free agent\(s\) with chromium answered within 5 s .*: a1; not used: a2 \(busy\)/);
+    } finally {
+      await nc.request(agentSubject('a2'), jc.encode({ op: 'abort', token: FLEET_TOKEN, runId: other }), { timeout: 5000 });
+      await cfgServer.close();
+    }
+  } finally {
+    await nc.close();
+  }
+  await until(() => /run otherrun1: aborted by the controller/.test(rig.agent('a2').log()), 15_000, 'a2 free again');
+});
+
+test('an agent still closing a run\'s browsers is waited for; one busy with a run is not', { timeout: 30_000 }, async () => {
+  // stand-in agents' adverts on the real NATS: "closer" is closing its run and free 2 s later
+  const nc = await connect({ servers: rig.nats.url });
+  const advert = (/** @type {string} */ name, /** @type {object} */ state) => ({
+    name, host: 'h', pid: 1, cores: 2, memoryMb: 1, freeMemoryMb: 1, browsers: ['chromium'], capacity: 2, pagesOrigin: 'http://127.0.0.1:1', version: '0', ...state,
+  });
+  const beat = (/** @type {string} */ name, /** @type {object} */ state) => nc.publish(heartbeatSubject(name), jc.encode(advert(name, state)));
+  const timer = setInterval(() => { beat('closer', { busy: 'r1', closing: true }); beat('worker', { busy: 'r2', closing: false }); }, 200);
+  try {
+    const fleet = { natsUrl: rig.nats.url, token: FLEET_TOKEN, serverHost: '127.0.0.1', discoverMs: 1000 };
+    // busy with a run (not closing): refused once discovery is over
+    const t0 = Date.now();
+    await assert.rejects(findAgents(nc, { ...fleet, agents: ['worker'] }, ['chromium']), /agent worker is busy with another run \(r2\)/);
+    assert.ok(Date.now() - t0 < 3000, `refused after ${Date.now() - t0} ms`);
+    // closing: waited for past the 1 s of discovery, taken once it says it is free
+    setTimeout(() => { clearInterval(timer); beat('closer', { busy: null, closing: false }); }, 2500);
+    const t1 = Date.now();
+    const found = await findAgents(nc, { ...fleet, agents: ['closer'] }, ['chromium']);
+    assert.deepEqual(found.map((a) => [a.name, a.busy]), [['closer', null]]);
+    assert.ok(Date.now() - t1 >= 2000, `found after ${Date.now() - t1} ms`);
+  } finally {
+    clearInterval(timer);
+    await nc.close();
+  }
+});
+
+/**
+ * A carlab server that allows any origin, for the busy agent's run.
+ * @returns {Promise<{ url: string, close: () => Promise<void> }>}
+ */
+async function startPlainServer() {
+  const { startServerChild } = await import('../target/server-process.js');
+  const s = await startServerChild({ allowedOrigins: ['*'] });
+  return { url: s.url.replace(/\/$/, ''), close: () => s.close() };
+}

@@ -1,0 +1,78 @@
+// Fleet points stopped midway, over two `carlab agent` processes on loopback
+// and a real nats-server: an agent killed mid-point leaves its peers as lost
+// peers and the point finishes; Ctrl-C (and SIGKILL) of the bench closes every
+// agent's browsers. The rest of the fleet: lab/fleet/fleet-agents.test.js.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { CARLAB, FLEET_TOKEN, killOnceMeasuring, startFleetRig, until } from './fleet-harness.js';
+import { resultsSchemaProblems } from '../report/schema.js';
+
+/** @type {Awaited<ReturnType<typeof startFleetRig>>} */
+let rig;
+
+before(async () => { rig = await startFleetRig(['a1', 'a2']); });
+after(async () => { await rig?.stop(); });
+
+test('an agent killed mid-point: its peers are lost peers with its name and time, the point finishes with the other', { timeout: 120_000 }, async () => {
+  const a2 = rig.agent('a2');
+  const mark = a2.log().length;
+  const benchDone = rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay', '--duration', '8']);
+  const killer = killOnceMeasuring(a2, benchDone);
+  const { code, stderr, results } = await benchDone;
+  const killed = await killer;
+  assert.equal(code, 0, stderr);
+  assert.ok(killed, `the bench ended before a2 measured: ${results.runs[0]?.error}\n${stderr}\na2: ${a2.log().slice(mark)}`);
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  const [r] = results.runs;
+  assert.equal(r.error, undefined);
+  assert.equal(r.lostPeers, 2);
+  assert.equal(r.fleet.lost.length, 1);
+  assert.equal(r.fleet.lost[0].agent, 'a2');
+  assert.equal(r.fleet.lost[0].peers, 2);
+  assert.ok(r.fleet.lost[0].atS > 0, 'when, in seconds since the start');
+  assert.match(r.fleet.lost[0].reason, /agent a2/);
+  assert.equal(r.connected, 2, 'a1\'s peers are there');
+  assert.ok(r.rt.n > 0);
+  assert.equal(r.lossPct, 0, 'the streams into a2\'s peers are not network loss');
+  assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => [a.name, a.lost]), [['a1', false], ['a2', true]]);
+});
+
+test('Ctrl-C on the bench stops every agent\'s browsers: once, the point ends early and is written; a bench gone for good, the lease', { timeout: 150_000 }, async () => {
+  const a2 = rig.agent('a2');
+  if (a2.child.exitCode !== null || a2.child.signalCode !== null) await rig.startAgent('a2');
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-fleet-int-'));
+  try {
+    for (const [signal, expected] of /** @type {const} */ ([['SIGINT', /: finished; closing 1 browser/], ['SIGKILL', /no word from the controller for 10 s/]])) {
+      const marks = new Map([...rig.agents.values()].map((a) => [a.name, a.log().length]));
+      const child = spawn(process.execPath, [CARLAB, 'bench', '--agents', '2', '--nats', rig.nats.url, '--clients', '4', '--group', '2',
+        '--warmup', '1', '--duration', '60', '--no-progress', '--out', out], { env: { ...process.env, CARLAB_TOKEN: FLEET_TOKEN }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr?.on('data', (d) => { err += d; });
+      const fresh = (/** @type {string} */ name) => rig.agent(name).log().slice(marks.get(name));
+      // Once both measure: a signal while the pages open is another case ("interrupted while opening pages").
+      const measuring = () => ['a1', 'a2'].every((n) => /peers of relay[^]*: measuring/.test(fresh(n)));
+      const story = () => `\nbench: ${err}\na1: ${fresh('a1')}\na2: ${fresh('a2')}`;
+      await until(() => child.exitCode !== null || measuring(), 90_000, () => `both agents to measure${story()}`);
+      assert.ok(measuring(), `the bench exited (${child.exitCode}) before both agents measured${story()}`);
+      await new Promise((r) => setTimeout(r, 1000));
+      const t0 = Date.now();
+      child.kill(signal);
+      const code = await new Promise((r) => child.once('exit', (c) => r(c)));
+      for (const name of ['a1', 'a2']) await until(() => expected.test(fresh(name)), 20_000, `${name} to close its browsers after ${signal}:\n${fresh(name)}`);
+      if (signal === 'SIGINT') {
+        assert.equal(code, 130, err);
+        const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+        assert.equal(results.runs[0].stoppedEarly, true);
+        assert.equal(results.runs[0].connected, 4);
+        assert.ok(Date.now() - t0 < 20_000);
+      }
+    }
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,66 @@
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createTimeline, liveHeapGrowth, reportFields, sumReportTallies, tallyProgress } from './sim.js';
+
+test('tallyProgress adds progress to the live tally, and to the bucket only while measuring', () => {
+  const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
+  const bucket = { on: false, rtSum: 0, rtN: 0 };
+  tallyProgress(live, bucket, { type: 'progress', rtSum: 100, rtN: 2, sent: 5, done: false });
+  assert.deepEqual(live, { rtSum: 100, rtN: 2, sent: 5, done: 0 });
+  assert.deepEqual(bucket, { on: false, rtSum: 0, rtN: 0 });
+  bucket.on = true;
+  tallyProgress(live, bucket, { type: 'progress', rtSum: 30, rtN: 1, sent: 1, done: true });
+  assert.deepEqual(live, { rtSum: 130, rtN: 3, sent: 6, done: 1 });
+  assert.deepEqual(bucket, { on: true, rtSum: 30, rtN: 1 });
+  tallyProgress(live, bucket, { type: 'connected', count: 3, meshed: true });
+  assert.deepEqual(live, { rtSum: 130, rtN: 3, sent: 6, done: 1 });
+});
+
+test('createTimeline closes buckets with the RT mean and the memory of the server at that moment', async () => {
+  let rss = 1000;
+  const server = /** @type {import('../target/server-process.js').ServerChild} */ (/** @type {unknown} */ ({
+    metrics: async () => ({ rssBytes: rss, memory: { heapTotal: 50, external: 7 }, heapAfterMajorGc: { bytes: 20 } }),
+  }));
+  const bucket = { on: true, rtSum: 300, rtN: 3 };
+  const timeline = createTimeline(() => server, bucket);
+  await timeline.close(10_000);
+  rss = 2000;
+  await timeline.close(15_040);
+  assert.deepEqual(timeline.buckets, [
+    { t: 0, s: 10, rtMean: 100, n: 3, rssBytes: 1000, heapTotalBytes: 50, heapAfterGcBytes: 20, externalBytes: 7 },
+    { t: 10, s: 5, rtMean: null, n: 0, rssBytes: 2000, heapTotalBytes: 50, heapAfterGcBytes: 20, externalBytes: 7 },
+  ]);
+  assert.equal(timeline.start, 15_040);
+  assert.deepEqual(bucket, { on: true, rtSum: 0, rtN: 0 });
+  assert.deepEqual(liveHeapGrowth(timeline.buckets), {}, 'no forced GC, no live heap');
+});
+
+test('with liveHeap each bucket forces a GC first and records the live heap and native memory; growth is first to last', async () => {
+  const calls = /** @type {string[]} */ ([]);
+  let live = 1000;
+  let external = 100;
+  const server = /** @type {import('../target/server-process.js').ServerChild} */ (/** @type {unknown} */ ({
+    heap: async () => { calls.push('heap'); return { heapUsed: live, heapTotal: 3000, external, rss: 10_000 }; },
+    metrics: async () => { calls.push('metrics'); return { rssBytes: 10_000, memory: { heapTotal: 3000, external }, heapAfterMajorGc: { bytes: null } }; },
+  }));
+  const timeline = createTimeline(() => server, { on: true, rtSum: 0, rtN: 0 }, true);
+  await timeline.close(5000);
+  live = 1100; external = 600;
+  await timeline.close(10_000);
+  assert.deepEqual(calls, ['heap', 'metrics', 'heap', 'metrics'], 'the GC comes before the sample');
+  assert.equal(timeline.buckets[0].liveHeapBytes, 1000);
+  assert.equal(timeline.buckets[0].nativeBytes, 10_000 - 3000 - 100);
+  assert.deepEqual(liveHeapGrowth(timeline.buckets), { liveHeapGrowthPct: 10, externalGrowthBytes: 500 });
+});
+
+test('report tallies add up over generators (or pages); a run records its report interval, and its reports when on', () => {
+  assert.equal(sumReportTallies([null, undefined]), null, 'nobody reported');
+  assert.deepEqual(sumReportTallies([
+    { sent: 10, failed: 1, skipped: 0, failedBy: { 429: 1 } },
+    null,
+    { sent: 5, failed: 2, skipped: 1, failedBy: { 429: 1, network: 1 } },
+  ]), { sent: 15, failed: 3, skipped: 1, failedBy: { 429: 2, network: 1 } });
+  assert.deepEqual(reportFields(0, null), { reportsIntervalS: 0 });
+  assert.deepEqual(reportFields(5, { sent: 3, failed: 0, skipped: 0, failedBy: {} }), { reportsIntervalS: 5, reports: { sent: 3, failed: 0, skipped: 0, failedBy: {} } });
+  assert.deepEqual(reportFields(5, null), { reportsIntervalS: 5, reports: { sent: 0, failed: 0, skipped: 0, failedBy: {} } }, 'on, but no client got to report');
+});

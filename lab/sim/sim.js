@@ -1,0 +1,640 @@
+// Runs one sweep point of `carlab sim`: the server in a child process, the
+// population as Node clients in worker threads (child processes for
+// relay-udp, whose native WebRTC module cannot live in worker threads), then
+// aggregation.
+
+import { fork } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { NODE_TRANSPORTS } from '../../core/transports.js';
+import { aggregateRun } from '../report/aggregate.js';
+import { forkInNamespace } from '../net/network.js';
+import { BASELINE_TRANSPORTS } from './transports.js';
+import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
+import { startCarlab, startClusterRunFields } from '../target/start-cluster.js';
+import { reportPeriodMs } from '../shared/flags.js';
+import { reportFields, sumReportTallies } from '../report/tallies.js';
+import { startServerChild } from '../target/server-process.js';
+
+/** @typedef {import('../target/server-process.js').ServerChild} ServerChild */
+/** @typedef {import('../report/tallies.js').ReportTally} ReportTally */
+
+const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
+
+/**
+ * A load generator, as a worker thread or a child process (same messages).
+ * @typedef {object} Generator
+ * @property {(event: string, f: (...args: any[]) => void) => void} on
+ * @property {(event: string, f: (...args: any[]) => void) => void} off
+ * @property {(event: string, f: (...args: any[]) => void) => void} once
+ * @property {(m: any) => void} postMessage
+ * @property {() => void} terminate
+ * @property {boolean} isProcess
+ */
+
+/**
+ * Starts sim-worker.js on a job.
+ * @param {Record<string, any>} job
+ * @param {boolean} asProcess
+ * @param {string | null} [netns] run the process in this network namespace (--net)
+ * @returns {Generator}
+ */
+function startGenerator(job, asProcess, netns = null) {
+  if (!asProcess) {
+    const w = new Worker(SIM_WORKER, { workerData: job });
+    return {
+      on: (e, f) => { w.on(e, f); }, off: (e, f) => { w.off(e, f); }, once: (e, f) => { w.once(e, f); },
+      postMessage: (m) => w.postMessage(m), terminate: () => { w.terminate(); }, isProcess: false,
+    };
+  }
+  const c = fork(SIM_WORKER, [JSON.stringify(job)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], ...(netns ? forkInNamespace(netns) : {}) });
+  return {
+    on: (e, f) => { c.on(e, f); }, off: (e, f) => { c.off(e, f); }, once: (e, f) => { c.once(e, f); },
+    postMessage: (m) => { if (c.connected) c.send(m); }, terminate: () => { c.kill('SIGKILL'); }, isProcess: true,
+  };
+}
+
+/**
+ * CPU time (user + system, µs) the child-process generators used so far.
+ * @param {Generator[]} generators
+ */
+async function childCpuMicros(generators) {
+  const usages = await Promise.all(generators.filter((g) => g.isProcess).map((g) => new Promise((resolve) => {
+    const onMessage = (/** @type {any} */ m) => { if (m.type === 'cpu') { g.off('message', onMessage); resolve(m.usage); } };
+    g.on('message', onMessage);
+    g.postMessage({ cmd: 'cpu' });
+  })));
+  return usages.reduce((sum, u) => sum + u.user + u.system, 0);
+}
+
+/** Transports the Node clients can run. */
+export const SIM_TRANSPORTS = Object.freeze([...NODE_TRANSPORTS, ...BASELINE_TRANSPORTS]);
+
+/** Transports that are baselines, not carlab's relay (lab/target/baselines.js). */
+export const BASELINES = BASELINE_TRANSPORTS;
+
+/**
+ * @typedef {object} PointOptions
+ * @property {import('../shared/flags.js').SweepPoint} point
+ * @property {number} durationS
+ * @property {number} warmupS
+ * @property {number} updates per client, 0 = use durationS
+ * @property {number} ackTimeoutMs
+ * @property {number} [workers] generator threads (default: 1 per 400 clients, at most 2)
+ * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
+ * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
+ * @property {number} [timelineS] length of the timeline's buckets (RT mean and server RSS), default 10
+ * @property {boolean} [liveHeap] start the relay with --expose-gc and force a full GC as each
+ *   timeline bucket closes, so that every bucket holds the live heap and the native memory
+ *   (RSS beyond V8's heap and external buffers) rather than wherever V8's sizing happens to be:
+ *   what a leak check compares (the soak test); it costs the relay a GC per bucket
+ * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
+ *   seconds into the measured window and start it again on the same port after downMs:
+ *   the clients reconnect, the run record reports the outage
+ * @property {{ baseMs?: number, maxMs?: number }} [reconnect] the clients' reconnection backoff
+ *   (default: the product's, RECONNECT_DEFAULTS in web/src/transport/relay-reconnect.js)
+ * @property {string | null} [nats] --nats: the NATS server the relays join (default: one of the run's own)
+ * @property {number | null} [killRelayAtS] --kill-relay-at: SIGKILL one relay this many seconds into the
+ *   measured window (with point.relays >= 2); its clients fail over to the others
+ * @property {{ atS: number, forS: number } | null} [pauseRelay] --pause-relay: SIGSTOP one relay atS seconds
+ *   into the measured window, SIGCONT it forS seconds later (with point.relays >= 2)
+ * @property {import('../net/network.js').PointNetwork | null} [net] --net: the server in
+ *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
+ *   net.clientNs.length === simGeneratorCount(clients, workers)
+ */
+
+/**
+ * How many load generators a point uses: --workers, or 1 per 400 clients, at most 2.
+ * @param {number} clients
+ * @param {number} [workers]
+ */
+export function simGeneratorCount(clients, workers) {
+  return Math.max(1, Math.min(workers ?? Math.min(2, Math.ceil(clients / 400)), clients));
+}
+
+/**
+ * The clients each load generator runs: contiguous ranges [from, to) of the
+ * population, one per generator (and one client namespace each under --net).
+ * @param {number} clients
+ * @param {number} [workers]
+ * @returns {{ from: number, to: number }[]}
+ */
+export function generatorShares(clients, workers) {
+  const count = simGeneratorCount(clients, workers);
+  const per = Math.ceil(clients / count);
+  return Array.from({ length: count }, (_, w) => ({ from: Math.min(clients, w * per), to: Math.min(clients, (w + 1) * per) }));
+}
+
+/**
+ * One bucket of a run's timeline: RT mean and count of the updates completed
+ * in it, and the server's memory when it closed: RSS, V8's heap size, and the
+ * live heap after V8's last full GC (none forced: a JS leak shows as a climb
+ * there, while RSS also moves with V8's heap sizing and the allocator).
+ * @typedef {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null,
+ *   heapTotalBytes?: number | null, heapAfterGcBytes?: number | null, externalBytes?: number | null,
+ *   liveHeapBytes?: number, nativeBytes?: number }} TimelineBucket
+ */
+
+/**
+ * Live heap and external (Buffer) memory growth from the first bucket to the
+ * last, when the buckets were taken after a forced GC (--live-heap); {} otherwise.
+ * @param {TimelineBucket[]} timeline
+ * @returns {{ liveHeapGrowthPct?: number, externalGrowthBytes?: number }}
+ */
+export function liveHeapGrowth(timeline) {
+  const live = timeline.filter((b) => typeof b.liveHeapBytes === 'number');
+  if (live.length < 2) return {};
+  const [first, last] = [live[0], live[live.length - 1]];
+  const [h0, h1] = [first.liveHeapBytes ?? 0, last.liveHeapBytes ?? 0];
+  return {
+    liveHeapGrowthPct: h0 > 0 ? (100 * (h1 - h0)) / h0 : 0,
+    externalGrowthBytes: (last.externalBytes ?? 0) - (first.externalBytes ?? 0),
+  };
+}
+
+/**
+ * RT and memory stability over a run from its timeline: the mean RT of the
+ * first and the last window (60 s, or a quarter of a shorter run) and the
+ * server's RSS growth from the end of the warm-up to the end of the run.
+ * @param {TimelineBucket[]} timeline
+ * @param {number} rssWarmBytes server RSS when the measured window began
+ * @param {number} durationS
+ */
+export function stabilityOf(timeline, rssWarmBytes, durationS) {
+  const full = timeline.filter((b) => b.s >= (timeline[0]?.s ?? 0) * 0.5);
+  if (full.length === 0) return null;
+  const bucketS = full[0].s;
+  const windowS = durationS >= 240 ? 60 : Math.max(bucketS, durationS / 4);
+  const k = Math.max(1, Math.min(Math.floor(full.length / 2) || 1, Math.round(windowS / bucketS)));
+  const meanOf = (/** @type {typeof timeline} */ bs) => {
+    const n = bs.reduce((a, b) => a + b.n, 0);
+    return n ? bs.reduce((a, b) => a + (b.rtMean ?? 0) * b.n, 0) / n : null;
+  };
+  const rtFirst = meanOf(full.slice(0, k));
+  const rtLast = meanOf(full.slice(-k));
+  const rss = timeline.map((b) => b.rssBytes).filter((v) => typeof v === 'number');
+  const rssEnd = rss.length ? rss[rss.length - 1] : null;
+  const rssMax = rss.length ? Math.max(...rss) : null;
+  const heap = timeline.map((b) => b.heapAfterGcBytes).filter((v) => typeof v === 'number');
+  const heapFirst = heap.length ? heap[0] : null;
+  const heapLast = heap.length ? heap[heap.length - 1] : null;
+  return {
+    windowS: k * bucketS,
+    rtFirst,
+    rtLast,
+    rtDriftPct: rtFirst && rtLast !== null ? (100 * Math.abs(rtLast - rtFirst)) / rtFirst : null,
+    rssWarmBytes,
+    rssEndBytes: rssEnd,
+    rssMaxBytes: rssMax,
+    rssGrowthPct: rssWarmBytes && rssEnd !== null ? (100 * (rssEnd - rssWarmBytes)) / rssWarmBytes : null,
+    rssMaxGrowthPct: rssWarmBytes && rssMax !== null ? (100 * (rssMax - rssWarmBytes)) / rssWarmBytes : null,
+    heapAfterGcFirstBytes: heapFirst,
+    heapAfterGcLastBytes: heapLast,
+    heapAfterGcGrowthPct: heapFirst && heapLast !== null ? (100 * (heapLast - heapFirst)) / heapFirst : null,
+    ...liveHeapGrowth(timeline),
+  };
+}
+
+/**
+ * What a load generator posts (sim-worker.js): progress every 250 ms, then
+ * `connected` once, `stats` on stop and `cpu` when asked.
+ * @typedef {{ type: 'progress', rtSum: number, rtN: number, sent: number, done: boolean }
+ *   | { type: 'connected', count: number, meshed: boolean }
+ *   | { type: 'error', message: string }
+ *   | { type: 'stats', stats: any[], reports?: ReportTally | null }
+ *   | { type: 'cpu', usage: NodeJS.CpuUsage }} GeneratorMessage
+ */
+
+/**
+ * Progress the generators reported since the last progress line (live) and
+ * since the timeline bucket being filled began (bucket, while measuring).
+ * @typedef {{ rtSum: number, rtN: number, sent: number, done: number }} LiveTally
+ * @typedef {{ on: boolean, rtSum: number, rtN: number }} BucketTally
+ */
+
+/**
+ * Adds one generator's progress message to the live tally and, while
+ * measuring, to the bucket being filled.
+ * @param {LiveTally} live
+ * @param {BucketTally} bucket
+ * @param {GeneratorMessage} m
+ */
+export function tallyProgress(live, bucket, m) {
+  if (m.type !== 'progress') return;
+  live.rtSum += m.rtSum; live.rtN += m.rtN; live.sent += m.sent;
+  if (bucket.on) { bucket.rtSum += m.rtSum; bucket.rtN += m.rtN; }
+  if (m.done) live.done++;
+}
+
+/**
+ * Resolves when the generator says its clients are connected, rejects if it
+ * fails or exits first.
+ * @param {Generator} worker
+ */
+function whenConnected(worker) {
+  return new Promise((resolve, reject) => {
+    const onMessage = (/** @type {GeneratorMessage} */ m) => {
+      if (m.type === 'connected') { worker.off('message', onMessage); resolve(m); }
+      if (m.type === 'error') reject(new Error(`client: ${m.message}`));
+    };
+    worker.on('message', onMessage);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before connecting`)));
+  });
+}
+
+/**
+ * Asks every generator to stop (their clients send their final reports) and
+ * resolves with all its clients' stats and what their reports did.
+ * @param {Generator[]} workers
+ * @returns {Promise<{ stats: any[], reports: ReportTally | null }>} CarClient.stats() of every client
+ */
+async function stopGenerators(workers) {
+  const perWorker = await Promise.all(workers.map((w) => new Promise((resolve) => {
+    const onMessage = (/** @type {GeneratorMessage} */ m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m); } };
+    w.on('message', onMessage);
+    w.postMessage({ cmd: 'stop' });
+  })));
+  const replies = /** @type {{ stats: any[], reports?: ReportTally | null }[]} */ (perWorker);
+  return { stats: replies.flatMap((m) => m.stats), reports: sumReportTallies(replies.map((m) => m.reports)) };
+}
+
+/**
+ * Closes every generator, killing one that has not exited after 3 s.
+ * @param {Generator[]} workers
+ */
+async function closeGenerators(workers) {
+  for (const w of workers) w.postMessage({ cmd: 'close' });
+  await Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); setTimeout(() => { w.terminate(); r(null); }, 3000); })));
+}
+
+/**
+ * The run's timeline: buckets of timelineS seconds, each closed with the RT
+ * mean of its bucket tally and the server's memory at that moment.
+ * @param {() => ServerChild} currentServer the server now (a restart replaces it)
+ * @param {BucketTally} bucket
+ * @param {boolean} [liveHeap] force a full GC first and record the live heap ({@link PointOptions}.liveHeap)
+ */
+export function createTimeline(currentServer, bucket, liveHeap = false) {
+  /** @type {TimelineBucket[]} */
+  const buckets = [];
+  const timeline = {
+    buckets,
+    /** Start of the bucket being filled, ms into the measured window. */
+    start: 0,
+    /** Closes the bucket being filled: its RT mean and the server's RSS now. @param {number} at */
+    async close(at) {
+      const live = liveHeap ? await currentServer().heap() : null;
+      const m = await currentServer().metrics();
+      buckets.push({
+        t: Math.round(timeline.start / 100) / 10, s: Math.round((at - timeline.start) / 100) / 10,
+        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
+        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
+        externalBytes: m.memory?.external ?? null,
+        ...(live ? { liveHeapBytes: live.heapUsed, nativeBytes: live.rss - live.heapTotal - live.external } : {}),
+      });
+      bucket.rtSum = 0; bucket.rtN = 0;
+      timeline.start = at;
+    },
+  };
+  return timeline;
+}
+
+/**
+ * The live state of one point: the server (a restart replaces it), the ones
+ * before it (their faults count too), the generators and what they reported.
+ * @typedef {object} SimPointState
+ * @property {ServerChild} server
+ * @property {ServerChild[]} pastServers
+ * @property {Generator[]} workers
+ * @property {LiveTally} live
+ * @property {BucketTally} bucket
+ * @property {{ atS: number, serverDownMs: number } | null} restartInfo set once --restart happened
+ * @property {import('../target/cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
+ * @property {import('../target/start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
+ * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
+ * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
+ */
+
+/**
+ * Starts one generator per share, each connecting its clients; resolves
+ * when all of them are connected.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {{ from: number, to: number }[]} shares
+ * @param {string} runId
+ * @param {boolean} asProcesses
+ */
+function startGenerators(o, run, shares, runId, asProcesses) {
+  const { point } = o;
+  const net = o.net ?? null;
+  const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
+  return Promise.all(shares.map(({ from, to }, w) => {
+    const worker = startGenerator({
+      url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
+      groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
+      warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
+      ...(o.reconnect ? { reconnect: o.reconnect } : {}),
+    }, asProcesses, net ? net.clientNs[w] : null);
+    run.workers.push(worker);
+    worker.on('message', (m) => tallyProgress(run.live, run.bucket, m));
+    return whenConnected(worker);
+  }));
+}
+
+/**
+ * Reports the progress since the last report and starts a new one.
+ * @param {PointOptions} o
+ * @param {LiveTally} live
+ * @param {string} phase
+ * @param {number} started Date.now() when the clients started
+ */
+function reportProgress(o, live, phase, started) {
+  const rtMean = live.rtN ? live.rtSum / live.rtN : null;
+  o.onProgress?.({ phase, elapsedS: (Date.now() - started) / 1000, rtMean, sent: live.sent });
+  live.rtSum = 0; live.rtN = 0; live.sent = 0;
+}
+
+/**
+ * While measuring: the timeline being filled, where the window began
+ * (performance.now()) and what --restart does.
+ * @typedef {object} MeasuringWindow
+ * @property {number} windowStart
+ * @property {ReturnType<typeof createTimeline>} timeline
+ * @property {number} timelineS
+ * @property {(at: number) => Promise<{ atS: number, serverDownMs: number }>} restart
+ */
+
+/**
+ * One phase (warm-up, measuring): reports progress every 250 ms until
+ * `seconds` passed, Ctrl-C, or (with --updates) every generator is done;
+ * while measuring, also closes timeline buckets and restarts the server when
+ * --restart says so.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {number} started Date.now() when the clients started
+ * @param {string} phase
+ * @param {number} seconds
+ * @param {MeasuringWindow | null} [measuring]
+ */
+async function runPhase(o, run, started, phase, seconds, measuring = null) {
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end && !o.shouldStop?.()) {
+    if (o.updates > 0 && run.live.done === run.workers.length) break;
+    await new Promise((r) => setTimeout(r, 250));
+    reportProgress(o, run.live, phase, started);
+    if (!measuring) continue;
+    const at = performance.now() - measuring.windowStart;
+    if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
+    if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
+    if (o.pauseRelay && run.cluster && !run.pause && at >= o.pauseRelay.atS * 1000) run.pause = pauseRelay(run.cluster, o.pauseRelay.forS, at);
+    if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
+  }
+}
+
+/**
+ * Kills the server mid-run and starts it again on the same port.
+ * @param {SimPointState} run
+ * @param {PointOptions} o
+ * @param {Record<string, any>} serverOptions
+ * @param {{ netns?: string, execArgv?: string[] }} serverPlace
+ * @param {number} at ms into the measured window
+ */
+async function restartServer(run, o, serverOptions, serverPlace, at) {
+  const port = Number(new URL(run.server.url).port);
+  run.pastServers.push(run.server);
+  const killedAt = performance.now();
+  await run.server.kill('SIGKILL');
+  if (o.restart?.downMs) await new Promise((r) => setTimeout(r, o.restart?.downMs));
+  run.server = await startServerChild({ ...serverOptions, port }, serverPlace);
+  return { atS: Math.round(at / 100) / 10, serverDownMs: Math.round(performance.now() - killedAt) };
+}
+
+/**
+ * --kill-relay-at: SIGKILL the first relay (home of the most clients under
+ * either placement); its clients fail over to the others.
+ * @param {import('../target/cluster.js').RelayCluster} cluster
+ * @param {number} at ms into the measured window
+ */
+async function killRelay(cluster, at) {
+  const relayPid = cluster.servers[0].pid;
+  await cluster.kill(0);
+  return { atS: Math.round(at / 100) / 10, relayPid };
+}
+
+/**
+ * What --pause-relay did: when, for how long it was asked and really was (more than forS when the
+ * lab was late to resume it), and to which relay.
+ * @typedef {{ atS: number, forS: number, stoppedS: number, relayPid: number }} PauseInfo
+ */
+
+/**
+ * --pause-relay: SIGSTOP the first relay (as --kill-relay-at picks it) and SIGCONT it forS later,
+ * while the run goes on.
+ * @param {import('../target/cluster.js').RelayCluster} cluster
+ * @param {number} forS
+ * @param {number} at ms into the measured window
+ * @returns {Promise<PauseInfo>}
+ */
+async function pauseRelay(cluster, forS, at) {
+  const atS = Math.round(at / 100) / 10;
+  const relayPid = cluster.servers[0].pid;
+  const stoppedMs = await cluster.pause(0, forS * 1000);
+  return { atS, forS, stoppedS: Math.round(stoppedMs / 100) / 10, relayPid };
+}
+
+/**
+ * The cluster of relays as the one server the rest of a point talks to
+ * (its URL is the first relay's; metrics are merged over the live relays).
+ * @param {import('../target/cluster.js').RelayCluster} cluster
+ * @returns {ServerChild}
+ */
+function clusterAsServer(cluster) {
+  const first = cluster.servers[0];
+  return /** @type {ServerChild} */ ({
+    ...first,
+    url: first.url,
+    get faults() { return cluster.servers.flatMap((s) => s.faults); },
+    resetWindow: () => cluster.resetWindow(),
+    metrics: () => cluster.metrics(),
+    close: () => cluster.close(),
+  });
+}
+
+/**
+ * Starts the clients, warms up, then measures: the window's timeline, the
+ * server's RSS when it began, its length and the generators' CPU over it.
+ * @param {PointOptions} o
+ * @param {SimPointState} run
+ * @param {boolean} asProcesses generators are child processes (their CPU is asked for)
+ * @param {MeasuringWindow['restart']} restart
+ */
+async function measure(o, run, asProcesses, restart) {
+  for (const w of run.workers) w.postMessage({ cmd: 'start' });
+  const started = Date.now();
+  const timeline = createTimeline(() => run.server, run.bucket, o.liveHeap ?? false);
+  await runPhase(o, run, started, 'warm-up', o.warmupS);
+  await run.server.resetWindow();
+  const rssWarm = (await run.server.metrics()).rssBytes ?? null;
+  const cpuStart = process.cpuUsage();
+  const childCpuStart = asProcesses ? await childCpuMicros(run.workers) : 0;
+  const windowStart = performance.now();
+  run.bucket.on = true;
+  // with --updates, run until every client sent them (bounded by the ACK timeout per update)
+  const seconds = o.updates > 0 ? (o.updates * o.point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS;
+  await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart });
+  const windowMs = performance.now() - windowStart;
+  run.bucket.on = false;
+  if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) await timeline.close(windowMs);
+  const cpuUsed = process.cpuUsage(cpuStart);
+  const childCpuUsed = asProcesses ? await childCpuMicros(run.workers) - childCpuStart : 0;
+  return { timeline: timeline.buckets, rssWarm, windowMs, clientCpuMicros: cpuUsed.user + cpuUsed.system + childCpuUsed };
+}
+
+/**
+ * The run record of a point from what was measured.
+ * @param {object} input
+ * @param {PointOptions} input.o
+ * @param {SimPointState} input.run
+ * @param {{ from: number, to: number }[]} input.shares
+ * @param {boolean} input.asProcesses
+ * @param {Awaited<ReturnType<typeof measure>>} input.window
+ * @param {any} input.serverMetrics the server child's metrics after the window
+ * @param {any[]} input.stats every client's CarClient.stats()
+ * @param {ReportTally | null} input.reports what the clients' reports did (--reports)
+ */
+function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports }) {
+  const { point } = o;
+  const { restartInfo } = run;
+  // the server's counters for the transport under test
+  const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
+  return aggregateRun({
+    point,
+    clients: stats,
+    relay,
+    cpu: {
+      // --start-cluster: every process of the server (primary, workers, nats-server) summed
+      server: typeof serverMetrics.serverCpuPct === 'number' ? serverMetrics.serverCpuPct : relay.cpuPctMean,
+      clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100,
+    },
+    extra: {
+      sim: {
+        workers: shares.length,
+        generator: asProcesses ? 'process' : 'thread',
+        clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
+      },
+      durationS: Math.round(window.windowMs / 100) / 10,
+      ...reportFields(point.reportsIntervalS ?? 0, reports),
+      serverRssBytes: serverMetrics.rssBytes,
+      // the server's longest event-loop stall from its start to the window's end (null: not measured)
+      serverLoopStallMs: typeof serverMetrics.loopStallMs === 'number' ? serverMetrics.loopStallMs : null,
+      stoppedEarly: Boolean(o.shouldStop?.()),
+      timeline: window.timeline,
+      stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
+      serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
+      ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
+    },
+  });
+}
+
+/**
+ * A started `carlab start` as the one server the rest of a point talks to:
+ * its public URL; metrics are its window's (lab/target/start-cluster.js); close
+ * stops it with SIGTERM.
+ * @param {import('../target/start-cluster.js').StartedServer} started
+ * @returns {ServerChild}
+ */
+function startedAsServer(started) {
+  /** @type {{ code: number | null, signal: string | null } | null} */
+  let exit = null;
+  started.exited.then((e) => { exit = e; });
+  return /** @type {ServerChild} */ ({
+    url: started.url,
+    pid: started.pids.primary,
+    faults: started.faults,
+    exited: started.exited,
+    get exit() { return exit; },
+    resetWindow: () => started.resetWindow(),
+    metrics: () => started.metrics(),
+    heap: async () => ({}),
+    kill: (signal) => started.kill(signal),
+    close: async () => { await started.stop(); },
+  });
+}
+
+/**
+ * The system under test: one relay (the server child), with point.relays
+ * a cluster of them on NATS, or with point.startCluster the product's own
+ * `carlab start` (`--cluster N` for N >= 2) in a process of its own.
+ * @param {PointOptions} o
+ * @param {Record<string, any>} serverOptions
+ * @param {{ netns?: string, execArgv?: string[] }} serverPlace
+ * @returns {Promise<{ server: ServerChild, cluster: import('../target/cluster.js').RelayCluster | null,
+ *   started: import('../target/start-cluster.js').StartedServer | null }>}
+ */
+async function startSystem(o, serverOptions, serverPlace) {
+  if (o.point.startCluster) {
+    const started = await startCarlab({ cluster: o.point.startCluster, ackTimeoutMs: o.ackTimeoutMs });
+    return { server: startedAsServer(started), cluster: null, started };
+  }
+  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null, started: null };
+  const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats, serverOptions, serverPlace });
+  return { server: clusterAsServer(cluster), cluster, started: null };
+}
+
+/**
+ * Runs one point and returns its run record.
+ * @param {PointOptions} o
+ */
+export async function runSimPoint(o) {
+  const { point } = o;
+  const net = o.net ?? null;
+  const serverOptions = { ackTimeoutMs: o.ackTimeoutMs, baselines: BASELINES.includes(point.transport), ...(net ? { host: net.serverIp } : {}) };
+  const serverPlace = { ...(net ? { netns: net.serverNs } : {}), ...(o.liveHeap ? { execArgv: ['--expose-gc'] } : {}) };
+  const system = await startSystem(o, serverOptions, serverPlace);
+  /** @type {SimPointState} */
+  const run = {
+    server: system.server,
+    cluster: system.cluster,
+    started: system.started,
+    killInfo: null,
+    pause: null,
+    pastServers: [],
+    workers: [],
+    live: { rtSum: 0, rtN: 0, sent: 0, done: 0 },
+    bucket: { on: false, rtSum: 0, rtN: 0 },
+    restartInfo: null,
+  };
+  const shares = generatorShares(point.clients, o.workers);
+  if (net && net.clientNs.length !== shares.length) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${shares.length} generators`);
+  const runId = `sim${Date.now().toString(36)}`;
+  // node-datachannel (relay-udp) only works in a process's main thread; a
+  // thread cannot change network namespace (--net)
+  const asProcesses = point.transport === 'relay-udp' || Boolean(net);
+  let generatorsClosed = false;
+  try {
+    // --start-cluster: the primary's CPU while the clients connect (every connection goes through it then)
+    const connectPhase = run.started?.measurePrimary() ?? null;
+    const connected = startGenerators(o, run, shares, runId, asProcesses);
+    o.onProgress?.({ phase: 'connecting', elapsedS: 0, rtMean: null, sent: 0 });
+    await connected;
+    const primaryConnect = connectPhase?.() ?? null;
+    const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
+    const pauseInfo = await run.pause;
+    const serverMetrics = await run.server.metrics();
+    const { stats, reports } = await stopGenerators(run.workers);
+    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
+    if (run.started) {
+      // Stopped before the record is done: the primary logs what it routed as it stops.
+      await closeGenerators(run.workers);
+      generatorsClosed = true;
+      const stopped = await run.started.stop();
+      const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
+      return { ...record, ...fields, serverFaults: run.started.faults.length };
+    }
+    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage }) } : record;
+  } finally {
+    await run.pause?.catch(() => {});
+    if (!generatorsClosed) await closeGenerators(run.workers);
+    await run.server.close();
+  }
+}
