@@ -41,17 +41,15 @@ export async function busyCores(samples = 4, ms = 500) {
 }
 
 /**
- * The cores the tests may plan on: all of them less half of those already
- * busy (rounded to the nearest), never fewer than one. Half, because the
- * kernel shares a busy core between its runnable threads: beside a busy loop
- * on one of 2 cores, planning on one core (2 heavy files at once, then 1 beside
- * 2 browser workers) left the loop a whole core and took npm test from 811 to
- * 1033 s, where the same files at the full plan only share it.
+ * The cores the tests may plan on: all of them less those already busy
+ * (rounded to the nearest), never fewer than one. Planning on half of a busy
+ * core instead (the kernel shares it) gained nothing beside a busy loop on one
+ * of 2 cores: npm test took 1047 s against 1033 s, the stages CPU-bound either way.
  * @param {number} cores
  * @param {number} busy
  */
 export function freeCores(cores, busy) {
-  return Math.max(1, Math.round(cores - busy / 2));
+  return Math.max(1, Math.round(cores - busy));
 }
 
 /**

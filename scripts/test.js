@@ -180,8 +180,8 @@ Runs the web build with the type check beside it; then, each stage with
 nothing else beside it, the real-time browser tests (one at a time), the unit
 files that measure timing, those with wall-clock bounds, and WebKit's browser
 tests; last, side by side, the other unit files and the other browser tests.
-How many of those run at once follows the machine: the cores less half of
-those already busy when the run begins (the least of four 0.5 s samples). Every step runs even when
+How many of those run at once follows the machine: the cores less those
+already busy when the run begins (the least of four 0.5 s samples). Every step runs even when
 one before failed; each output line starts with its step's name, and the last
 line gives each step's time. Whatever a step started that outlives it is
 ended, named and fails the run; so does anything the run left behind at its
