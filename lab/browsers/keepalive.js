@@ -17,7 +17,7 @@ export const SETTLE_S = 3;
 
 /**
  * One open connection's counters as the lab page's counters(id) returns them
- * (lab/pages/src/lab.js; `counters` is its pcCounters() record).
+ * (lab/pages/src/lab.js; `counters` is its pcCounters() record, lab/pages/src/lab-stats.js).
  * @typedef {{ key: string, remote: string, role: string, counters: { localPorts: number[] } & Record<string, any> }} ConnCounters
  */
 

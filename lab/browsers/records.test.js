@@ -19,11 +19,11 @@ const [CF] = parsePairs('C-F');
 
 /**
  * A results object holding these runs. Browsers' experiment records ride in `runs` beside
- * CAR runs, but output.js's Run names only a CAR run's fields (clients, group, cycleMs
+ * CAR runs, but types.js's Run names only a CAR run's fields (clients, group, cycleMs
  * required): hence the cast.
  * @param {Record<string, unknown>} env @param {object[]} runs
  */
-const resultsOf = (env, runs) => /** @type {import('../report/output.js').Results} */ ({ env, runs });
+const resultsOf = (env, runs) => /** @type {import('../report/types.js').Results} */ ({ env, runs });
 
 /**
  * A connect()/connInfo() result as the lab page returns it.

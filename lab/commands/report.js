@@ -1,8 +1,9 @@
 /**
  * `carlab report DIR [DIR ...] [--out OUT]`: results files from a results
  * folder (re-rendered), from a study recording (`carlab start --record DIR`,
- * turned into results by lab/report/recording.js), or from several of them side by
- * side in one combined report.
+ * read by lab/report/recording.js and turned into results by
+ * lab/report/recording-results.js), or from several of them side by side in
+ * one combined report.
  *
  * @module lab/commands/report
  */
@@ -14,7 +15,8 @@ import { parseArgs } from 'node:util';
 
 import { renderTables } from '../report/output.js';
 import { validateResults, writeResults } from '../report/files.js';
-import { isRecordingDir, readRecording, recordingToResults } from '../report/recording.js';
+import { isRecordingDir, readRecording } from '../report/recording.js';
+import { recordingToResults } from '../report/recording-results.js';
 
 /**
  * @typedef {object} ReportIo
@@ -30,7 +32,7 @@ import { isRecordingDir, readRecording, recordingToResults } from '../report/rec
  * @property {string} target as given on the command line
  * @property {string} dir the folder (of results.json, or the recording)
  * @property {'results' | 'recording'} kind
- * @property {import('../report/output.js').Results} results
+ * @property {import('../report/types.js').Results} results
  * @property {string} [note] one line about what was read (recordings)
  */
 
@@ -193,7 +195,7 @@ export function recordingNote(target, recording) {
  * input's environment.
  *
  * @param {ReportInput[]} inputs
- * @returns {import('../report/output.js').Results}
+ * @returns {import('../report/types.js').Results}
  */
 export function combineResults(inputs) {
   /** @type {Set<string>} */
@@ -240,7 +242,7 @@ export function combineResults(inputs) {
  * Read and check DIR/results.json (or the given .json file).
  *
  * @param {string} target a results directory or a results.json path
- * @returns {Promise<{ dir: string, results: import('../report/output.js').Results } | { error: string }>}
+ * @returns {Promise<{ dir: string, results: import('../report/types.js').Results } | { error: string }>}
  */
 export async function loadResults(target) {
   let info;

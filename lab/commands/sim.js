@@ -3,7 +3,8 @@
 // `carlab bench` (lab/commands/sweep.js); the point runner is lab/sim/sim.js.
 
 import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../shared/flags.js';
-import { BASELINES, SIM_TRANSPORTS, generatorShares, runSimPoint } from '../sim/sim.js';
+import { BASELINES, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
+import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
 
 /** Help text of `carlab sim`. */

@@ -1,5 +1,6 @@
 // The report lanes' plans, bodies and verdicts, without a carlab server (the
-// lanes themselves run in lab/commands/fuzz.test.js).
+// lanes themselves run in lab/commands/fuzz.test.js): fuzz-reports.js and the
+// fuzz-report-*.js modules (plan, garbage, flood-claim, books).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -9,10 +10,11 @@ import path from 'node:path';
 import { CarClient } from '../../core/client.js';
 import { REPORT_LIMITS, RtHistogram, buildReport, reportProblem } from '../../core/report.js';
 import { openRecorder } from '../../server/recorder.js';
-import {
-  GARBAGE_KINDS, REPORT_SCENARIO_NAMES, booksFacts, completeReport, createReportLedger, garbageBody, garbageRequest, judgeGoodReporters,
-  judgeReportBooks, judgeReportClaim, judgeReportFlood, judgeReportGarbage, rawExchange, readRecordedReports, reportCountsIn, reportPlan,
-} from './fuzz-reports.js';
+import { REPORT_SCENARIO_NAMES, createReportLedger, judgeGoodReporters, rawExchange } from './fuzz-reports.js';
+import { GARBAGE_KINDS, reportPlan } from './fuzz-report-plan.js';
+import { completeReport, garbageBody, garbageRequest, judgeReportGarbage } from './fuzz-report-garbage.js';
+import { judgeReportClaim, judgeReportFlood } from './fuzz-report-flood-claim.js';
+import { booksFacts, judgeReportBooks, readRecordedReports, reportCountsIn } from './fuzz-report-books.js';
 import { casesSelected, scenarioSelected } from './fuzz.js';
 
 /** @typedef {import('../../core/report.js').ClientReport} ClientReport */
@@ -36,7 +38,7 @@ async function realReport() {
  * What the intake (server/report-intake.js, in its order) answers a garbage
  * case, for a fresh session: the model the plan's expectations are checked
  * against.
- * @param {import('./fuzz-reports.js').GarbageCase} c @param {Buffer} body
+ * @param {import('./fuzz-report-plan.js').GarbageCase} c @param {Buffer} body
  */
 function intakeModel(c, body) {
   const type = String(c.type ?? '').split(';')[0].trim().toLowerCase();
@@ -93,7 +95,7 @@ test('every garbage body gets, from the intake\'s own checks, exactly the status
 test('garbage bodies: __proto__ stays an own key, deep nesting is deep, 1e999 is in the text', async () => {
   const real = await realReport();
   const base = reportPlan(1).garbage.cases[0];
-  /** @param {import('./fuzz-reports.js').GarbageBody} body */
+  /** @param {import('./fuzz-report-plan.js').GarbageBody} body */
   const text = (body) => garbageBody({ ...base, body }, real).toString('utf8');
   const whole = JSON.parse(text({ kind: 'proto', where: '' }));
   assert.deepEqual(Object.keys(whole), ['__proto__']);
@@ -172,7 +174,7 @@ test('judgeGoodReporters: closed, starved, refused or never accepted each say so
 });
 
 test('judgeReportGarbage: exactly the status due, 413 closes, the reason matches the status; no answer or a 2xx/5xx is a problem', () => {
-  /** @param {Partial<import('./fuzz-reports.js').GarbageFacts['cases'][number]>} o */
+  /** @param {Partial<import('./fuzz-report-garbage.js').GarbageFacts['cases'][number]>} o */
   const kase = (o) => ({ what: 'x', expect: [422], borderline: false, outcome: 'answered', status: 422, code: 'bad_shape', connection: 'keep-alive', ...o });
   const healthy = {
     cases: [kase({}), kase({ what: 'big', expect: [413], status: 413, code: 'too_large', connection: 'close' }), kase({ what: 'edge', expect: [204], status: 204, code: 'accepted' }),
@@ -200,7 +202,7 @@ test('judgeReportGarbage: exactly the status due, 413 closes, the reason matches
   ]);
 });
 
-/** @returns {import('./fuzz-reports.js').ReportFloodFacts} */
+/** @returns {import('./fuzz-report-flood-claim.js').ReportFloodFacts} */
 const healthyFlood = () => ({
   minIntervalMs: 1000, burst: 2, durationMs: 2010, posts: 900, byStatus: { 204: 4, 429: 896 },
   accepted: [{ sentAt: 0, doneAt: 2 }, { sentAt: 3, doneAt: 5 }, { sentAt: 1001, doneAt: 1003 }, { sentAt: 2004, doneAt: 2006 }],

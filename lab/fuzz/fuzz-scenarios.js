@@ -19,7 +19,7 @@
 // Each scenario's parameters are a pure function of the seed (scenarioPlan);
 // its verdict a pure function of what it saw (judge*), so both are tested
 // without a server. The lanes on the client-report intake (report-garbage,
-// report-flood, report-claim) are in fuzz-reports.js.
+// report-flood, report-claim) are fuzz-reports.js and its fuzz-report-*.js.
 
 import net from 'node:net';
 import WebSocket from 'ws';

@@ -9,25 +9,28 @@
 // streams must have no gap, duplicate or reorder. The report lanes
 // (fuzz-reports.js) do the same to POST /reports; the server records the
 // reports it accepts into a temporary folder, which the books then read.
+//
+// Here: the run itself (the server, the case lanes, the scenario lanes, the
+// tally and the verdict, the report); each case's driver is in
+// fuzz-drivers.js, the well-behaved clients in fuzz-good-clients.js.
 
-import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import WebSocket from 'ws';
-import { CarClient } from '../../core/client.js';
-import { aggregateStreams } from '../../core/metrics.js';
-import { createRelayTransport } from '../../web/src/transport/relay.js';
 import { RELAY_DEFAULTS } from '../../relay/index.js';
 import { SIGNALING_DEFAULTS } from '../../signaling/index.js';
 import { HTTP_TIMEOUTS } from '../../server/server.js';
-import { PROBE, expectPeer, expectRelay, generateCase, makeWorld, unitsOf } from './fuzz-cases.js';
+import { generateCase } from './fuzz-cases.js';
+import { makeWorld } from './fuzz-world.js';
+import { runCase } from './fuzz-drivers.js';
+import { settleGoodClients, startGoodClients, startSentinels } from './fuzz-good-clients.js';
 import { seedOf } from '../shared/rng.js';
 import { SCENARIO_NAMES, failedScenario, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
-import {
-  REPORTS_ALIAS, REPORT_SCENARIO_NAMES, createReportLedger, fetchReportCounts, readRecordedReports, reportBooks, reportPlan,
-  runReportClaim, runReportFlood, runReportGarbage,
-} from './fuzz-reports.js';
+import { REPORTS_ALIAS, REPORT_SCENARIO_NAMES, createReportLedger } from './fuzz-reports.js';
+import { reportPlan } from './fuzz-report-plan.js';
+import { runReportGarbage } from './fuzz-report-garbage.js';
+import { runReportClaim, runReportFlood } from './fuzz-report-flood-claim.js';
+import { fetchReportCounts, readRecordedReports, reportBooks } from './fuzz-report-books.js';
 import { startServerChild } from '../target/server-process.js';
 
 /**
@@ -46,303 +49,12 @@ import { startServerChild } from '../target/server-process.js';
  * @property {() => boolean} [shouldStop]
  */
 
-/** Outcomes of one case. @typedef {{ ok: boolean, units: number, outcome: string, expected: string, detail?: string }} CaseResult */
+/** @typedef {import('./fuzz-drivers.js').CaseResult} CaseResult */
 
 const MIB = 1024 * 1024;
 
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** @param {Uint8Array | string} data */
-function hexOf(data) {
-  if (typeof data === 'string') return JSON.stringify(data.slice(0, 60));
-  const b = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return `${b.subarray(0, 48).toString('hex')}${b.length > 48 ? `...(${b.length} bytes)` : ''}`;
-}
-
-/**
- * A WebSocket that resolves how it closed (or 'timeout').
- * @param {string} url
- * @param {number} timeoutMs
- */
-function openSocket(url, timeoutMs) {
-  const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs });
-  ws.on('error', () => {});
-  /** @type {string | null} */
-  let first = null;
-  ws.once('message', (data, isBinary) => {
-    if (isBinary) { first = '(binary)'; return; }
-    try { first = JSON.parse(String(data)).type ?? '(no type)'; } catch { first = '(not JSON)'; }
-  });
-  /** @type {Promise<{ code: number, reason: string } | 'timeout'>} */
-  const closed = new Promise((resolve) => {
-    const timer = setTimeout(() => { ws.terminate(); resolve('timeout'); }, timeoutMs);
-    ws.once('close', (code, reason) => { clearTimeout(timer); resolve({ code, reason: String(reason) }); });
-  });
-  const opened = new Promise((resolve) => {
-    ws.once('open', () => resolve(true));
-    ws.once('close', () => resolve(false));
-  });
-  return { ws, opened, closed, first: () => first };
-}
-
-/**
- * @param {import('./fuzz-cases.js').RelayCase} c
- * @param {import('./fuzz-cases.js').FuzzWorld} world
- * @param {string} url
- * @param {number} timeoutMs
- * @returns {Promise<CaseResult>}
- */
-async function runRelayCase(c, world, url, timeoutMs) {
-  const expect = expectRelay(c.frames, world);
-  const s = openSocket(url, timeoutMs);
-  if (!(await s.opened)) return { ok: false, units: 0, outcome: 'no connection', expected: expect.codes.join('|') };
-  let units = 0;
-  for (const f of c.frames) {
-    if (s.ws.readyState !== WebSocket.OPEN) break;
-    if ('text' in f) s.ws.send(f.text, { binary: false });
-    else s.ws.send(f.bytes, { binary: true });
-    units++;
-  }
-  if (expect.probe && s.ws.readyState === WebSocket.OPEN) {
-    s.ws.send(PROBE, { binary: true });
-    units++;
-  }
-  const closed = await s.closed;
-  const outcome = closed === 'timeout' ? 'timeout' : String(closed.code);
-  const ok = closed !== 'timeout' && expect.codes.includes(closed.code);
-  return {
-    ok, units, outcome, expected: expect.codes.join('|'),
-    detail: ok ? undefined : `${closed === 'timeout' ? '' : `reason "${closed.reason}"; `}frames ${c.frames.map((f) => hexOf('text' in f ? f.text : f.bytes)).join(' ')}`,
-  };
-}
-
-/**
- * @param {import('./fuzz-cases.js').PeerCase} c
- * @param {import('./fuzz-cases.js').FuzzWorld} world
- * @param {string} base ws://host:port
- * @param {number} timeoutMs
- * @returns {Promise<CaseResult>}
- */
-async function runPeerCase(c, world, base, timeoutMs) {
-  const expect = expectPeer(c, world);
-  const s = openSocket(`${base}/peerjs/peerjs?${new URLSearchParams(c.query)}`, timeoutMs);
-  if (!(await s.opened)) return { ok: false, units: 0, outcome: 'no connection', expected: expect.codes.join('|') };
-  let units = c.frames.length === 0 ? 1 : 0;
-  for (const f of c.frames) {
-    if (s.ws.readyState !== WebSocket.OPEN) break;
-    s.ws.send(f.data, { binary: f.binary });
-    units++;
-  }
-  if (expect.probe && s.ws.readyState === WebSocket.OPEN) {
-    s.ws.send('this is not JSON', { binary: false });
-    units++;
-  }
-  const closed = await s.closed;
-  const outcome = closed === 'timeout' ? 'timeout' : String(closed.code);
-  const firstOk = c.firstMessage === null || s.first() === c.firstMessage;
-  const ok = closed !== 'timeout' && expect.codes.includes(closed.code) && firstOk;
-  return {
-    ok, units, outcome: firstOk ? outcome : `${outcome} after ${s.first()}`, expected: `${expect.codes.join('|')} after ${c.firstMessage}`,
-    detail: ok ? undefined : `query ${JSON.stringify(c.query)}; frames ${c.frames.slice(0, 5).map((f) => hexOf(f.data)).join(' ')}`,
-  };
-}
-
-/**
- * The first WebSocket close code in server-to-client frames (unmasked), if complete.
- * @param {Buffer} buf
- * @returns {number | undefined}
- */
-export function closeCodeIn(buf) {
-  let i = 0;
-  while (i + 2 <= buf.length) {
-    const opcode = buf[i] & 0x0f;
-    let len = buf[i + 1] & 0x7f;
-    let at = i + 2;
-    if (len === 126) {
-      if (at + 2 > buf.length) return undefined;
-      len = buf.readUInt16BE(at);
-      at += 2;
-    } else if (len === 127) {
-      if (at + 8 > buf.length) return undefined;
-      len = Number(buf.readBigUInt64BE(at));
-      at += 8;
-    }
-    if (at + len > buf.length) return undefined;
-    if (opcode === 8) return len >= 2 ? buf.readUInt16BE(at) : 1005;
-    i = at + len;
-  }
-  return undefined;
-}
-
-/**
- * Raw TCP: sends the request, reads the status line; after a 101, sends the
- * WebSocket bytes and reads the server's close frame.
- * @param {number} port
- * @param {import('./fuzz-cases.js').RawCase} c
- * @param {number} timeoutMs
- * @returns {Promise<CaseResult>}
- */
-function runRawCase(port, c, timeoutMs) {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    let buf = Buffer.alloc(0);
-    /** @type {number | null} */
-    let status = null;
-    let upgraded = false;
-    let settled = false;
-    const units = 1 + (c.afterUpgrade ? 1 : 0);
-    /** @param {string} outcome */
-    const finish = (outcome) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      sock.destroy();
-      const ok = c.expect.includes('any') || c.expect.some((e) => String(e) === outcome);
-      resolve({ ok, units, outcome, expected: c.expect.join('|'), detail: ok ? undefined : `request ${hexOf(c.request)}` });
-    };
-    const timer = setTimeout(() => finish(status === null ? 'timeout' : `timeout after ${status}`), timeoutMs);
-    sock.on('error', () => {});
-    sock.on('connect', () => {
-      sock.write(c.request);
-      if (c.halfClose) sock.end();
-    });
-    sock.on('data', (d) => {
-      buf = Buffer.concat([buf, d]);
-      if (status === null) {
-        const m = /^HTTP\/1\.[01] (\d{3})/.exec(buf.toString('latin1', 0, Math.min(buf.length, 16)));
-        if (!m) return;
-        status = Number(m[1]);
-        if (status !== 101) { finish(String(status)); return; }
-      }
-      if (!upgraded) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        upgraded = true;
-        buf = buf.subarray(end + 4);
-        if (!c.afterUpgrade) { finish('101'); return; }
-        sock.write(c.afterUpgrade);
-        if (c.abort) { finish('aborted'); return; }
-      }
-      const code = closeCodeIn(buf);
-      if (code !== undefined) finish(`ws:${code}`);
-    });
-    sock.on('close', () => finish(status === null ? 'closed' : upgraded ? 'ws:dropped without close frame' : `${status} then closed`));
-  });
-}
-
-/** What an answer from outside the web root would contain. */
-const LEAK_SIGNS = ['"devDependencies"', 'root:x:0:0', 'PRIVATE KEY', 'createCarlabServer'];
-
-/**
- * @param {number} port
- * @param {import('./fuzz-cases.js').HttpCase} c
- * @param {number} timeoutMs
- * @returns {Promise<CaseResult>}
- */
-function runHttpCase(port, c, timeoutMs) {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    /** @type {Buffer[]} */
-    const chunks = [];
-    let settled = false;
-    /** @param {string | null} timedOut */
-    const finish = (timedOut) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      sock.destroy();
-      const text = Buffer.concat(chunks).toString('latin1');
-      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
-      const status = m ? Number(m[1]) : null;
-      const leak = c.traversal ? LEAK_SIGNS.find((sign) => text.includes(sign)) : undefined;
-      const ok = !timedOut && status !== null && status >= 200 && status < 500 && !leak;
-      const outcome = timedOut ?? (status === null ? 'no answer' : leak ? `${status} leaking ${leak}` : String(status));
-      resolve({ ok, units: 1, outcome, expected: '2xx-4xx', detail: ok ? undefined : `request ${JSON.stringify(Buffer.from(c.request).toString('latin1').slice(0, 200))}` });
-    };
-    const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    sock.on('error', () => {});
-    sock.on('connect', () => sock.write(c.request));
-    sock.on('data', (d) => chunks.push(d));
-    sock.on('close', () => finish(null));
-  });
-}
-
-/**
- * Well-behaved PeerJS peers: A sends B a numbered OFFER every 100 ms; B must get them all, in order.
- * @param {string} base ws://host:port
- * @param {import('./fuzz-cases.js').FuzzWorld} world
- */
-async function startSentinels(base, world) {
-  const idA = `fuzz-sentinel-a-${world.seed}`;
-  const connect = async (/** @type {string} */ id, /** @type {string} */ token) => {
-    const ws = new WebSocket(`${base}/peerjs/peerjs?${new URLSearchParams({ key: world.peerKey, id, token })}`, { perMessageDeflate: false });
-    ws.on('error', () => {});
-    const data = /** @type {Buffer} */ (await new Promise((resolve, reject) => {
-      ws.once('message', (d) => resolve(/** @type {Buffer} */ (d)));
-      ws.once('close', (code) => reject(new Error(`sentinel ${id} closed with ${code}`)));
-    }));
-    if (JSON.parse(String(data)).type !== 'OPEN') throw new Error(`sentinel ${id}: no OPEN`);
-    return ws;
-  };
-  const a = await connect(idA, `sentinel-a-${world.seed}`);
-  const b = await connect(world.sentinel.id, world.sentinel.token);
-  const state = { sent: 0, received: 0, outOfOrder: 0, closedA: /** @type {number | null} */ (null), closedB: /** @type {number | null} */ (null) };
-  a.on('close', (code) => { state.closedA = code; });
-  b.on('close', (code) => { state.closedB = code; });
-  b.on('message', (data) => {
-    let m;
-    try { m = JSON.parse(String(data)); } catch { return; }
-    if (m.type !== 'OFFER' || m.src !== idA) return; // fuzz cases send B junk too: only A's count
-    if (m.payload?.n !== state.received + 1) state.outOfOrder++;
-    state.received++;
-  });
-  const offers = setInterval(() => {
-    if (a.readyState !== WebSocket.OPEN) return;
-    a.send(JSON.stringify({ type: 'OFFER', dst: world.sentinel.id, payload: { n: ++state.sent } }));
-  }, 100);
-  const beats = setInterval(() => {
-    for (const ws of [a, b]) if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'HEARTBEAT' }));
-  }, 5000);
-  return {
-    state,
-    async stop() {
-      clearInterval(offers);
-      clearInterval(beats);
-      await sleep(300); // the last offers land
-      const open = a.readyState === WebSocket.OPEN && b.readyState === WebSocket.OPEN;
-      a.close(1000);
-      b.close(1000);
-      return { ...state, open };
-    },
-  };
-}
-
-/**
- * Well-behaved clients: two groups of three, one of them locked with a
- * token; connected, meshed (or 10 s passed) and started.
- * @param {string} wsBase ws://host:port
- * @param {import('./fuzz-cases.js').FuzzWorld} world
- */
-async function startGoodClients(wsBase, world) {
-  /** @type {CarClient[]} */
-  const good = [];
-  for (const g of world.goodGroups) {
-    for (const id of g.ids) {
-      const client = new CarClient({
-        transport: createRelayTransport({ url: `${wsBase}/relay`, batched: true, WebSocket }),
-        group: g.name, name: `good-${id}`, clientId: id, token: g.token, cycleMs: 50, ackTimeoutMs: 5000,
-        pose: () => [Math.sin(performance.now() / 1000), 0, 0, 0, 0, 0, 1],
-      });
-      await client.connect();
-      good.push(client);
-    }
-  }
-  const meshEnd = Date.now() + 10000;
-  while (good.some((c) => c.members.size < 2) && Date.now() < meshEnd) await sleep(20);
-  for (const c of good) c.start();
-  return good;
-}
 
 /**
  * The server's RSS from its own process.memoryUsage(): `sample()` records
@@ -409,31 +121,12 @@ export function recordCase(tally, index, c, result) {
   }
 }
 
-/**
- * Runs one case on its target; a driver that throws is a failed case.
- * @param {import('./fuzz-cases.js').FuzzCase} c
- * @param {import('./fuzz-cases.js').FuzzWorld} world
- * @param {number} port
- * @param {number} timeoutMs
- * @returns {Promise<CaseResult>}
- */
-async function runCase(c, world, port, timeoutMs) {
-  const wsBase = `ws://127.0.0.1:${port}`;
-  try {
-    if (c.target === 'relay') return await runRelayCase(c, world, `${wsBase}/relay`, timeoutMs);
-    if (c.target === 'peer') return await runPeerCase(c, world, wsBase, timeoutMs);
-    if (c.target === 'raw') return await runRawCase(port, c, timeoutMs);
-    return await runHttpCase(port, c, timeoutMs);
-  } catch (err) {
-    return { ok: false, units: unitsOf(c, world), outcome: `driver error: ${/** @type {Error | undefined} */ (err)?.message ?? err}`, expected: '' };
-  }
-}
 
 /**
  * The lanes: case i is a pure function of (seed, i); each lane takes the
  * next index until the target is sent, the server died or Ctrl-C.
  * @param {FuzzOptions} o
- * @param {{ world: import('./fuzz-cases.js').FuzzWorld, server: import('../target/server-process.js').ServerChild, port: number,
+ * @param {{ world: import('./fuzz-world.js').FuzzWorld, server: import('../target/server-process.js').ServerChild, port: number,
  *   target: number, lanes: number, timeoutMs: number, started: number }} run
  */
 async function runLanes(o, { world, server, port, target, lanes, timeoutMs, started }) {
@@ -458,27 +151,6 @@ async function runLanes(o, { world, server, port, target, lanes, timeoutMs, star
   return tally;
 }
 
-/**
- * The good clients: stop sending, let what is in flight land, then sum
- * their good-to-good streams.
- * @param {CarClient[]} good
- */
-async function settleGoodClients(good) {
-  await sleep(500);
-  for (const c of good) c.stop();
-  const settleEnd = Date.now() + 3000;
-  while (good.some((c) => c.cycle.outstanding) && Date.now() < settleEnd) await sleep(20);
-  await sleep(200);
-  const stats = good.map((c) => c.stats());
-  const ids = new Set(good.map((c) => `${c.options.group}\u0000${c.id}`));
-  for (const s of stats) {
-    // Updates also went to fuzz cases that joined the group: only good-to-good streams count.
-    s.sentTo = Object.fromEntries(Object.entries(s.sentTo).filter(([rid]) => ids.has(`${s.group}\u0000${rid}`)));
-  }
-  const streams = aggregateStreams(stats);
-  const goodClosed = good.filter((c) => c.closedWith).map((c) => `${c.id}: ${c.closedWith?.code}`);
-  return { stats, streams, goodClosed };
-}
 
 /**
  * Every promise that did not hold, as one line each (none: the run is ok).
@@ -547,7 +219,7 @@ export function casesSelected(only) {
  * together within the slow-headers lane); their POSTs are booked in `ledger`
  * (null when none runs) for the books after the run.
  * @param {FuzzOptions} o
- * @param {{ seed: number, world: import('./fuzz-cases.js').FuzzWorld, server: import('../target/server-process.js').ServerChild, port: number }} run
+ * @param {{ seed: number, world: import('./fuzz-world.js').FuzzWorld, server: import('../target/server-process.js').ServerChild, port: number }} run
  */
 async function startScenarios(o, { seed, world, server, port }) {
   const limits = {

@@ -1,10 +1,10 @@
 // results.csv: one row per run, every field of the run flattened into a
 // dotted column (`rt.mean`, `setupMs.peer.p95`), the known ones first.
 import { isObject } from './format.js';
-import { runsOf } from './output.js';
+import { runsOf } from './runs.js';
 
-/** @typedef {import('./output.js').Results} Results */
-/** @typedef {import('./output.js').Run} Run */
+/** @typedef {import('./types.js').Results} Results */
+/** @typedef {import('./types.js').Run} Run */
 
 /** Preferred order of top-level run fields in the CSV; others follow as first seen. */
 const FIELD_ORDER = [

@@ -8,7 +8,7 @@ import { renderCsv } from './csv.js';
 import { isObject } from './format.js';
 import { renderTables } from './output.js';
 
-/** @typedef {import('./output.js').Results} Results */
+/** @typedef {import('./types.js').Results} Results */
 
 /**
  * Why a value is not a results object, or null when it is one.

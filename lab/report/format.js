@@ -34,7 +34,7 @@ export function fmt(value, digits = 0) {
 
 /**
  * The network profile a run ran under (--net), null without.
- * @param {Run} run
+ * @param {{ net?: unknown } | null | undefined} run a run record
  * @returns {string | null}
  */
 export function netName(run) {
@@ -79,7 +79,7 @@ function mdCell(value) {
  * @param {unknown} value
  * @returns {string}
  */
-function mdText(value) {
+export function mdText(value) {
   return String(value ?? '').replace(/[\r\n]+/g, ' ');
 }
 

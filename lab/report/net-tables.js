@@ -9,7 +9,7 @@ import { transportInfo } from '../../core/transports.js';
 
 const GRID = 'rgba(15, 23, 42, 0.08)';
 
-/** @typedef {import('./output.js').Run} Run */
+/** @typedef {import('./types.js').Run} Run */
 
 /**
  * One link direction: a profile's target or what calibration achieved.

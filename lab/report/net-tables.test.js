@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ackedRate, netReportSection, netRow, renderNetTables } from './net-tables.js';
-import { renderTables, supportedClients } from './output.js';
+import { renderTables } from './output.js';
+import { supportedClients } from './supported.js';
 
 /** @typedef {import('./net-tables.js').NetRecord} NetRecord */
 
@@ -9,8 +10,8 @@ import { renderTables, supportedClients } from './output.js';
  * A run under a network profile; `extra` replaces fields.
  * @param {string} transport
  * @param {string} profile
- * @param {Partial<Omit<import('./output.js').Run, 'net'>>} [extra]
- * @returns {import('./output.js').Run & { net: NetRecord & { calibration: NonNullable<NetRecord['calibration']> } }}
+ * @param {Partial<Omit<import('./types.js').Run, 'net'>>} [extra]
+ * @returns {import('./types.js').Run & { net: NetRecord & { calibration: NonNullable<NetRecord['calibration']> } }}
  */
 const run = (transport, profile, extra = {}) => ({
   transport, clients: 10, group: 5, cycleMs: 167, sim: {}, durationS: 10,

@@ -4,20 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import {
-  deviceRow,
-  isFamilyRun,
-  isUnreliable,
-  mdData,
-  recordingSummary,
-  renderSummaryLine,
-  renderTables,
-  runTables,
-  showSources,
-  sourceLabel,
-  supportedClients,
-  timeText,
-} from './output.js';
+import { renderTables, runTables } from './output.js';
+import { deviceRow, recordingSummary, timeText } from './recording-tables.js';
+import { isFamilyRun, mdData, showSources, sourceLabel } from './runs.js';
+import { renderSummaryLine } from './summary-line.js';
+import { isUnreliable, supportedClients } from './supported.js';
 import { CSV_BASE_COLUMNS, csvField, flatten, renderCsv } from './csv.js';
 import { validateResults, writeResults } from './files.js';
 import { fmt } from './format.js';
@@ -25,8 +16,8 @@ import { fmt } from './format.js';
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-output-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
-/** @typedef {import('./output.js').Run} Run */
-/** @typedef {import('./output.js').Results} Results */
+/** @typedef {import('./types.js').Run} Run */
+/** @typedef {import('./types.js').Results} Results */
 
 /**
  * A run with defaults; `over` replaces fields.

@@ -1,5 +1,5 @@
-// lab/report/recording.js end to end: real CarClients wired through an in-memory hub
-// (loss, reordering and ACK loss on one group), their real reports
+// lab/report/recording.js and recording-results.js end to end: real CarClients
+// wired through an in-memory hub (loss, reordering and ACK loss on one group), their real reports
 // (core/report.js Reporter) recorded by server/recorder.js into two segments,
 // a torn last line, an invalid report and a stale duplicate; then the results
 // are checked against what the lab computes from the same clients' stats().
@@ -18,7 +18,8 @@ import { describeUserAgent } from '../../server/user-agent.js';
 import { aggregateRun } from './aggregate.js';
 import { run as report } from '../commands/report.js';
 import { renderTables } from './output.js';
-import { groupInstances, isRecordingDir, readRecording, recordingToResults } from './recording.js';
+import { isRecordingDir, readRecording } from './recording.js';
+import { groupInstances, recordingToResults } from './recording-results.js';
 import { renderReportHtml } from './report-html.js';
 import { resultsSchemaProblems } from './schema.js';
 

@@ -5,9 +5,17 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, describe, test } from 'node:test';
 
-import { groupRuns, renderScaleOutTable, renderSummaryLine, renderTables, runTables } from './output.js';
+import { renderTables, runTables } from './output.js';
+import { groupRuns } from './runs.js';
+import { renderScaleOutTable } from './scale-out-tables.js';
+import { renderSummaryLine } from './summary-line.js';
 import { writeResults } from './files.js';
-import { buildCharts, chartJsPath, envRows, escapeHtml, inlineScript, jsonForScript, renderReportHtml, setupPhases } from './report-html.js';
+import { renderReportHtml } from './report-html.js';
+import { buildCharts } from './charts.js';
+import { setupPhases } from './charts-setup-cpu.js';
+import { chartJsPath } from './chartjs-source.js';
+import { escapeHtml, inlineScript, jsonForScript } from './html-escape.js';
+import { envRows } from './html-tables.js';
 
 const CHROMIUM = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/carlab-report.png';
@@ -15,8 +23,8 @@ const SCREENSHOT = '/tmp/carlab-report.png';
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-report-html-'));
 after(() => rmSync(base, { recursive: true, force: true }));
 
-/** @typedef {import('./output.js').Results} Results */
-/** @typedef {import('./report-html.js').ChartSpec} ChartSpec */
+/** @typedef {import('./types.js').Results} Results */
+/** @typedef {import('./charts-common.js').ChartSpec} ChartSpec */
 /** A Chart.js dataset as the tests read it. @typedef {{ label: string, data: unknown[] }} Dataset */
 
 /**
@@ -394,7 +402,7 @@ describe('report.html in headless Chromium', { skip: existsSync(CHROMIUM) ? fals
 
 /**
  * @param {string} transport @param {'gated' | 'pipelined'} cycleMode @param {number} fresh @param {number} p99
- * @returns {import('./output.js').Run}
+ * @returns {import('./types.js').Run}
  */
 const run = (transport, cycleMode, fresh, p99) => ({
   transport, clients: 20, group: 5, cycleMs: 167, cycleMode, sim: {}, net: { profile: 'lossy-5' },

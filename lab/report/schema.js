@@ -36,7 +36,7 @@ const CYCLE_MODES = ['pipelined', 'gated'];
  * run of `carlab sim` and `carlab bench`; `cluster` and `failover` with runs
  * on several relays (lab/sim/sim.js); `source`, `sourceName`, `groupName`,
  * `family`, `families`, `sessions` and `tracking` with the runs of a study
- * recording (lab/report/recording.js) and of combined reports (`carlab report A B --out C`).
+ * recording (lab/report/recording-results.js) and of combined reports (`carlab report A B --out C`).
  * @param {any} run
  * @returns {string[]}
  */
@@ -123,7 +123,7 @@ export function resultsSchemaProblems(results) {
 }
 
 /**
- * The parts a study recording adds to a results object (lab/report/recording.js),
+ * The parts a study recording adds to a results object (lab/report/recording-results.js),
  * optional, checked when present: `devices` (one object per page session),
  * `recording` (one recording's summary) or `recordings` (a combined report's).
  * @param {any} results

@@ -13,7 +13,7 @@ import { HelloFlag, MsgType, encode } from '../../core/protocol.js';
 import { aggregateStreams } from '../../core/metrics.js';
 import { createRelayTransport } from '../../web/src/transport/relay.js';
 import { makeRng } from '../shared/rng.js';
-import { startServerChild } from './sim.js';
+import { startServerChild } from '../target/server-process.js';
 
 /**
  * @typedef {object} ChurnOptions

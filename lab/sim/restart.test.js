@@ -9,7 +9,7 @@ import { runSchemaProblems } from '../report/schema.js';
 /**
  * A sim run record with the fields simRunRecord adds under `extra` (runSimPoint's
  * inferred type does not carry them); `restart` is there when the server was restarted.
- * @typedef {Awaited<ReturnType<typeof runSimPoint>> & { timeline: import('./sim.js').TimelineBucket[], serverFaults: number,
+ * @typedef {Awaited<ReturnType<typeof runSimPoint>> & { timeline: import('./timeline.js').TimelineBucket[], serverFaults: number,
  *   restart?: { atS: number, serverDownMs: number, note: string } }} RestartRun
  */
 

@@ -1,6 +1,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { createTimeline, liveHeapGrowth, reportFields, sumReportTallies, tallyProgress } from './sim.js';
+import { createTimeline, liveHeapGrowth, tallyProgress } from './timeline.js';
 
 test('tallyProgress adds progress to the live tally, and to the bucket only while measuring', () => {
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
@@ -51,16 +51,4 @@ test('with liveHeap each bucket forces a GC first and records the live heap and 
   assert.equal(timeline.buckets[0].liveHeapBytes, 1000);
   assert.equal(timeline.buckets[0].nativeBytes, 10_000 - 3000 - 100);
   assert.deepEqual(liveHeapGrowth(timeline.buckets), { liveHeapGrowthPct: 10, externalGrowthBytes: 500 });
-});
-
-test('report tallies add up over generators (or pages); a run records its report interval, and its reports when on', () => {
-  assert.equal(sumReportTallies([null, undefined]), null, 'nobody reported');
-  assert.deepEqual(sumReportTallies([
-    { sent: 10, failed: 1, skipped: 0, failedBy: { 429: 1 } },
-    null,
-    { sent: 5, failed: 2, skipped: 1, failedBy: { 429: 1, network: 1 } },
-  ]), { sent: 15, failed: 3, skipped: 1, failedBy: { 429: 2, network: 1 } });
-  assert.deepEqual(reportFields(0, null), { reportsIntervalS: 0 });
-  assert.deepEqual(reportFields(5, { sent: 3, failed: 0, skipped: 0, failedBy: {} }), { reportsIntervalS: 5, reports: { sent: 3, failed: 0, skipped: 0, failedBy: {} } });
-  assert.deepEqual(reportFields(5, null), { reportsIntervalS: 5, reports: { sent: 0, failed: 0, skipped: 0, failedBy: {} } }, 'on, but no client got to report');
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generatorShares } from './sim.js';
+import { generatorShares } from './generators.js';
 import { simCommand } from '../commands/sim.js';
 
 test('generator shares cover the population once, in contiguous ranges', () => {

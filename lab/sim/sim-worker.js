@@ -1,7 +1,7 @@
 // A load generator: runs a slice of the simulated population as Node
 // clients on the shared client core (core/) with the `ws` WebSocket
 // (and, for relay-udp, node-datachannel's RTCPeerConnection polyfill), and
-// reports their stats. Driven by lab/sim/sim.js, as a worker thread or,
+// reports their stats. Driven by lab/sim/sim.js (started by generators.js), as a worker thread or,
 // for relay-udp, as a child process: node-datachannel cannot live in worker
 // threads (a second worker that loads it crashes the process, and a worker
 // that used it never exits), so there the job comes in argv and the messages

@@ -1,70 +1,28 @@
 // Runs one sweep point of `carlab sim`: the server in a child process, the
 // population as Node clients in worker threads (child processes for
 // relay-udp, whose native WebRTC module cannot live in worker threads), then
-// aggregation.
+// aggregation. The load generators are in generators.js, the timeline and
+// stability figures in timeline.js, the relay cluster or `carlab start` seen as
+// one server in lab/target/point-server.js.
 
-import { fork } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
 import { NODE_TRANSPORTS } from '../../core/transports.js';
 import { aggregateRun } from '../report/aggregate.js';
-import { forkInNamespace } from '../net/network.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
 import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
 import { startCarlab, startClusterRunFields } from '../target/start-cluster.js';
 import { reportPeriodMs } from '../shared/flags.js';
-import { reportFields, sumReportTallies } from '../report/tallies.js';
+import { reportFields } from '../report/tallies.js';
 import { startServerChild } from '../target/server-process.js';
+import { clusterAsServer, killRelay, pauseRelay, startedAsServer } from '../target/point-server.js';
+import { childCpuMicros, closeGenerators, generatorShares, startGenerator, stopGenerators, whenConnected } from './generators.js';
+import { createTimeline, stabilityOf, tallyProgress } from './timeline.js';
 
 /** @typedef {import('../target/server-process.js').ServerChild} ServerChild */
 /** @typedef {import('../report/tallies.js').ReportTally} ReportTally */
-
-const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
-
-/**
- * A load generator, as a worker thread or a child process (same messages).
- * @typedef {object} Generator
- * @property {(event: string, f: (...args: any[]) => void) => void} on
- * @property {(event: string, f: (...args: any[]) => void) => void} off
- * @property {(event: string, f: (...args: any[]) => void) => void} once
- * @property {(m: any) => void} postMessage
- * @property {() => void} terminate
- * @property {boolean} isProcess
- */
-
-/**
- * Starts sim-worker.js on a job.
- * @param {Record<string, any>} job
- * @param {boolean} asProcess
- * @param {string | null} [netns] run the process in this network namespace (--net)
- * @returns {Generator}
- */
-function startGenerator(job, asProcess, netns = null) {
-  if (!asProcess) {
-    const w = new Worker(SIM_WORKER, { workerData: job });
-    return {
-      on: (e, f) => { w.on(e, f); }, off: (e, f) => { w.off(e, f); }, once: (e, f) => { w.once(e, f); },
-      postMessage: (m) => w.postMessage(m), terminate: () => { w.terminate(); }, isProcess: false,
-    };
-  }
-  const c = fork(SIM_WORKER, [JSON.stringify(job)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], ...(netns ? forkInNamespace(netns) : {}) });
-  return {
-    on: (e, f) => { c.on(e, f); }, off: (e, f) => { c.off(e, f); }, once: (e, f) => { c.once(e, f); },
-    postMessage: (m) => { if (c.connected) c.send(m); }, terminate: () => { c.kill('SIGKILL'); }, isProcess: true,
-  };
-}
-
-/**
- * CPU time (user + system, µs) the child-process generators used so far.
- * @param {Generator[]} generators
- */
-async function childCpuMicros(generators) {
-  const usages = await Promise.all(generators.filter((g) => g.isProcess).map((g) => new Promise((resolve) => {
-    const onMessage = (/** @type {any} */ m) => { if (m.type === 'cpu') { g.off('message', onMessage); resolve(m.usage); } };
-    g.on('message', onMessage);
-    g.postMessage({ cmd: 'cpu' });
-  })));
-  return usages.reduce((sum, u) => sum + u.user + u.system, 0);
-}
+/** @typedef {import('./generators.js').Generator} Generator */
+/** @typedef {import('./timeline.js').LiveTally} LiveTally */
+/** @typedef {import('./timeline.js').BucketTally} BucketTally */
+/** @typedef {import('../target/point-server.js').PauseInfo} PauseInfo */
 
 /** Transports the Node clients can run. */
 export const SIM_TRANSPORTS = Object.freeze([...NODE_TRANSPORTS, ...BASELINE_TRANSPORTS]);
@@ -101,203 +59,6 @@ export const BASELINES = BASELINE_TRANSPORTS;
  *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
  *   net.clientNs.length === simGeneratorCount(clients, workers)
  */
-
-/**
- * How many load generators a point uses: --workers, or 1 per 400 clients, at most 2.
- * @param {number} clients
- * @param {number} [workers]
- */
-export function simGeneratorCount(clients, workers) {
-  return Math.max(1, Math.min(workers ?? Math.min(2, Math.ceil(clients / 400)), clients));
-}
-
-/**
- * The clients each load generator runs: contiguous ranges [from, to) of the
- * population, one per generator (and one client namespace each under --net).
- * @param {number} clients
- * @param {number} [workers]
- * @returns {{ from: number, to: number }[]}
- */
-export function generatorShares(clients, workers) {
-  const count = simGeneratorCount(clients, workers);
-  const per = Math.ceil(clients / count);
-  return Array.from({ length: count }, (_, w) => ({ from: Math.min(clients, w * per), to: Math.min(clients, (w + 1) * per) }));
-}
-
-/**
- * One bucket of a run's timeline: RT mean and count of the updates completed
- * in it, and the server's memory when it closed: RSS, V8's heap size, and the
- * live heap after V8's last full GC (none forced: a JS leak shows as a climb
- * there, while RSS also moves with V8's heap sizing and the allocator).
- * @typedef {{ t: number, s: number, rtMean: number | null, n: number, rssBytes: number | null,
- *   heapTotalBytes?: number | null, heapAfterGcBytes?: number | null, externalBytes?: number | null,
- *   liveHeapBytes?: number, nativeBytes?: number }} TimelineBucket
- */
-
-/**
- * Live heap and external (Buffer) memory growth from the first bucket to the
- * last, when the buckets were taken after a forced GC (--live-heap); {} otherwise.
- * @param {TimelineBucket[]} timeline
- * @returns {{ liveHeapGrowthPct?: number, externalGrowthBytes?: number }}
- */
-export function liveHeapGrowth(timeline) {
-  const live = timeline.filter((b) => typeof b.liveHeapBytes === 'number');
-  if (live.length < 2) return {};
-  const [first, last] = [live[0], live[live.length - 1]];
-  const [h0, h1] = [first.liveHeapBytes ?? 0, last.liveHeapBytes ?? 0];
-  return {
-    liveHeapGrowthPct: h0 > 0 ? (100 * (h1 - h0)) / h0 : 0,
-    externalGrowthBytes: (last.externalBytes ?? 0) - (first.externalBytes ?? 0),
-  };
-}
-
-/**
- * RT and memory stability over a run from its timeline: the mean RT of the
- * first and the last window (60 s, or a quarter of a shorter run) and the
- * server's RSS growth from the end of the warm-up to the end of the run.
- * @param {TimelineBucket[]} timeline
- * @param {number} rssWarmBytes server RSS when the measured window began
- * @param {number} durationS
- */
-export function stabilityOf(timeline, rssWarmBytes, durationS) {
-  const full = timeline.filter((b) => b.s >= (timeline[0]?.s ?? 0) * 0.5);
-  if (full.length === 0) return null;
-  const bucketS = full[0].s;
-  const windowS = durationS >= 240 ? 60 : Math.max(bucketS, durationS / 4);
-  const k = Math.max(1, Math.min(Math.floor(full.length / 2) || 1, Math.round(windowS / bucketS)));
-  const meanOf = (/** @type {typeof timeline} */ bs) => {
-    const n = bs.reduce((a, b) => a + b.n, 0);
-    return n ? bs.reduce((a, b) => a + (b.rtMean ?? 0) * b.n, 0) / n : null;
-  };
-  const rtFirst = meanOf(full.slice(0, k));
-  const rtLast = meanOf(full.slice(-k));
-  const rss = timeline.map((b) => b.rssBytes).filter((v) => typeof v === 'number');
-  const rssEnd = rss.length ? rss[rss.length - 1] : null;
-  const rssMax = rss.length ? Math.max(...rss) : null;
-  const heap = timeline.map((b) => b.heapAfterGcBytes).filter((v) => typeof v === 'number');
-  const heapFirst = heap.length ? heap[0] : null;
-  const heapLast = heap.length ? heap[heap.length - 1] : null;
-  return {
-    windowS: k * bucketS,
-    rtFirst,
-    rtLast,
-    rtDriftPct: rtFirst && rtLast !== null ? (100 * Math.abs(rtLast - rtFirst)) / rtFirst : null,
-    rssWarmBytes,
-    rssEndBytes: rssEnd,
-    rssMaxBytes: rssMax,
-    rssGrowthPct: rssWarmBytes && rssEnd !== null ? (100 * (rssEnd - rssWarmBytes)) / rssWarmBytes : null,
-    rssMaxGrowthPct: rssWarmBytes && rssMax !== null ? (100 * (rssMax - rssWarmBytes)) / rssWarmBytes : null,
-    heapAfterGcFirstBytes: heapFirst,
-    heapAfterGcLastBytes: heapLast,
-    heapAfterGcGrowthPct: heapFirst && heapLast !== null ? (100 * (heapLast - heapFirst)) / heapFirst : null,
-    ...liveHeapGrowth(timeline),
-  };
-}
-
-/**
- * What a load generator posts (sim-worker.js): progress every 250 ms, then
- * `connected` once, `stats` on stop and `cpu` when asked.
- * @typedef {{ type: 'progress', rtSum: number, rtN: number, sent: number, done: boolean }
- *   | { type: 'connected', count: number, meshed: boolean }
- *   | { type: 'error', message: string }
- *   | { type: 'stats', stats: any[], reports?: ReportTally | null }
- *   | { type: 'cpu', usage: NodeJS.CpuUsage }} GeneratorMessage
- */
-
-/**
- * Progress the generators reported since the last progress line (live) and
- * since the timeline bucket being filled began (bucket, while measuring).
- * @typedef {{ rtSum: number, rtN: number, sent: number, done: number }} LiveTally
- * @typedef {{ on: boolean, rtSum: number, rtN: number }} BucketTally
- */
-
-/**
- * Adds one generator's progress message to the live tally and, while
- * measuring, to the bucket being filled.
- * @param {LiveTally} live
- * @param {BucketTally} bucket
- * @param {GeneratorMessage} m
- */
-export function tallyProgress(live, bucket, m) {
-  if (m.type !== 'progress') return;
-  live.rtSum += m.rtSum; live.rtN += m.rtN; live.sent += m.sent;
-  if (bucket.on) { bucket.rtSum += m.rtSum; bucket.rtN += m.rtN; }
-  if (m.done) live.done++;
-}
-
-/**
- * Resolves when the generator says its clients are connected, rejects if it
- * fails or exits first.
- * @param {Generator} worker
- */
-function whenConnected(worker) {
-  return new Promise((resolve, reject) => {
-    const onMessage = (/** @type {GeneratorMessage} */ m) => {
-      if (m.type === 'connected') { worker.off('message', onMessage); resolve(m); }
-      if (m.type === 'error') reject(new Error(`client: ${m.message}`));
-    };
-    worker.on('message', onMessage);
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before connecting`)));
-  });
-}
-
-/**
- * Asks every generator to stop (their clients send their final reports) and
- * resolves with all its clients' stats and what their reports did.
- * @param {Generator[]} workers
- * @returns {Promise<{ stats: any[], reports: ReportTally | null }>} CarClient.stats() of every client
- */
-async function stopGenerators(workers) {
-  const perWorker = await Promise.all(workers.map((w) => new Promise((resolve) => {
-    const onMessage = (/** @type {GeneratorMessage} */ m) => { if (m.type === 'stats') { w.off('message', onMessage); resolve(m); } };
-    w.on('message', onMessage);
-    w.postMessage({ cmd: 'stop' });
-  })));
-  const replies = /** @type {{ stats: any[], reports?: ReportTally | null }[]} */ (perWorker);
-  return { stats: replies.flatMap((m) => m.stats), reports: sumReportTallies(replies.map((m) => m.reports)) };
-}
-
-/**
- * Closes every generator, killing one that has not exited after 3 s.
- * @param {Generator[]} workers
- */
-async function closeGenerators(workers) {
-  for (const w of workers) w.postMessage({ cmd: 'close' });
-  await Promise.all(workers.map((w) => new Promise((r) => { w.once('exit', r); setTimeout(() => { w.terminate(); r(null); }, 3000); })));
-}
-
-/**
- * The run's timeline: buckets of timelineS seconds, each closed with the RT
- * mean of its bucket tally and the server's memory at that moment.
- * @param {() => ServerChild} currentServer the server now (a restart replaces it)
- * @param {BucketTally} bucket
- * @param {boolean} [liveHeap] force a full GC first and record the live heap ({@link PointOptions}.liveHeap)
- */
-export function createTimeline(currentServer, bucket, liveHeap = false) {
-  /** @type {TimelineBucket[]} */
-  const buckets = [];
-  const timeline = {
-    buckets,
-    /** Start of the bucket being filled, ms into the measured window. */
-    start: 0,
-    /** Closes the bucket being filled: its RT mean and the server's RSS now. @param {number} at */
-    async close(at) {
-      const live = liveHeap ? await currentServer().heap() : null;
-      const m = await currentServer().metrics();
-      buckets.push({
-        t: Math.round(timeline.start / 100) / 10, s: Math.round((at - timeline.start) / 100) / 10,
-        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
-        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
-        externalBytes: m.memory?.external ?? null,
-        ...(live ? { liveHeapBytes: live.heapUsed, nativeBytes: live.rss - live.heapTotal - live.external } : {}),
-      });
-      bucket.rtSum = 0; bucket.rtN = 0;
-      timeline.start = at;
-    },
-  };
-  return timeline;
-}
 
 /**
  * The live state of one point: the server (a restart replaces it), the ones
@@ -410,57 +171,6 @@ async function restartServer(run, o, serverOptions, serverPlace, at) {
 }
 
 /**
- * --kill-relay-at: SIGKILL the first relay (home of the most clients under
- * either placement); its clients fail over to the others.
- * @param {import('../target/cluster.js').RelayCluster} cluster
- * @param {number} at ms into the measured window
- */
-async function killRelay(cluster, at) {
-  const relayPid = cluster.servers[0].pid;
-  await cluster.kill(0);
-  return { atS: Math.round(at / 100) / 10, relayPid };
-}
-
-/**
- * What --pause-relay did: when, for how long it was asked and really was (more than forS when the
- * lab was late to resume it), and to which relay.
- * @typedef {{ atS: number, forS: number, stoppedS: number, relayPid: number }} PauseInfo
- */
-
-/**
- * --pause-relay: SIGSTOP the first relay (as --kill-relay-at picks it) and SIGCONT it forS later,
- * while the run goes on.
- * @param {import('../target/cluster.js').RelayCluster} cluster
- * @param {number} forS
- * @param {number} at ms into the measured window
- * @returns {Promise<PauseInfo>}
- */
-async function pauseRelay(cluster, forS, at) {
-  const atS = Math.round(at / 100) / 10;
-  const relayPid = cluster.servers[0].pid;
-  const stoppedMs = await cluster.pause(0, forS * 1000);
-  return { atS, forS, stoppedS: Math.round(stoppedMs / 100) / 10, relayPid };
-}
-
-/**
- * The cluster of relays as the one server the rest of a point talks to
- * (its URL is the first relay's; metrics are merged over the live relays).
- * @param {import('../target/cluster.js').RelayCluster} cluster
- * @returns {ServerChild}
- */
-function clusterAsServer(cluster) {
-  const first = cluster.servers[0];
-  return /** @type {ServerChild} */ ({
-    ...first,
-    url: first.url,
-    get faults() { return cluster.servers.flatMap((s) => s.faults); },
-    resetWindow: () => cluster.resetWindow(),
-    metrics: () => cluster.metrics(),
-    close: () => cluster.close(),
-  });
-}
-
-/**
  * Starts the clients, warms up, then measures: the window's timeline, the
  * server's RSS when it began, its length and the generators' CPU over it.
  * @param {PointOptions} o
@@ -533,31 +243,6 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
       ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
     },
-  });
-}
-
-/**
- * A started `carlab start` as the one server the rest of a point talks to:
- * its public URL; metrics are its window's (lab/target/start-cluster.js); close
- * stops it with SIGTERM.
- * @param {import('../target/start-cluster.js').StartedServer} started
- * @returns {ServerChild}
- */
-function startedAsServer(started) {
-  /** @type {{ code: number | null, signal: string | null } | null} */
-  let exit = null;
-  started.exited.then((e) => { exit = e; });
-  return /** @type {ServerChild} */ ({
-    url: started.url,
-    pid: started.pids.primary,
-    faults: started.faults,
-    exited: started.exited,
-    get exit() { return exit; },
-    resetWindow: () => started.resetWindow(),
-    metrics: () => started.metrics(),
-    heap: async () => ({}),
-    kill: (signal) => started.kill(signal),
-    close: async () => { await started.stop(); },
   });
 }
 

@@ -15,8 +15,8 @@ const CYCLE_MS = 167;
 /**
  * A sim run record with the fields simRunRecord adds under `extra` (runSimPoint's
  * inferred type does not carry them).
- * @typedef {Awaited<ReturnType<typeof runSimPoint>> & { timeline: import('./sim.js').TimelineBucket[],
- *   stability: ReturnType<typeof import('./sim.js').stabilityOf>, serverFaults: number }} SoakRun
+ * @typedef {Awaited<ReturnType<typeof runSimPoint>> & { timeline: import('./timeline.js').TimelineBucket[],
+ *   stability: ReturnType<typeof import('./timeline.js').stabilityOf>, serverFaults: number }} SoakRun
  */
 
 test('soak (short): 60 clients on relay for 15 s: nothing lost, memory and RT stable', { timeout: 90_000 }, async () => {

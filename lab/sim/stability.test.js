@@ -1,7 +1,7 @@
 // The soak and restart fields of a run record, from made-up inputs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { stabilityOf } from './sim.js';
+import { stabilityOf } from './timeline.js';
 import { outageOf } from '../report/aggregate.js';
 import { aggregateStreams } from '../../core/metrics.js';
 

@@ -98,7 +98,8 @@ export async function startRelayCluster(o) {
  * @param {RelayCluster} input.cluster
  * @param {any} input.serverMetrics the cluster's merged metrics after the window
  * @param {{ atS: number, relayPid: number } | null} [input.killInfo] --kill-relay-at happened
- * @param {import('../sim/sim.js').PauseInfo | null} [input.pauseInfo] --pause-relay happened
+ * @param {{ atS: number, forS: number, stoppedS: number, relayPid: number } | null} [input.pauseInfo] --pause-relay happened
+ *   (point-server.js PauseInfo)
  * @param {any} [input.outage] the run record's `outage` (the clients' reconnects)
  */
 export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, pauseInfo = null, outage = null }) {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { run } from '../commands/sim.js';
 import { resultsSchemaProblems } from '../report/schema.js';
-import { StartLog, cpuPctBetween, isAlive, parseLogLine, relayWindow, startArgv } from './start-cluster.js';
+import { isAlive, startArgv } from './start-cluster.js';
 
 const sink = () => {
   /** @type {string[]} */
@@ -21,58 +21,6 @@ test('the server under test is `carlab start --http` on loopback, plus --cluster
   assert.deepEqual(startArgv({ cluster: 1, port: 4000 }),
     ['start', '--http', '--host', '127.0.0.1', '--port', '4000', '--no-build', '--no-qr', '--log-level', 'info']);
   assert.deepEqual(startArgv({ cluster: 3, port: 4000, ackTimeoutMs: 2000 }).slice(-4), ['--ack-timeout-ms', '2000', '--cluster', '3']);
-});
-
-test('log lines: the writer\'s pid apart from a pid the line names (nats-started has both)', () => {
-  const line = '{"level":"info","time":"t","pid":100,"event":"nats-started","natsUrl":"nats://127.0.0.1:5","version":"2.9.10","pid":101,"msg":"m"}';
-  const e = parseLogLine(line);
-  assert.equal(e?.logPid, 100);
-  assert.equal(e?.pid, 101);
-  assert.equal(parseLogLine('not json'), null);
-  assert.equal(parseLogLine('{"broken'), null);
-});
-
-test('the start log: workers and their URLs, the public URL, NATS, the routing counts, faults', () => {
-  const log = new StartLog(100);
-  log.add('{"level":"info","pid":100,"event":"nats-started","natsUrl":"nats://127.0.0.1:5","version":"2.9.10","pid":101}');
-  log.add('{"level":"info","pid":102,"event":"listening","url":"http://127.0.0.1:7/"}');
-  log.add('{"level":"info","pid":103,"event":"listening","url":"http://127.0.0.1:7/"}');
-  assert.equal(log.clusterUp, false);
-  log.add('{"level":"info","pid":100,"event":"cluster-up","workers":2,"url":"http://127.0.0.1:9/"}');
-  log.add('{"level":"warn","pid":100,"event":"worker-exit","pid":103,"msg":"worker 103 exited"}');
-  log.add('{"level":"info","pid":100,"event":"routing","byGroup":20,"roundRobin":1,"unread":0,"msg":"m"}');
-  assert.equal(log.url, 'http://127.0.0.1:9/');
-  assert.deepEqual([...log.workers], [[102, 'http://127.0.0.1:7/'], [103, 'http://127.0.0.1:7/']]);
-  assert.deepEqual(log.nats, { pid: 101, url: 'nats://127.0.0.1:5', version: '2.9.10' });
-  assert.deepEqual(log.routing, { byGroup: 20, roundRobin: 1, unread: 0 });
-  assert.deepEqual(log.faults.map((f) => f.kind), ['log:worker-exit']);
-  const plain = new StartLog(200);
-  plain.add('{"level":"info","pid":200,"event":"listening","url":"http://127.0.0.1:8/"}');
-  assert.equal(plain.url, 'http://127.0.0.1:8/');
-  assert.equal(plain.workers.size, 0);
-  plain.add('{"level":"error","pid":200,"event":"listen-failed","msg":"port in use"}');
-  assert.equal(plain.fatal, 'port in use');
-});
-
-test('a worker\'s window: counters differenced, gauges as now, RTS mean over the window, closes by code', () => {
-  const before = { clients: 10, updatesIn: 100, updatesForwarded: 400, rts: { mean: 2, max: 9, n: 100 }, closedByCode: { 1001: 1 },
-    cluster: { nodes: 2, updatesPublished: 5, acksRouted: 1 } };
-  const after = { clients: 12, updatesIn: 160, updatesForwarded: 640, rts: { mean: 3, max: 12, n: 200 }, closedByCode: { 1001: 1, 4005: 2 },
-    cluster: { nodes: 2, updatesPublished: 5, acksRouted: 4 } };
-  const w = relayWindow(before, after);
-  assert.equal(w.clients, 12);
-  assert.equal(w.updatesIn, 60);
-  assert.equal(w.updatesForwarded, 240);
-  assert.deepEqual(w.rts, { mean: 4, max: 12, n: 100 });
-  assert.deepEqual(w.closedByCode, { 4005: 2 });
-  assert.equal(w.cluster.crossNodeUpdates, 0);
-  assert.equal(w.cluster.acksRouted, 3);
-  assert.equal(relayWindow(null, after).updatesForwarded, 640, 'no start: everything so far');
-});
-
-test('CPU % per process between tick snapshots; a process born in the window counts all its ticks', () => {
-  const cpu = cpuPctBetween(new Map([[1, 100], [2, 50]]), new Map([[1, 150], [3, 20]]), 1000);
-  assert.deepEqual([...cpu], [[1, 50], [3, 20]]);
 });
 
 test('sim --start-cluster 1,2: nothing lost, each group on one of 2 workers, CPU of every process per update, nothing left running', { timeout: 120_000 }, async () => {
