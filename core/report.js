@@ -257,7 +257,7 @@ export function overSession(client, post) {
 }
 
 /**
- * What a population's reports did, for a run record (lab/sim/sim.js ReportTally):
+ * What a population's reports did, for a run record (lab/report/tallies.js ReportTally):
  * sent and skipped as the reporters counted them; failed by why: the HTTP
  * deliveries' failures as given (status, 'network', ...) and the refusals
  * that came back on relay sessions, by reason code.

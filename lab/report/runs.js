@@ -107,7 +107,7 @@ export function describeDriver(run) {
 
 /**
  * Whether a run is one browser family's part of a recording's group
- * (lab/report/recording.js): shown in the Recordings section; the CAR tables,
+ * (lab/report/recording-results.js): shown in the Recordings section; the CAR tables,
  * supported clients, freshness table and charts show the group's run over
  * every family.
  *

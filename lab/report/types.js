@@ -158,13 +158,13 @@ export {};
  * @property {string} [error] why the run failed (the runners keep the point and its error)
  * @property {number} [reportsIntervalS] sim/bench --reports: seconds between client reports, 0 when off
  * @property {{ sent: number, failed: number, skipped?: number, failedBy?: Record<string, number> }} [reports] what the
- *   clients' reports did (with reports on; lab/sim/sim.js ReportTally): sent, not accepted (failedBy: HTTP status or
+ *   clients' reports did (with reports on; lab/report/tallies.js ReportTally): sent, not accepted (failedBy: HTTP status or
  *   'network', 'timeout', 'beacon'), skipped (the server would have refused them as too frequent)
- * @property {string} [source] where the run comes from: 'recording' (lab/report/recording.js), or in a
+ * @property {string} [source] where the run comes from: 'recording' (lab/report/recording-results.js), or in a
  *   combined report (`carlab report A B --out C`) the results folder's name
  * @property {string} [sourceName] the recording's (or, combined, the input folder's) name
  * @property {string} [groupName] a recording's working group, by name (`group` is its size)
- * @property {string} [family] a recording run of one browser family (lab/report/recording.js)
+ * @property {string} [family] a recording run of one browser family (lab/report/recording-results.js)
  * @property {string[]} [families] a recording run over every family of its group: the families
  * @property {number} [sessions] a recording run's page sessions
  * @property {{ fps: number | null, msPerFrame: number | null, visiblePct: number | null, clients: number } | null} [tracking]
@@ -176,7 +176,7 @@ export {};
  */
 
 /**
- * A recording's summary in results.json (lab/report/recording.js recordingToResults).
+ * A recording's summary in results.json (lab/report/recording-results.js recordingToResults).
  *
  * @typedef {object} RecordingInfo
  * @property {string} name the folder's name
