@@ -26,7 +26,8 @@ Options (each falls back to the environment variable in brackets):
   --nats URL          the lab's NATS server, nats://host:4222 [CARLAB_NATS]
   --token T           the shared token, at least ${MIN_TOKEN_LENGTH} characters (prefer the variable:
                       a flag shows in ps) [CARLAB_TOKEN]
-  --name N            this agent's name: letters, digits, - and _ (default: the host name)
+  --name N            this agent's name: letters, digits, - and _ (default: the host name, or
+                      NAME-2, NAME-3, ... when an agent on the NATS has it already)
                       [CARLAB_AGENT_NAME]
   --capacity W        its weight when a bench splits peers (default: its cores) [CARLAB_AGENT_CAPACITY]
   --pages-port N      the port its peer pages are served on, on 127.0.0.1 (default: a free one);
@@ -63,7 +64,8 @@ export async function run(argv, io = {}) {
   try { parseNatsFlag(natsUrl); } catch (err) { return usage(/** @type {Error} */ (err).message); }
   const token = values.token ?? env.CARLAB_TOKEN ?? '';
   if (token.length < MIN_TOKEN_LENGTH) return usage(`--token T (or CARLAB_TOKEN) of at least ${MIN_TOKEN_LENGTH} characters is required`);
-  const name = values.name ?? env.CARLAB_AGENT_NAME ?? defaultAgentName();
+  const given = values.name ?? env.CARLAB_AGENT_NAME;
+  const name = given ?? defaultAgentName();
   const nameProblem = agentNameProblem(name);
   if (nameProblem) return usage(`--name: ${nameProblem}`);
   const capacityText = values.capacity ?? env.CARLAB_AGENT_CAPACITY;
@@ -73,17 +75,20 @@ export async function run(argv, io = {}) {
   const pagesPort = Number(portText);
   if (!Number.isInteger(pagesPort) || pagesPort < 0 || pagesPort > 65535) return usage(`--pages-port: "${portText}" is not a port 0..65535`);
 
-  const log = (/** @type {string} */ line) => stderr.write(`carlab agent ${name}: ${line}\n`);
+  // the default name may become NAME-2, ... on a host that runs several agents
+  let shownName = name;
+  const log = (/** @type {string} */ line) => stderr.write(`carlab agent ${shownName}: ${line}\n`);
   await ensureLabPages({ log });
   let agent;
   try {
-    agent = await startAgent({ natsUrl, token, name, capacity, pagesPort, log });
+    agent = await startAgent({ natsUrl, token, name, nameIsDefault: given === undefined, capacity, pagesPort, log });
+    shownName = agent.name;
   } catch (err) {
     stderr.write(`carlab agent: ${/** @type {Error} */ (err).message}\n`);
     return 1;
   }
   const a = agent.advert();
-  stdout.write(`carlab agent ${name}: on ${natsUrl}; ${a.cores} cores, ${a.memoryMb} MB, browsers ${a.browsers.join(', ') || 'none'}; `
+  stdout.write(`carlab agent ${agent.name}: on ${natsUrl}; ${a.cores} cores, ${a.memoryMb} MB, browsers ${a.browsers.join(', ') || 'none'}; `
     + `capacity ${a.capacity}; peer pages from ${a.pagesOrigin}\n`);
   const stop = new Promise((resolve) => {
     if (io.signal) {

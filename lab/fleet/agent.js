@@ -57,6 +57,23 @@ export function defaultAgentName(host = os.hostname()) {
 }
 
 /**
+ * The first of `base`, `base-2`, `base-3`, ... that no agent on the NATS has:
+ * a second agent started on one host without --name gets a name of its own
+ * instead of being refused.
+ * @param {string} base the default name (defaultAgentName)
+ * @param {Iterable<string>} taken names of the agents already there
+ */
+export function freeAgentName(base, taken) {
+  const names = new Set(taken);
+  if (!names.has(base)) return base;
+  for (let n = 2; ; n++) {
+    const suffix = `-${n}`;
+    const candidate = `${base.slice(0, 64 - suffix.length)}${suffix}`;
+    if (!names.has(candidate)) return candidate;
+  }
+}
+
+/**
  * What a controller asks an agent to run.
  * @typedef {object} AgentJob
  * @property {import('../shared/flags.js').SweepPoint} point
@@ -100,11 +117,39 @@ export function defaultAgentName(host = os.hostname()) {
  * @property {string} natsUrl
  * @property {string} token the shared token
  * @property {string} name
+ * @property {boolean} [nameIsDefault] the name was not given: if another agent has it, take the
+ *   first free `NAME-2`, `NAME-3`, ... (freeAgentName) instead of refusing to start
  * @property {number} [capacity] weight in the split (default: cores)
  * @property {number} [pagesPort] the page host's port (default: a free one)
  * @property {(line: string) => void} [log]
  * @property {number} [leaseMs]
  */
+
+/**
+ * This agent's name among those on the NATS (asked with one discovery round):
+ * a given name that another agent has is refused (the agent does not start);
+ * the default one is made free (freeAgentName).
+ * @param {import('nats').NatsConnection} nc
+ * @param {AgentOptions} o
+ * @param {() => Promise<void>} closePageHost
+ * @returns {Promise<string>}
+ */
+async function unusedName(nc, o, closePageHost) {
+  /** @type {import('./fleet.js').AgentAdvert[]} */
+  const others = [];
+  try {
+    for await (const m of await nc.requestMany(DISCOVER_SUBJECT, undefined, { maxWait: 600 })) {
+      others.push(/** @type {import('./fleet.js').AgentAdvert} */ (jc.decode(m.data)));
+    }
+  } catch { /* no responders: no other agent yet */ }
+  if (o.nameIsDefault) return freeAgentName(o.name, others.map((a) => a.name));
+  // A name is one agent: refuse to start beside another of the same name.
+  const twin = others.find((a) => a.name === o.name);
+  if (!twin) return o.name;
+  await nc.close();
+  await closePageHost();
+  throw new Error(`agent name "${o.name}" is taken (pid ${twin.pid} on ${twin.host}): give this one another --name`);
+}
 
 /**
  * Starts an agent; resolves once it is on NATS and answering.
@@ -122,10 +167,11 @@ export async function startAgent(o) {
   const cores = os.availableParallelism();
   /** @type {AgentRun | null} */
   let run = null;
+  const name = await unusedName(nc, o, () => pageHost.close());
 
   /** @returns {import('./fleet.js').AgentAdvert} */
   const advert = () => ({
-    name: o.name,
+    name,
     host: os.hostname(),
     pid: process.pid,
     cores,
@@ -139,24 +185,9 @@ export async function startAgent(o) {
     version: VERSION,
   });
 
-  // A name is one agent: refuse to start beside another of the same name.
-  /** @type {import('./fleet.js').AgentAdvert | null} */
-  let twin = null;
-  try {
-    for await (const m of await nc.requestMany(DISCOVER_SUBJECT, undefined, { maxWait: 600 })) {
-      const a = /** @type {import('./fleet.js').AgentAdvert} */ (jc.decode(m.data));
-      if (a.name === o.name) twin = a;
-    }
-  } catch { /* no responders: no other agent yet */ }
-  if (twin) {
-    await nc.close();
-    await pageHost.close();
-    throw new Error(`agent name "${o.name}" is taken (pid ${twin.pid} on ${twin.host}): give this one another --name`);
-  }
-
   /** Publishes this agent's advert as a heartbeat. */
   const announce = () => {
-    try { nc.publish(heartbeatSubject(o.name), jc.encode(advert())); } catch { /* closed */ }
+    try { nc.publish(heartbeatSubject(name), jc.encode(advert())); } catch { /* closed */ }
   };
 
   /**
@@ -347,7 +378,7 @@ export async function startAgent(o) {
     }
   };
 
-  const sub = nc.subscribe(agentSubject(o.name), {
+  const sub = nc.subscribe(agentSubject(name), {
     callback: (err, msg) => {
       if (err) return;
       let req;
@@ -374,7 +405,7 @@ export async function startAgent(o) {
   })().catch(() => {});
 
   return {
-    name: o.name,
+    name,
     advert,
     pagesOrigin: pageHost.origin,
     /** The run in progress, or null. */
