@@ -26,16 +26,25 @@ export const OWNER_VAR = 'CARLABTEST_OWNER';
  */
 
 /**
- * Whether a process is dead and waiting for its parent (or gone).
+ * Whether a process in this state (/proc/PID/stat) is dead already, waiting
+ * for its parent to reap it: nothing to end, nothing it runs.
+ * @param {string} state
+ */
+function isDead(state) {
+  return state === 'Z' || state === 'X';
+}
+
+/**
+ * The owner a process's environment names, or null (none, gone, not readable).
  * @param {number} pid
  */
-function isZombie(pid) {
+function ownerInEnviron(pid) {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state === 'Z' || state === 'X';
+    const key = `${OWNER_VAR}=`;
+    const entry = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').find((e) => e.startsWith(key));
+    return entry ? entry.slice(key.length) : null;
   } catch {
-    return true;
+    return null;
   }
 }
 
@@ -45,25 +54,6 @@ function isZombie(pid) {
  */
 function readArgs(pid) {
   try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' '); } catch { return ''; }
-}
-
-/**
- * Reads one process's owner and command line; null for a process that is
- * gone, a zombie (already dead, waiting for its parent) or not readable.
- * @param {number} pid
- * @returns {OwnedProcess | null}
- */
-export function readOwned(pid) {
-  try {
-    if (isZombie(pid)) return null;
-    const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
-    const key = `${OWNER_VAR}=`;
-    const entry = environ.split('\0').find((e) => e.startsWith(key));
-    if (!entry) return null;
-    return { pid, owner: entry.slice(key.length), args: readArgs(pid) };
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -82,26 +72,25 @@ export function isUnder(owner, prefix) {
  * @returns {Map<number, OwnedProcess & { ppid: number, ticks: number }>}
  */
 export function ownedProcesses() {
-  /** @type {Map<number, { ppid: number, ticks: number, owned: OwnedProcess | null }>} */
+  /** @type {Map<number, { ppid: number, ticks: number, own: string | null }>} */
   const all = new Map();
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
     const p = readProc(pid);
-    // a zombie is dead already (its parent has not reaped it): nothing to end, nothing it runs
-    if (p && !isZombie(pid)) all.set(pid, { ppid: p.ppid, ticks: p.ticks, owned: readOwned(pid) });
+    if (p && !isDead(p.state)) all.set(pid, { ppid: p.ppid, ticks: p.ticks, own: ownerInEnviron(pid) });
   }
   /** @param {number} pid @param {number} depth @returns {string | null} */
   const ownerOf = (pid, depth = 0) => {
     const p = all.get(pid);
     if (!p || depth > 64) return null;
-    return p.owned?.owner ?? (p.ppid > 1 ? ownerOf(p.ppid, depth + 1) : null);
+    return p.own ?? (p.ppid > 1 ? ownerOf(p.ppid, depth + 1) : null);
   };
   /** @type {Map<number, OwnedProcess & { ppid: number, ticks: number }>} */
   const out = new Map();
   for (const [pid, p] of all) {
     const owner = ownerOf(pid);
-    if (owner) out.set(pid, { pid, owner, args: p.owned?.args ?? readArgs(pid), ppid: p.ppid, ticks: p.ticks });
+    if (owner) out.set(pid, { pid, owner, args: readArgs(pid), ppid: p.ppid, ticks: p.ticks });
   }
   return out;
 }

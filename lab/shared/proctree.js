@@ -16,9 +16,10 @@ export function isAlive(pid) {
 }
 
 /**
- * Parent pid, CPU ticks (utime + stime) and RSS bytes of one process.
+ * State (R, S, Z for a zombie, ...), parent pid, CPU ticks (utime + stime)
+ * and RSS bytes of one process.
  * @param {number} pid
- * @returns {{ ppid: number, ticks: number, rssBytes: number } | null}
+ * @returns {{ state: string, ppid: number, ticks: number, rssBytes: number } | null}
  */
 export function readProc(pid) {
   try {
@@ -26,6 +27,7 @@ export function readProc(pid) {
     // comm may contain spaces and parentheses: split after the last ')'
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return {
+      state: fields[0],
       ppid: Number(fields[1]),
       ticks: Number(fields[11]) + Number(fields[12]),
       rssBytes: Number(fields[21]) * PAGE_SIZE,
