@@ -12,9 +12,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { OWNER_VAR } from './owned.js';
-import { SHARED_PROJECTS } from './test.js';
+import { PLAYWRIGHT, SHARED_PROJECTS } from './test.js';
 import { busyCores, cpuJiffies } from './test-machine.js';
-import { GUARD_ARGS, listTestFiles } from './test-unit.js';
+import { GUARD_ARGS, NODE_TEST_ARGS, listTestFiles } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Jiffies per second of /proc/stat (USER_HZ, 100 on Linux). */
@@ -85,7 +85,7 @@ export async function profileUnitFiles(files, log) {
   for (const [i, file] of files.entries()) {
     const cpu0 = machineCpuS();
     const t0 = performance.now();
-    const { code } = await runNode([...GUARD_ARGS, '--test', '--test-force-exit', '--test-timeout=180000', '--test-reporter=dot', file],
+    const { code } = await runNode([...GUARD_ARGS, ...NODE_TEST_ARGS, '--test-reporter=dot', file],
       { ...process.env, [OWNER_VAR]: `carlab-test-profile-${process.pid}/unit` });
     const cost = { name: file, cpuS: machineCpuS() - cpu0, wallS: (performance.now() - t0) / 1000, status: code === 0 ? 'passed' : `exit ${code}` };
     costs.push(cost);
@@ -108,8 +108,7 @@ export async function profileBrowserTests(linesFile, log) {
   const projects = SHARED_PROJECTS.flatMap((p) => ['--project', p]);
   const reporter = fileURLToPath(new URL('./test-profile-reporter.js', import.meta.url));
   log(`browser tests of ${SHARED_PROJECTS.join(', ')}, one at a time`);
-  const { code, output } = await runNode([...GUARD_ARGS, 'node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js',
-    ...projects, '--no-deps', '--workers', '1', `--reporter=list,${reporter}`],
+  const { code, output } = await runNode([...GUARD_ARGS, ...PLAYWRIGHT, ...projects, '--no-deps', '--workers', '1', `--reporter=list,${reporter}`],
   { ...process.env, [OWNER_VAR]: `carlab-test-profile-${process.pid}/e2e`, [E2E_LINES_VAR]: linesFile });
   /** @type {Cost[]} */
   const costs = readFileSync(linesFile, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line))

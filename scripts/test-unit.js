@@ -113,6 +113,14 @@ export function listTestFiles(root = ROOT) {
   return files.sort();
 }
 
+/**
+ * How `node --test` runs a unit file here, reporter aside: a test without a timeout of its own
+ * fails after 3 min instead of holding the run (one waited forever for a close that timing had
+ * made never come). Each file is a test of the runner too, so a whole file gets 3 min: a heavy
+ * file is split well below it.
+ */
+export const NODE_TEST_ARGS = Object.freeze(['--test', '--test-force-exit', '--test-timeout=180000']);
+
 /** @typedef {{ label: string, args: string[] }} UnitRun */
 
 /**
@@ -126,10 +134,7 @@ export function listTestFiles(root = ROOT) {
  * @returns {{ heavy: UnitRun | null, light: UnitRun | null, timed: UnitRun | null, quiet: UnitRun | null }}
  */
 export function testRuns(files, concurrency, lightConcurrency = concurrency) {
-  // A test without a timeout of its own fails after 3 min instead of holding the run (one waited
-  // forever for a close that timing had made never come). Each file is a test of the runner too, so
-  // a whole file gets 3 min: a heavy file is split well below it.
-  const base = ['--test', '--test-force-exit', '--test-timeout=180000', '--test-reporter=spec'];
+  const base = [...NODE_TEST_ARGS, '--test-reporter=spec'];
   /** @param {string[]} list @param {number} atOnce @param {string} why @returns {UnitRun | null} */
   const run = (list, atOnce, why) => (list.length === 0 ? null
     : { label: `${list.length} files, ${atOnce} at a time${why}`, args: [...base, `--test-concurrency=${atOnce}`, ...list] });

@@ -20,7 +20,8 @@ import { browserVersions, busyCores, cpuJiffies, freeCores } from './test-machin
 import { GUARD_ARGS, listTestFiles, testConcurrency, testRuns } from './test-unit.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PLAYWRIGHT = ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'];
+/** Playwright's runner with the project's configuration, as every browser stage starts it. */
+export const PLAYWRIGHT = Object.freeze(['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js']);
 
 /**
  * The Playwright projects that run with nothing beside them: WebKitGTK under Xvfb (beside other
