@@ -75,14 +75,13 @@ export async function run(argv, io = {}) {
   const pagesPort = Number(portText);
   if (!Number.isInteger(pagesPort) || pagesPort < 0 || pagesPort > 65535) return usage(`--pages-port: "${portText}" is not a port 0..65535`);
 
-  // the default name may become NAME-2, ... on a host that runs several agents
-  let shownName = name;
-  const log = (/** @type {string} */ line) => stderr.write(`carlab agent ${shownName}: ${line}\n`);
-  await ensureLabPages({ log });
+  /** @type {Awaited<ReturnType<typeof startAgent>> | undefined} */
   let agent;
+  // the default name may become NAME-2, ... on a host that runs several agents: the started agent's
+  const log = (/** @type {string} */ line) => stderr.write(`carlab agent ${agent?.name ?? name}: ${line}\n`);
+  await ensureLabPages({ log });
   try {
     agent = await startAgent({ natsUrl, token, name, nameIsDefault: given === undefined, capacity, pagesPort, log });
-    shownName = agent.name;
   } catch (err) {
     stderr.write(`carlab agent: ${/** @type {Error} */ (err).message}\n`);
     return 1;
