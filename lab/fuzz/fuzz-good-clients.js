@@ -3,13 +3,12 @@
 // CarClients (one locked with a token) and two PeerJS peers (sentinels), and
 // what their streams showed once they settled.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { CarClient } from '../../core/client.js';
 import { aggregateStreams } from '../../core/metrics.js';
 import { createRelayTransport } from '../../web/src/transport/relay.js';
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Well-behaved PeerJS peers: A sends B a numbered OFFER every 100 ms; B must get them all, in order.

@@ -3,6 +3,7 @@
 // one once) and a (group, client id) held by its live session; each lane
 // with well-behaved members beside it, and its verdict.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { REPORT_LIMITS } from '../../core/report.js';
 import { closeMembers, countBy, formatCounts, goodFacts, judgeGoodReporters, postReport, reportingGroup, result } from './fuzz-reports.js';
 
@@ -15,8 +16,6 @@ import { closeMembers, countBy, formatCounts, goodFacts, judgeGoodReporters, pos
 /** The report flood refuses at least this many posts (its loop goes on until it has). */
 export const FLOOD_MIN_REFUSED = 5;
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ------------------------------------------------------------------ report-flood
 

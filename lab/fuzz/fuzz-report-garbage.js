@@ -2,6 +2,7 @@
 // of each garbage case's body, made from a real report, and its request; the
 // lane that sends them while well-behaved members report, and its verdict.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { REPORT_LIMITS, RtHistogram, buildReport } from '../../core/report.js';
 import { REFUSALS } from '../../server/report-intake.js';
 import {
@@ -17,8 +18,6 @@ import {
 /** @typedef {import('./fuzz-report-plan.js').GarbageCase} GarbageCase */
 /** @typedef {import('./fuzz-report-plan.js').ReportPlan} ReportPlan */
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ------------------------------------------------------------------ bodies
 

@@ -21,6 +21,7 @@
 // without a server. The lanes on the client-report intake (report-garbage,
 // report-flood, report-claim) are fuzz-reports.js and its fuzz-report-*.js.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import net from 'node:net';
 import WebSocket from 'ws';
 import { CarClient } from '../../core/client.js';
@@ -49,8 +50,6 @@ export function allowedGapMs(stallMs) {
   return plusTwoStalls(MAX_GAP_MS, stallMs);
 }
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 
 /**

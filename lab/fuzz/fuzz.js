@@ -14,6 +14,7 @@
 // tally and the verdict, the report); each case's driver is in
 // fuzz-drivers.js, the well-behaved clients in fuzz-good-clients.js.
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -53,8 +54,6 @@ import { startServerChild } from '../target/server-process.js';
 
 const MIB = 1024 * 1024;
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The server's RSS from its own process.memoryUsage(): `sample()` records

@@ -6,6 +6,7 @@
 // returns to baseline (clients, groups, pending updates, heap after GC) once
 // everyone has left. The relay runs in its own process (--expose-gc).
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { CarClient } from '../../core/client.js';
 import { startStallMeter } from '../shared/loop-stall.js';
@@ -31,8 +32,6 @@ import { startServerChild } from '../target/server-process.js';
  *   a seed, the same joins and leaves on a busy machine as on an idle one (the tests)
  */
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** @param {number} g */
 const groupName = (g) => `churn-${g}`;
