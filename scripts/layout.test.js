@@ -36,15 +36,9 @@ function packageOf(specifier) {
  * @returns {Promise<string[]>}
  */
 async function violations(baseDir, folders) {
-  const cwd = process.cwd();
-  process.chdir(baseDir); // dependency-cruiser reads paths relative to the working directory
-  try {
-    const result = await cruise(folders, { ...RULES.options, ruleSet: { forbidden: RULES.forbidden }, validate: true, baseDir, outputType: 'json' });
-    const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
-    return output.summary.violations.map((/** @type {any} */ v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((/** @type {any} */ c) => c.name ?? c).join(' -> ')})` : ''}`);
-  } finally {
-    process.chdir(cwd);
-  }
+  const result = await cruise(folders, { ...RULES.options, ruleSet: { forbidden: RULES.forbidden }, validate: true, baseDir, outputType: 'json' });
+  const output = typeof result.output === 'string' ? JSON.parse(result.output) : result.output;
+  return output.summary.violations.map((/** @type {any} */ v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (${v.cycle.map((/** @type {any} */ c) => c.name ?? c).join(' -> ')})` : ''}`);
 }
 
 test('dependency-cruiser: no import breaks the layout\'s rules, no circle', { timeout: 120_000 }, async () => {
