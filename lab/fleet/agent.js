@@ -131,10 +131,9 @@ export function freeAgentName(base, taken) {
  * the default one is made free (freeAgentName).
  * @param {import('nats').NatsConnection} nc
  * @param {AgentOptions} o
- * @param {() => Promise<void>} closePageHost
  * @returns {Promise<string>}
  */
-async function unusedName(nc, o, closePageHost) {
+async function unusedName(nc, o) {
   /** @type {import('./fleet.js').AgentAdvert[]} */
   const others = [];
   try {
@@ -147,7 +146,6 @@ async function unusedName(nc, o, closePageHost) {
   const twin = others.find((a) => a.name === o.name);
   if (!twin) return o.name;
   await nc.close();
-  await closePageHost();
   throw new Error(`agent name "${o.name}" is taken (pid ${twin.pid} on ${twin.host}): give this one another --name`);
 }
 
@@ -162,12 +160,13 @@ export async function startAgent(o) {
     servers: o.natsUrl, name: `carlab-agent-${o.name}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000,
     pingInterval: 2000, maxPingOut: 2,
   });
+  // the name first: an agent refused for it starts nothing else
+  const name = await unusedName(nc, o);
   const pageHost = await startPageHost({ port: o.pagesPort ?? 0 });
   const browsers = await availableBrowsers();
   const cores = os.availableParallelism();
   /** @type {AgentRun | null} */
   let run = null;
-  const name = await unusedName(nc, o, () => pageHost.close());
 
   /** @returns {import('./fleet.js').AgentAdvert} */
   const advert = () => ({
