@@ -3,14 +3,10 @@
 // where each comes from (a results folder, a recording), what drove it, and
 // the short labels and markdown-safe text the tables print for them.
 
-import { TRANSPORTS } from '../../core/transports.js';
 import { NONE, compareTransports, isObject, mdText, netName, num } from './format.js';
 
 /** @typedef {import('./types.js').Results} Results */
 /** @typedef {import('./types.js').Run} Run */
-
-/** Transports in the registry's order (core/transports.js); tables and charts list them this way, others after, by name. */
-export const TRANSPORT_ORDER = TRANSPORTS;
 
 /**
  * The runs of a results object, objects only.
