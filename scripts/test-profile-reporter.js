@@ -1,11 +1,11 @@
 // The Playwright reporter of scripts/test-profile.js: charges each browser test
 // the CPU the whole machine spent while it ran (/proc/stat) and its wall time,
-// one JSON line per test into the file CARLAB_TEST_PROFILE_LINES names. Meant
+// one JSON line per test into the file CARLAB_TEST_PROFILE_LINES (E2E_LINES_VAR) names. Meant
 // for one worker: tests side by side would be charged each other's CPU.
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { machineCpuS } from './test-profile.js';
+import { E2E_LINES_VAR, machineCpuS } from './test-profile.js';
 
 /** @typedef {import('@playwright/test/reporter').Reporter} Reporter */
 
@@ -14,7 +14,7 @@ export default class TestProfileReporter {
   constructor() {
     /** When each running test began: machine CPU-s and wall ms. @type {Map<string, { cpuS: number, at: number }>} */
     this.began = new Map();
-    this.file = process.env.CARLAB_TEST_PROFILE_LINES ?? 'test-profile-e2e.ndjson';
+    this.file = process.env[E2E_LINES_VAR] ?? 'test-profile-e2e.ndjson';
   }
 
   /** @param {import('@playwright/test/reporter').TestCase} test */

@@ -79,7 +79,7 @@ function runNode(argv, env) {
  * @param {(line: string) => void} log
  * @returns {Promise<Cost[]>}
  */
-export async function profileUnitFiles(files, log) {
+async function profileUnitFiles(files, log) {
   /** @type {Cost[]} */
   const costs = [];
   for (const [i, file] of files.entries()) {
@@ -100,7 +100,7 @@ export async function profileUnitFiles(files, log) {
  * @param {(line: string) => void} log
  * @returns {Promise<Cost[]>}
  */
-export async function profileBrowserTests(linesFile, log) {
+async function profileBrowserTests(linesFile, log) {
   log('building the web pages first (scripts/build-web.js)');
   const build = await runNode(['scripts/build-web.js'], process.env);
   if (build.code !== 0) throw new Error(`the web build failed:\n${build.output}`);
