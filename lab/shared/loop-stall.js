@@ -51,8 +51,14 @@ export async function until(cond, timeoutMs, everyMs = 10) {
   const end = performance.now() + timeoutMs;
   while (!(await cond())) {
     if (performance.now() > end) {
-      await new Promise((r) => setImmediate(r));
-      if (await cond()) return true;
+      // Past the deadline, perhaps after a stall: look again once the loop has polled I/O and run
+      // the timers that expired meanwhile. Two turns, because the first look may come before this
+      // turn's poll; then once more after everyMs. A timer alone is not enough: on a starved
+      // machine it is overdue by the next turn and runs before that turn's poll.
+      for (let turn = 0; turn < 2; turn++) {
+        await new Promise((r) => setImmediate(r));
+        if (await cond()) return true;
+      }
       await new Promise((r) => setTimeout(r, everyMs));
       return Boolean(await cond());
     }

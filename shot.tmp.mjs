@@ -1,0 +1,13 @@
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { chromiumLaunchOptions } from './lab/bench/launch.js';
+const srv = spawn(process.execPath, ['scripts/carlab.js', 'lab-server', '--http', '--host', '127.0.0.1', '--port', '8342', '--no-qr'], { stdio: 'ignore' });
+await new Promise((r) => setTimeout(r, 6000));
+const b = await chromium.launch(chromiumLaunchOptions());
+const p = await b.newPage({ viewport: { width: 1000, height: 700 } });
+const errors = []; p.on('pageerror', (e) => errors.push(e.message));
+await p.goto('http://127.0.0.1:8342/lab.html');
+await p.waitForFunction(() => window.carlabLab !== undefined, null, { timeout: 15000 });
+console.log('carlabLab members:', Object.keys(await p.evaluate(() => window.carlabLab)).length, 'errors:', errors);
+await p.screenshot({ path: '/tmp/lab-html.png' });
+await b.close(); srv.kill();
