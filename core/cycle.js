@@ -81,6 +81,19 @@ export class ActionCycle {
     this.sentTo = {};
     /** @type {Record<string, number>} ACKs received per receiver id */
     this.acksFrom = {};
+    /**
+     * Updates taken back out of `sentTo`: sent to a member that left before
+     * it answered them (docs/architecture.md "Loss": not expected there).
+     */
+    this.takenBack = 0;
+    /**
+     * Mode relay: recent updates the relay answered (ACKED_ALL) with fewer
+     * ACKs than receivers, and the receivers that may be missing. The relay
+     * answers for a leaver before it announces the leave, so the leave that
+     * explains them comes just after. Kept for one ACK timeout.
+     * @type {{ to: Set<number>, missing: number, at: number }[]}
+     */
+    this.unexplained = [];
   }
 
   /**
@@ -193,30 +206,93 @@ export class ActionCycle {
 
   /**
    * The relay says every neighbour acknowledged update `seq` (mode `relay`),
-   * or left, or had the update replaced as stale (`dropped` of them).
+   * or left, or had the update replaced as stale (`dropped` of them); `acked`
+   * of them answered (every one we sent it to when not given).
    * @param {number} seq
    * @param {number} [dropped]
+   * @param {number} [acked]
    */
-  ackedAll(seq, dropped = 0) {
+  ackedAll(seq, dropped = 0, acked) {
     const p = this.pending.get(seq);
     if (!p) return;
-    // Only when nobody was dropped do we know each neighbour's ACK arrived.
-    if (dropped === 0) for (const id of p.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
-    p.waiting.clear();
-    this.complete(p, this.options.now());
+    const now = this.options.now();
+    // Receivers the relay did not count: a leaver it dropped, or one that had
+    // left before the update reached the relay. Which one, the leave tells.
+    const missing = acked === undefined ? 0 : p.waiting.size - acked;
+    if (missing > 0) this.keepUnexplained(p.waiting, missing, now);
+    // Only when nobody was dropped or missing do we know each neighbour's ACK arrived.
+    else if (dropped === 0) for (const id of p.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
+    p.waiting = new Set();
+    this.complete(p, now);
   }
 
   /**
-   * A member left: it leaves the ACK set of every update in flight at once.
+   * @param {Set<number>} to receivers of an update the relay answered for
+   * @param {number} missing how many of them did not answer
+   * @param {number} now
+   */
+  keepUnexplained(to, missing, now) {
+    this.forgetUnexplained(now);
+    if (this.unexplained.length >= MAX_PENDING) this.unexplained.shift();
+    this.unexplained.push({ to, missing, at: now });
+  }
+
+  /** Unexplained answers older than the ACK timeout are not a leaver's (a lagging member's). @param {number} now */
+  forgetUnexplained(now) {
+    const list = this.unexplained;
+    while (list.length > 0 && now - list[0].at >= this.options.ackTimeoutMs) list.shift();
+  }
+
+  /**
+   * A member left: it leaves the ACK set of every update in flight at once,
+   * and every update it had not answered is taken back out of `sentTo`: it
+   * was sent while the member was leaving or already gone (docs/architecture.md
+   * "Loss"). In mode relay the sender cannot tell which of those the leaver
+   * had answered (the relay answers once for all): all are taken back, and
+   * the receiver's count is clamped to what is expected.
    * @param {number} id
    */
   memberLeft(id) {
+    this.forgetUnexplained(this.options.now());
+    for (const e of this.unexplained) {
+      if (e.missing > 0 && e.to.delete(id)) {
+        e.missing--;
+        this.takeBack(id);
+      }
+    }
     for (const p of [...this.pending.values()]) {
-      if (!p.waiting.delete(id) || p.waiting.size > 0) continue;
+      if (!p.waiting.delete(id)) continue;
+      this.takeBack(id);
+      if (p.waiting.size > 0) continue;
       // RT is the time to the last ACK that did arrive; none arrived, none recorded.
       if (p.acks > 0) this.complete(p, p.lastAckAt);
       else this.pending.delete(p.seq);
     }
+  }
+
+  /** @param {number} id a receiver of one update that will never count as expected there */
+  takeBack(id) {
+    const n = this.sentTo[id] ?? 0;
+    if (n <= 0) return;
+    this.sentTo[id] = n - 1;
+    this.takenBack++;
+  }
+
+  /**
+   * Per receiver, our updates on their way to it: sent, not answered, and
+   * younger than the ACK timeout (an older one is lost, not on its way).
+   * Not expected yet (docs/architecture.md "Loss"): counted apart.
+   * @param {number} [now]
+   * @returns {Record<string, number>}
+   */
+  pendingTo(now = this.options.now()) {
+    /** @type {Record<string, number>} */
+    const out = {};
+    for (const p of this.pending.values()) {
+      if (now - p.sentAt >= this.options.ackTimeoutMs) continue;
+      for (const id of p.waiting) out[id] = (out[id] ?? 0) + 1;
+    }
+    return out;
   }
 
   /**

@@ -197,3 +197,52 @@ test('gated stays the paper\'s: the default mode, one update at a time', () => {
   assert.equal(h.cycle.skippedCycles, 2);
   assert.equal(h.cycle.inFlight(), 1);
 });
+
+test('loss counts only what could arrive: a leaver\'s unanswered updates are taken back out of sentTo', () => {
+  const h = harness({ mode: 'pipelined' });
+  h.cycle.tick(); h.advance(100); h.cycle.tick(); h.advance(100); h.cycle.tick();
+  h.cycle.ack(2, 1); h.cycle.ack(3, 1); h.cycle.ack(2, 2); h.cycle.ack(2, 3);
+  assert.deepEqual(h.cycle.pendingTo(), { 3: 2 }, 'updates 2 and 3 are on their way to 3');
+  h.cycle.memberLeft(3);
+  assert.deepEqual(h.cycle.sentTo, { 2: 3, 3: 1 }, '3 answered update 1 only: 2 and 3 never count there');
+  assert.equal(h.cycle.takenBack, 2);
+  assert.deepEqual(h.cycle.pendingTo(), {});
+  // an update that timed out while its receiver was still there stays expected: it is lost
+  const t = harness({ mode: 'pipelined', ackTimeoutMs: 300 });
+  t.cycle.tick(); t.cycle.ack(2, 1);
+  t.advance(300);
+  assert.deepEqual(t.cycle.pendingTo(), {}, 'past the ACK timeout an update is lost, not on its way');
+  t.cycle.tick();
+  t.cycle.memberLeft(3);
+  assert.deepEqual(t.cycle.sentTo, { 2: 2, 3: 1 }, 'update 1 timed out at 3 (counts), update 2 was on its way (taken back)');
+});
+
+test('mode relay: an ACKED_ALL short of a receiver is explained by the leave that follows it, in either order', () => {
+  // The relay answers for the leaver (ACKED_ALL, acked 1 of 2), then announces the leave.
+  const h = harness({ mode: 'pipelined' });
+  h.cycle.tick(); h.advance(50); h.cycle.tick();
+  h.cycle.ackedAll(1, 0, 2);
+  h.cycle.ackedAll(2, 1, 1);
+  assert.deepEqual(h.cycle.acksFrom, { 2: 1, 3: 1 }, 'only the full answer says who ACKed');
+  h.cycle.memberLeft(3);
+  assert.deepEqual(h.cycle.sentTo, { 2: 2, 3: 1 });
+  h.cycle.memberLeft(2);
+  assert.deepEqual(h.cycle.sentTo, { 2: 2, 3: 1 }, 'a full answer explains nothing later');
+  // The update reached the relay after the leave: acked 1 of 2, nobody dropped.
+  const late = harness({ mode: 'pipelined' });
+  late.cycle.tick(); late.cycle.ackedAll(1, 0, 1);
+  assert.deepEqual(late.cycle.acksFrom, {}, 'one receiver did not answer: nobody is credited');
+  late.cycle.memberLeft(3);
+  assert.deepEqual(late.cycle.sentTo, { 2: 1, 3: 0 });
+  // The leave first: every update in flight is taken back for the leaver.
+  const first = harness({ mode: 'pipelined' });
+  first.cycle.tick(); first.cycle.memberLeft(3); first.cycle.ackedAll(1, 0, 1);
+  assert.deepEqual(first.cycle.sentTo, { 2: 1, 3: 0 });
+  assert.equal(first.cycle.takenBack, 1);
+  // An unexplained answer is forgotten after the ACK timeout (a lagging member, not a leaver).
+  const lag = harness({ mode: 'pipelined', ackTimeoutMs: 300 });
+  lag.cycle.tick(); lag.cycle.ackedAll(1, 1, 1);
+  lag.advance(300); lag.cycle.tick(); lag.cycle.ackedAll(2, 0, 2);
+  lag.cycle.memberLeft(3);
+  assert.deepEqual(lag.cycle.sentTo, { 2: 2, 3: 2 });
+});

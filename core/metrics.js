@@ -365,7 +365,9 @@ export function aggregateFreshness(clients) {
  * @property {string} group
  * @property {number[]} rt measured RTs, ms
  * @property {number[]} rtWarmup RTs of warm-up updates, reported apart
- * @property {Record<string, number>} sentTo updates sent per receiver id (loss "expected")
+ * @property {Record<string, number>} sentTo updates sent per receiver id that count there (loss "expected",
+ *   less `pendingTo`): a receiver that left before answering was taken out (core/cycle.js memberLeft)
+ * @property {Record<string, number>} [pendingTo] per receiver, updates still on their way: not expected yet
  * @property {Record<string, number>} acksFrom ACKs received per receiver id
  * @property {Record<string, StreamRecord>} recv per sender id
  * @property {number} updatesSent
@@ -377,7 +379,8 @@ export function aggregateFreshness(clients) {
 /**
  * Aggregates client records into the run's loss, ACK loss, duplicates,
  * reorders and jitter, exactly as docs/architecture.md defines them: per sender->receiver
- * stream, expected = what the sender reports sending to that receiver,
+ * stream, expected = what the sender reports sending to that receiver while it
+ * was there, less what is still on its way (`inFlight`, counted apart),
  * received = distinct updates the receiver got; summed over the run.
  * @param {ClientStats[]} clients
  * @param {(receiver: ClientStats) => boolean} [countReceiver] only the streams
@@ -390,6 +393,7 @@ export function aggregateStreams(clients, countReceiver) {
   for (const c of clients) byKey.set(`${c.group}\u0000${c.id}`, c);
   let expected = 0;
   let received = 0;
+  let inFlight = 0;
   let acksSent = 0;
   let acksReceived = 0;
   let duplicates = 0;
@@ -400,10 +404,13 @@ export function aggregateStreams(clients, countReceiver) {
       const receiver = byKey.get(`${sender.group}\u0000${rid}`);
       if (countReceiver && !(receiver && countReceiver(receiver))) continue;
       const stream = receiver?.recv[String(sender.id)];
-      expected += count;
-      // A receiver can hold at most what was sent to it (it may have had
-      // an earlier life under the same id); clamp so loss never goes negative.
-      const got = Math.min(count, stream?.received ?? 0);
+      const onItsWay = Math.min(count, sender.pendingTo?.[rid] ?? 0);
+      inFlight += onItsWay;
+      expected += count - onItsWay;
+      // A receiver can hold more than is expected of it (what was on its way,
+      // an update to a leaver that it did answer, an earlier life under the
+      // same id): clamp so loss never goes negative.
+      const got = Math.min(count - onItsWay, stream?.received ?? 0);
       received += got;
       if (stream) {
         duplicates += stream.duplicates;
@@ -418,6 +425,7 @@ export function aggregateStreams(clients, countReceiver) {
     expected,
     received,
     lost: expected - received,
+    inFlight,
     lossPct: expected ? (100 * (expected - received)) / expected : 0,
     acksSent,
     acksReceived,

@@ -170,8 +170,12 @@ export { percentile };
  * @property {RtHistogramJson} rt measured updates (after warm-up)
  * @property {number | null} rtLastMs the newest RT measured (warm-up included), null before any
  * @property {number} rtWarmupN
- * @property {{ sent: number, completed: number, ackTimeouts: number, skippedCycles: number, lateAcks: number }} updates
- * @property {Record<string, number>} sentTo updates sent per receiver id
+ * @property {{ sent: number, completed: number, ackTimeouts: number, skippedCycles: number, lateAcks: number, takenBack?: number }} updates
+ *   (`takenBack`: sent to a member that left before answering, not in `sentTo`; absent from older pages)
+ * @property {Record<string, number>} sentTo updates sent per receiver id that count as expected there
+ *   (docs/architecture.md "Loss")
+ * @property {Record<string, number>} [pendingTo] per receiver, updates of `sentTo` still on their way
+ *   when the report was taken: not expected yet (absent from older pages)
  * @property {Record<string, number>} acksFrom ACKs received per receiver id
  * @property {Record<string, import('./metrics.js').StreamRecord>} recv per sender id
  * @property {Record<string, number | null>} ages per current member: ms since its newest fresh
@@ -212,8 +216,10 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     rtWarmupN: s.rtWarmup.length,
     updates: {
       sent: s.updatesSent, completed: s.completed, ackTimeouts: s.ackTimeouts, skippedCycles: s.skippedCycles, lateAcks: s.lateAcks,
+      takenBack: s.takenBack ?? 0,
     },
     sentTo: { ...s.sentTo },
+    pendingTo: { ...s.pendingTo },
     acksFrom: { ...s.acksFrom },
     recv: s.recv,
     ages: Object.fromEntries([...client.freshnessAges()].map(([id, a]) => [String(id), a.ageMs === null ? null : Math.max(0, Math.round(a.ageMs))])),
@@ -511,7 +517,9 @@ function rtProblem(h) {
 function countsProblem(r) {
   if (!isObject(r.updates)) return 'updates must be an object';
   for (const k of ['sent', 'completed', 'ackTimeouts', 'skippedCycles', 'lateAcks']) if (!isCount(r.updates[k])) return `updates.${k} must be a count`;
-  for (const field of ['sentTo', 'acksFrom']) {
+  if (r.updates.takenBack !== undefined && !isCount(r.updates.takenBack)) return 'updates.takenBack must be a count';
+  for (const field of ['sentTo', 'acksFrom', 'pendingTo']) {
+    if (field === 'pendingTo' && r[field] === undefined) continue; // older pages
     if (!isObject(r[field])) return `${field} must be an object`;
     if (!isIdMap(r[field], isCount, REPORT_LIMITS.maxStreams)) return `${field} must map client id to a count, at most ${REPORT_LIMITS.maxStreams} entries`;
   }

@@ -1,13 +1,18 @@
 // A study with "real phones" (docs/study.md): four headless phones — two
 // Chromium with a Pixel profile, one Chromium with an iPhone Safari user
-// agent, one Firefox ESR — join one group on `relay` and on `p2p` against a
-// server started with --record. While they are in, the dashboard (opened with
-// its token) shows all four with their browsers; after they leave, `carlab
-// report` on the recording gives per-browser runs whose RT counts, loss counts
-// and freshness equal what each page's own client core measured.
+// agent, one Firefox ESR — join one group on `p2p` against a server started
+// with --record. While they are in, the dashboard (opened with its token)
+// shows all four with their browsers; after they leave, `carlab report` on the
+// recording gives per-browser runs whose RT counts, loss counts and freshness
+// equal what each page's own client core measured. Before them, three phones
+// on `relay` and three on `relay-faithful` join and leave at different times,
+// sending all along: on those reliable transports the dashboard never shows
+// loss into a member while it is in, and the report shows 0 for every member
+// (docs/architecture.md "Loss": what was on its way to a leaver is not lost).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { devices, expect, firefox, test } from '@playwright/test';
 
@@ -37,35 +42,129 @@ const waitForMembers = (page, n) => page.waitForFunction((k) => window.carlab.cl
 test.describe('a study with four phones', () => {
   test.describe.configure({ retries: 0 });
 
-  test('relay and p2p: dashboard shows all four while in; carlab report equals what the pages measured', async ({ browser, browserName }, testInfo) => {
+  test('relay and relay-faithful members come and go with no loss; p2p: dashboard shows all four, carlab report equals the pages', async ({ browser, browserName }, testInfo) => {
     test.skip(browserName !== 'chromium', 'drives Chromium and Firefox itself');
     test.setTimeout(180_000);
     const dir = mkdtempSync(path.join(tmpdir(), 'carlab-e2e-study-'));
-    const server = await ownServer({ args: ['--record', dir, '--dashboard-token', TOKEN, '--report-interval', '2'] });
+    const server = await ownServer({ args: ['--record', dir, '--dashboard-token', TOKEN, '--report-interval', '1'] });
     const fx = await firefox.launch(firefoxLaunchOptions());
+    const feed = watchFeed(server.baseURL);
     try {
-      /** @type {Record<string, { stats: any[], families: Map<number, string>, group: string }>} */
-      const measured = {};
-      for (const transport of ['relay', 'p2p']) {
-        measured[transport] = await studyRound({ browser, fx, base: server.baseURL, transport, testInfo });
+      const reliable = await Promise.all(['relay', 'relay-faithful'].map((transport) => comeAndGo({ browser, fx, base: server.baseURL, transport })));
+      const measured = await studyRound({ browser, fx, base: server.baseURL, transport: 'p2p', testInfo });
+      const seen = feed.stop();
+      for (const group of reliable) {
+        const rows = seen.filter((row) => row.group === group);
+        expect(rows.filter((row) => row.lossPct !== null).length, `${group}: loss shown on the dashboard`).toBeGreaterThan(5);
+        expect(rows.filter((row) => row.lossPct !== 0 && row.lossPct !== null), `${group}: loss into a member while it was in`).toEqual([]);
       }
       await server.stop(); // flushes the recording
       const recording = await readRecording(dir);
       expect(recording.counts.invalid).toBe(0);
-      expect(recording.sessions.length).toBe(8);
+      expect(recording.sessions.length).toBe(10);
       const out = path.join(dir, 'results');
       expect(await runReport([dir, '--out', out], { stdout: sink(), stderr: sink() })).toBe(0);
       const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
-      for (const transport of ['relay', 'p2p']) compareRuns(results.runs, transport, measured[transport]);
+      compareRuns(results.runs, 'p2p', measured);
+      for (const group of reliable) {
+        const runs = results.runs.filter((/** @type {any} */ r) => r.groupName === group);
+        expect(runs.map((/** @type {any} */ r) => r.browser).sort(), `${group}: a run per browser family, and all`)
+          .toEqual(['Chrome Android', 'Firefox desktop', 'Safari iOS', 'all']);
+        for (const run of runs) {
+          expect(run.updates.expected, `${group} ${run.browser}: expected`).toBeGreaterThan(20);
+          expect([run.updates.lost, run.lossPct], `${group} ${run.browser}: lost, loss %`).toEqual([0, 0]);
+        }
+      }
       const html = readFileSync(path.join(out, 'report.html'), 'utf8');
       expect(html).not.toContain(XSS_NAME);
     } finally {
+      feed.stop();
       await fx.close();
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });
 });
+
+/** Three of the phones: one of each browser family. */
+const TRIO = [PHONES[0], PHONES[2], PHONES[3]];
+
+/**
+ * Three phones on a reliable `transport` join a second apart and leave a
+ * second apart (first in, first out), sending all along: each leaves while
+ * the others' updates are on their way to it (unread in its socket).
+ * @param {{ browser: import('@playwright/test').Browser, fx: import('@playwright/test').Browser, base: string, transport: string }} o
+ * @returns {Promise<string>} the group
+ */
+async function comeAndGo({ browser, fx, base, transport }) {
+  const group = `come-and-go-${transport}-${Date.now().toString(36)}`;
+  /** @type {{ context: import('@playwright/test').BrowserContext, page: import('@playwright/test').Page }[]} */
+  const phones = [];
+  for (const phone of TRIO) {
+    const context = await (phone.engine === 'firefox' ? fx : browser).newContext({ ...phone.device, baseURL: base });
+    const page = await context.newPage();
+    const q = new URLSearchParams({ group, name: phone.name, transport, source: 'none', pose: '0.1,0.05,0.4,0,0,0,1', dpr: '1' });
+    await page.goto(`/ar.html?${q}`);
+    await page.evaluate(() => window.carlab.ready.then(() => true));
+    phones.push({ context, page });
+    await sleep(1000);
+  }
+  // all three in, each has reported what it received from the other two
+  for (const { page } of phones) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 3, null, { timeout: 20_000 });
+  for (const { context, page } of phones) {
+    // A page that unloads is busy: the others' updates of its last 400 ms
+    // reach it but are never read, then it leaves (as on pagehide).
+    await page.evaluate(() => {
+      const end = performance.now() + 400;
+      while (performance.now() < end); // eslint-disable-line no-empty
+      window.carlab.leave();
+    });
+    await context.close();
+    await sleep(1000);
+  }
+  return group;
+}
+
+/**
+ * Every member row the dashboard's feed carries, read as the page reads it
+ * (snapshot, then deltas), until stop(): the rows of members still in.
+ * @param {string} base
+ */
+function watchFeed(base) {
+  const abort = new AbortController();
+  /** @type {{ group: string, name: string, lossPct: number | null }[]} */
+  const rows = [];
+  /** @param {any} view */
+  const take = (view) => {
+    for (const g of view.groups ?? []) {
+      for (const m of g.members) if (!m.left) rows.push({ group: g.group, name: m.name, lossPct: m.lossPct });
+    }
+  };
+  const reading = (async () => {
+    const res = await fetch(`${base}/dashboard/feed?token=${TOKEN}`, { signal: abort.signal });
+    const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).pipeThrough(/** @type {ReadableWritablePair<string, Uint8Array>} */ (/** @type {unknown} */ (new TextDecoderStream()))).getReader();
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += value;
+      let end;
+      while ((end = text.indexOf('\n\n')) >= 0) {
+        const data = text.slice(0, end).split('\n').find((line) => line.startsWith('data: '));
+        text = text.slice(end + 2);
+        if (data) take(JSON.parse(data.slice(6)));
+      }
+    }
+  })().catch((err) => { if (!abort.signal.aborted) throw err; });
+  return {
+    /** Ends the feed; the rows seen. */
+    stop() {
+      abort.abort();
+      reading.catch(() => {});
+      return rows;
+    },
+  };
+}
 
 /**
  * Four phones in one group on `transport`: joined, exchanging, watched on the

@@ -133,8 +133,8 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {string} key
  * @property {StudyRecord} rec its newest record
  * @property {number} heardAt local clock when `rec` arrived
- * @property {{ heardAt: number, sentTo: Record<string, number> }[]} past its earlier reports' counts, newest
- *   last, at most SENT_HISTORY (loss interpolation)
+ * @property {{ heardAt: number, settled: Record<string, number> }[]} past its earlier reports' counts of
+ *   updates that count as expected (settledTo), newest last, at most SENT_HISTORY (loss interpolation)
  * @property {Group} group
  * @property {boolean} visible shown on the dashboard
  * @property {number} leftAt local clock when its final report arrived
@@ -386,7 +386,7 @@ export function createLiveStudy({
       } else if (old.clientId !== r.clientId && e.group.holders.get(old.clientId) === e) {
         e.group.holders.delete(old.clientId);
       }
-      e.past.push({ heardAt: e.heardAt, sentTo: old.sentTo });
+      e.past.push({ heardAt: e.heardAt, settled: settledTo(old) });
       if (e.past.length > SENT_HISTORY) e.past.shift();
       e.rec = record;
       e.heardAt = t;
@@ -594,12 +594,12 @@ function pathsOf(r) {
 
 /**
  * Loss of the streams into member `m` (docs/architecture.md "Loss"): per
- * sender in its group, expected = what the sender reports sending to m,
- * received = what m reports receiving from it (clamped), summed. The two
- * reports are up to a report interval apart (more when m went silent), so a
- * sender's count is read at the time of m's report, interpolated between the
- * sender's reports around it: otherwise the updates sent after m's report
- * would look lost.
+ * sender in its group, expected = what the sender reports sending to m, less
+ * what was still on its way (pendingTo), received = what m reports receiving
+ * from it (clamped), summed. The two reports are up to a report interval
+ * apart (more when m went silent), so a sender's count is read at the time
+ * of m's report, interpolated between the sender's reports around it (and
+ * rounded down): otherwise the updates sent after m's report would look lost.
  *
  * @param {Entry} m
  * @param {Map<number, Entry>} senders
@@ -613,9 +613,9 @@ function lossInto(m, senders) {
   let received = 0;
   for (const [id, s] of senders) {
     if (s === m || id === me.clientId) continue;
-    const sent = s.rec.r.sentTo[myId];
-    if (sent === undefined) continue;
-    const exp = sentAt(s, myId, sent, m.heardAt);
+    if (s.rec.r.sentTo[myId] === undefined) continue;
+    const exp = settledAt(s, myId, m.heardAt);
+    if (exp === null) continue;
     expected += exp;
     received += Math.min(exp, me.recv[String(id)]?.received ?? 0);
   }
@@ -623,26 +623,43 @@ function lossInto(m, senders) {
 }
 
 /**
- * A sender's count of updates sent to `to` as of time `at` (local clock),
- * interpolated between the two of its reports around `at`.
- * @param {Entry} s @param {string} to @param {number} sent its newest count @param {number} at
+ * Per receiver, the updates of a report that count as expected now: sent
+ * to it, less those still on their way.
+ * @param {import('../core/report.js').ClientReport} r
+ * @returns {Record<string, number>}
  */
-function sentAt(s, to, sent, at) {
-  if (s.heardAt <= at) return sent;
+function settledTo(r) {
+  /** @type {Record<string, number>} */
+  const out = {};
+  for (const [to, n] of Object.entries(r.sentTo)) out[to] = Math.max(0, n - (r.pendingTo?.[to] ?? 0));
+  return out;
+}
+
+/**
+ * A sender's count of updates expected at `to` as of time `at` (local
+ * clock), interpolated between the two of its reports around `at`; null
+ * when every report kept is newer than `at` (the stream cannot be judged at
+ * `at`: its count then is not known, and a newer one would count what was
+ * sent after).
+ * @param {Entry} s @param {string} to @param {number} at
+ * @returns {number | null}
+ */
+function settledAt(s, to, at) {
+  const newest = settledTo(s.rec.r)[to] ?? 0;
+  if (s.heardAt <= at) return newest;
   let laterAt = s.heardAt;
-  let later = sent;
+  let later = newest;
   for (let i = s.past.length - 1; i >= 0; i--) {
     const p = s.past[i];
-    const before = p.sentTo[to] ?? 0;
+    const before = p.settled[to] ?? 0;
     if (p.heardAt <= at) {
       if (laterAt <= p.heardAt) return before;
-      return Math.round(before + ((later - before) * (at - p.heardAt)) / (laterAt - p.heardAt));
+      return Math.floor(before + ((later - before) * (at - p.heardAt)) / (laterAt - p.heardAt));
     }
     laterAt = p.heardAt;
     later = before;
   }
-  // older than every report kept (or the sender's first): the oldest count known
-  return later;
+  return null;
 }
 
 /** @param {number | null | undefined} x @param {number} digits */

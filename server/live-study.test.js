@@ -87,6 +87,22 @@ test("loss: a sender's count is read at the time of the receiver's report, not a
   assert.equal(study.snapshot().groups[0].members.find((m) => m.clientId === 2)?.lossPct, 0);
 });
 
+test('loss: updates still on their way are not loss, and a sender heard only after the receiver is not judged yet', () => {
+  const { clock, study, ingest } = clocked();
+  ingest(report({ session: B, clientId: 2, recv: { 1: stream(12) } }));
+  clock.t += 1000;
+  // alice's first report comes after bob's: what she had sent at bob's report is unknown
+  ingest(report({ session: A, clientId: 1, seq: 1, sentTo: { 2: 20 }, pendingTo: { 2: 2 } }));
+  const bobRow = () => study.snapshot().groups[0].members.find((m) => m.clientId === 2);
+  assert.equal(bobRow()?.lossPct, null);
+  clock.t += 1000;
+  // bob's next report, after alice's: judged against her count
+  ingest(report({ session: B, clientId: 2, seq: 2, recv: { 1: stream(18) } }));
+  assert.equal(bobRow()?.lossPct, 0, '18 expected (20 sent, 2 on their way), 18 received');
+  ingest(report({ session: B, clientId: 2, seq: 3, recv: { 1: stream(17) } }));
+  assert.equal(bobRow()?.lossPct, 5.56, '1 of the 18 that could have arrived is missing');
+});
+
 test('loss: a receiver silent for a while is compared with what its senders had sent by then', () => {
   const { clock, study, ingest } = clocked();
   ingest(report({ session: A, clientId: 1, seq: 1, sentTo: { 2: 30 } }));

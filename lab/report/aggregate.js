@@ -171,6 +171,10 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
       expected: streams.expected,
       received: streams.received,
       lost: streams.lost,
+      /** On their way when the run's records were taken: not expected yet, not lost. */
+      inFlight: streams.inFlight,
+      /** Sent to a member that left before answering: not expected there. */
+      takenBack: clients.reduce((s, c) => s + (c.takenBack ?? 0), 0),
     },
     relay: relay
       ? {

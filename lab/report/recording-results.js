@@ -39,6 +39,8 @@ export const SESSION_PREFIX = 8;
  * @property {import('../../core/report.js').RtHistogramJson} rtHist
  * @property {number} rtWarmupN
  * @property {Record<string, number>} sentTo
+ * @property {Record<string, number>} pendingTo
+ * @property {number} takenBack
  * @property {Record<string, number>} acksFrom
  * @property {Record<string, import('../../core/metrics.js').StreamRecord>} recv
  * @property {number} updatesSent
@@ -71,6 +73,8 @@ export function sessionClient(s, instance) {
     rtHist: r.rt,
     rtWarmupN: r.rtWarmupN,
     sentTo: r.sentTo,
+    pendingTo: r.pendingTo ?? {},
+    takenBack: r.updates.takenBack ?? 0,
     acksFrom: r.acksFrom,
     recv: r.recv,
     updatesSent: r.updates.sent,
