@@ -116,7 +116,7 @@ async function comeAndGo({ browser, fx, base, transport }) {
     // reach it but are never read, then it leaves (as on pagehide).
     await page.evaluate(() => {
       const end = performance.now() + 400;
-      while (performance.now() < end); // eslint-disable-line no-empty
+      while (performance.now() < end) { /* busy, as an unloading page */ }
       window.carlab.leave();
     });
     await context.close();
