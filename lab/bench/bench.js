@@ -283,6 +283,7 @@ export async function launchFleet(o, browserCount, wrapperDir, browsers) {
       await chmod(executable, 0o755);
     }
     browsers.push(await launchBrowser(name, executable));
+    o.onProgress?.({ phase: `launched ${browsers.length}/${browserCount} browsers`, elapsedS: 0, rtMean: null });
   }
 }
 

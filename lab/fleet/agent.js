@@ -108,6 +108,7 @@ export function freeAgentName(base, taken) {
  *   the measured window, closed when the pages stopped
  * @property {number} lastHeard performance.now() of the controller's last request
  * @property {number} inFlight requests being worked on
+ * @property {string | null} step while preparing: the step reached, said in the heartbeats (PREPARE_STALL_MS)
  * @property {Promise<void> | null} ending the closing of its browsers, once begun (endRun)
  * @property {Buffer | null} result the finished run's result, JSON, sent in chunks
  */
@@ -180,6 +181,7 @@ export async function startAgent(o) {
     capacity: o.capacity ?? cores,
     busy: run?.runId ?? null,
     closing: Boolean(run?.ending),
+    progress: run?.step ? { runId: run.runId, step: run.step } : null,
     pagesOrigin: pageHost.origin,
     version: VERSION,
   });
@@ -228,7 +230,7 @@ export async function startAgent(o) {
       }
       run = {
         runId: String(req.runId), job, browsers: [], pages: [], pageErrors: [], capabilities: {}, pageCount: 0, browserCount: 0,
-        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, window: null, lastHeard: performance.now(), inFlight: 1, ending: null, result: null,
+        setupMs: 0, sampler: null, kindSamplers: [], cpuAtWindow: null, windowStart: 0, window: null, lastHeard: performance.now(), inFlight: 1, ending: null, result: null, step: 'checking the server',
       };
       const r = run;
       try {
@@ -240,10 +242,13 @@ export async function startAgent(o) {
         r.browserCount = layout.browserCount;
         const bench = benchOptions(r);
         log(`run ${r.runId}: ${job.indices.length} peers of ${job.point.transport} in ${layout.pageCount} page(s), ${layout.browserCount} browser(s)`);
+        r.step = `launched 0/${layout.browserCount} browsers`;
+        announce();
         await launchFleet(bench, layout.browserCount, null, r.browsers);
         await openPages(bench, { layout, browsers: r.browsers, baseUrls: job.servers, runId: r.runId, pageHost: pageHost.url }, r.pages, r.pageErrors);
         r.capabilities = await browserCapabilitiesOf(r.pages);
         r.setupMs = Math.round(performance.now() - t0);
+        r.step = null;
         reply({ ok: true, pages: r.pageCount, browserProcesses: r.browserCount, setupMs: r.setupMs });
       } catch (err) {
         reply({ ok: false, error: /** @type {Error} */ (err).message });
@@ -299,6 +304,12 @@ export async function startAgent(o) {
     point: r.job.point, browsers: r.job.browsers, net: null, ackTimeoutMs: r.job.ackTimeoutMs, warmupS: r.job.warmupS,
     updates: r.job.updates, durationS: 0, peersPerPage: r.job.peersPerPage, pagesPerBrowser: r.job.pagesPerBrowser, url: null,
     shouldStop: () => r.ending !== null,
+    // each browser launched and page opened while preparing: said at once, the bench watches it move
+    onProgress: (/** @type {{ phase: string }} */ p) => {
+      if (r.step === null) return;
+      r.step = p.phase;
+      announce();
+    },
   });
 
   /** @param {AgentRun} r @param {any} req @returns {Promise<object>} */

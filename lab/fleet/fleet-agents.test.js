@@ -2,7 +2,8 @@
 // nats-server: a relay and a p2p point of 4 peers (groups of 2, each group
 // across both agents), every peer accounted for in one results.json with a
 // fleet block; a wrong token opens nothing; a busy agent is not used; an
-// agent that never answers fails the point with its name in bounded time;
+// agent that never answers fails the point with its name in bounded time,
+// and so does one whose prepare stops moving (--prepare-stall);
 // one still closing a run's browsers is waited for.
 // An agent or a bench stopped mid-point: lab/fleet/fleet-interrupt.test.js.
 import { after, before, test } from 'node:test';
@@ -53,6 +54,33 @@ test('an agent that never answers fails the point with its name within a bounded
   }
   const missing = await rig.bench(['--agents', 'a1,nobody', '--token', FLEET_TOKEN, '--duration', '2']);
   assert.match(missing.results.runs[0].error, /agent nobody did not answer within 5 s/);
+});
+
+test('a preparing agent whose progress stops fails the point after --prepare-stall, named with the step it stopped at', { timeout: 60_000 }, async () => {
+  // a "stuck" agent: heartbeats go on, saying the same step of the bench's run, and prepare is never answered
+  const nc = await connect({ servers: rig.nats.url });
+  const stuck = { name: 'stuck', host: 'here', pid: 1, cores: 2, memoryMb: 1, freeMemoryMb: 1, browsers: ['chromium'], capacity: 2, busy: null, pagesOrigin: 'http://127.0.0.1:1', version: '0' };
+  /** @type {{ runId: string, step: string } | null} */
+  let progress = null;
+  nc.subscribe(DISCOVER_SUBJECT, { callback: (_e, m) => m.respond(jc.encode(stuck)) });
+  nc.subscribe(agentSubject('stuck'), {
+    callback: (_e, m) => {
+      const req = /** @type {any} */ (jc.decode(m.data));
+      if (req.op === 'prepare') progress = { runId: req.runId, step: 'opened 1/3 pages' };
+    },
+  });
+  const beat = setInterval(() => nc.publish(heartbeatSubject('stuck'), jc.encode({ ...stuck, busy: progress?.runId ?? null, progress })), 500);
+  try {
+    const t0 = Date.now();
+    const { code, results } = await rig.bench(['--agents', 'a1,stuck', '--token', FLEET_TOKEN, '--duration', '2', '--prepare-stall', '3']);
+    assert.equal(code, 1);
+    assert.match(results.runs[0].error, /agent stuck made no progress for 3 s during prepare; it stopped at: opened 1\/3 pages/);
+    assert.ok(Date.now() - t0 < 30_000, `failed after ${Date.now() - t0} ms`);
+    await until(() => /run fleet\w+: aborted by the controller/.test(rig.agent('a1').log()), 15_000, 'a1 to close its browsers');
+  } finally {
+    clearInterval(beat);
+    await nc.close();
+  }
 });
 
 test('relay and p2p over two agents: 4 peers in groups of 2 across them, every peer in one run with the fleet block', { timeout: 180_000 }, async () => {

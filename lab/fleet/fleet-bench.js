@@ -18,7 +18,8 @@ import { Empty, JSONCodec, connect, createInbox } from 'nats';
 import { startServerChild } from '../target/server-process.js';
 import { baseOf } from '../bench/page-host.js';
 import {
-  AGENT_SILENCE_MS, DISCOVER_SUBJECT, HEARTBEATS, KEEPALIVE_MS, agentNameProblem, agentSubject, mergeFleetRun, splitPeers, startSkews,
+  AGENT_SILENCE_MS, DISCOVER_SUBJECT, HEARTBEATS, KEEPALIVE_MS, PREPARE_MAX_MS, PREPARE_STALL_MS, agentNameProblem, agentSubject,
+  mergeFleetRun, splitPeers, startSkews,
 } from './fleet.js';
 import { parseNatsFlag } from '../shared/flags.js';
 
@@ -29,6 +30,7 @@ export const FLEET_FLAGS = Object.freeze({
   agents: { type: /** @type {const} */ ('string') },
   token: { type: /** @type {const} */ ('string') },
   'server-host': { type: /** @type {const} */ ('string') },
+  'prepare-stall': { type: /** @type {const} */ ('string') },
 });
 
 /** Help of the fleet flags. */
@@ -39,7 +41,10 @@ export const FLEET_HELP = `Fleet over several machines (docs/fleet.md; \`carlab 
   --nats URL           the NATS the agents joined [CARLAB_NATS]
   --token T            the agents' shared token [CARLAB_TOKEN]
   --server-host ADDR   the address the bench's own server listens on and the agents reach it by
-                       (default 127.0.0.1: agents on this machine); or measure --url`;
+                       (default 127.0.0.1: agents on this machine); or measure --url
+  --prepare-stall S    fail the point when an agent preparing it (launching browsers, opening
+                       pages) has not moved on for S seconds, naming it and the step it stopped at
+                       (default ${PREPARE_STALL_MS / 1000}); how long a prepare takes is no failure while it moves`;
 
 /**
  * The fleet settings of a bench run.
@@ -49,7 +54,8 @@ export const FLEET_HELP = `Fleet over several machines (docs/fleet.md; \`carlab 
  * @property {string} token
  * @property {string} serverHost
  * @property {number} [discoverMs] how long agents have to answer (default 5000)
- * @property {number} [prepareMsPerPage] the prepare's bound grows with the pages (default 1000)
+ * @property {number} [prepareStallMs] a preparing agent whose progress does not move this long fails
+ *   the point (default PREPARE_STALL_MS)
  */
 
 /**
@@ -62,7 +68,7 @@ export function fleetOptionsProblem(o, env = process.env) {
   const v = o.values;
   o.fleet = null;
   if (v.agents === undefined) {
-    for (const flag of ['token', 'server-host']) if (v[flag] !== undefined) return `--${flag} goes with --agents`;
+    for (const flag of ['token', 'server-host', 'prepare-stall']) if (v[flag] !== undefined) return `--${flag} goes with --agents`;
     return null;
   }
   const text = String(v.agents).trim();
@@ -84,7 +90,13 @@ export function fleetOptionsProblem(o, env = process.env) {
   if (!token) return '--agents needs --token T (or CARLAB_TOKEN): the agents\' shared token';
   if (o.nets) return '--agents: --net shapes links on this machine; agents run on their own machines (not with --net)';
   if (o.relays.some((/** @type {number} */ n) => n > 0)) return '--agents with --relays is not supported yet: measure a cluster with --url';
-  o.fleet = /** @type {FleetSettings} */ ({ agents, natsUrl: nats, token, serverHost: v['server-host'] ?? '127.0.0.1' });
+  let prepareStallMs = PREPARE_STALL_MS;
+  if (v['prepare-stall'] !== undefined) {
+    const seconds = Number(v['prepare-stall']);
+    if (!(seconds >= 1 && seconds <= 3600)) return `--prepare-stall: ${v['prepare-stall']} is not a number of seconds 1..3600`;
+    prepareStallMs = seconds * 1000;
+  }
+  o.fleet = /** @type {FleetSettings} */ ({ agents, natsUrl: nats, token, serverHost: v['server-host'] ?? '127.0.0.1', prepareStallMs });
   return null;
 }
 
@@ -206,9 +218,27 @@ export async function runFleetPoint(o) {
     .catch((err) => { throw new Error(`cannot reach NATS at ${fleet.natsUrl}: ${err.message}`); });
   /** When each agent was last heard (heartbeats, replies): performance.now(). @type {Map<string, number>} */
   const heard = new Map();
+  /** Per agent, the prepare step its heartbeats last said, and when it changed. @type {Map<string, { step: string, at: number }>} */
+  const steps = new Map();
   const beats = nc.subscribe(HEARTBEATS, {
-    callback: (err, m) => { if (!err) heard.set(m.subject.slice(HEARTBEATS.length - 1), performance.now()); },
+    callback: (err, m) => {
+      if (err) return;
+      const name = m.subject.slice(HEARTBEATS.length - 1);
+      const now = performance.now();
+      heard.set(name, now);
+      noteStep(name, m.data, now);
+    },
   });
+  /** @param {string} name @param {Uint8Array} data an advert @param {number} now */
+  const noteStep = (name, data, now) => {
+    let progress;
+    try { progress = /** @type {any} */ (jc.decode(data))?.progress; } catch { return; }
+    if (!progress || progress.runId !== runId || typeof progress.step !== 'string') return;
+    const step = progress.step.slice(0, 100);
+    if (steps.get(name)?.step === step) return;
+    steps.set(name, { step, at: now });
+    o.onProgress?.({ phase: `preparing: ${[...steps].map(([n, x]) => `${n} ${x.step}`).join(', ')}`, elapsedS: 0, rtMean: null });
+  };
   const runId = `fleet${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   let pointStart = performance.now();
   const atS = () => Math.round((performance.now() - pointStart) / 100) / 10;
@@ -221,20 +251,29 @@ export async function runFleetPoint(o) {
 
   /**
    * One request to an agent; rejects with its name on a refusal, after
-   * `timeoutMs`, or as soon as it has been silent AGENT_SILENCE_MS. The
-   * error's `code`: AGENT_REFUSED, AGENT_SILENT, AGENT_ABSENT, AGENT_SLOW
-   * (timed out while its heartbeats go on) or AGENT_FAILED.
+   * `timeoutMs`, as soon as it has been silent AGENT_SILENCE_MS, or (with
+   * `stallMs`) once the step its heartbeats say has not moved for that long.
+   * The error's `code`: AGENT_REFUSED, AGENT_SILENT, AGENT_STALLED,
+   * AGENT_ABSENT, AGENT_SLOW (timed out while its heartbeats go on) or AGENT_FAILED.
    * @param {Part} part @param {string} op @param {Record<string, unknown>} [body] @param {number} [timeoutMs]
+   * @param {number} [stallMs]
    * @returns {Promise<any>}
    */
-  const call = (part, op, body = {}, timeoutMs = 10_000) => new Promise((resolve, reject) => {
+  const call = (part, op, body = {}, timeoutMs = 10_000, stallMs = 0) => new Promise((resolve, reject) => {
     const fail = (/** @type {string} */ code, /** @type {string} */ message) => reject(Object.assign(new Error(message), { code }));
     const started = performance.now();
     const watch = setInterval(() => {
-      const last = Math.max(heard.get(part.name) ?? 0, started);
-      if (performance.now() - last > AGENT_SILENCE_MS) {
+      const now = performance.now();
+      if (now - Math.max(heard.get(part.name) ?? 0, started) > AGENT_SILENCE_MS) {
         clearInterval(watch);
         fail('AGENT_SILENT', `agent ${part.name} went silent (no heartbeat for ${AGENT_SILENCE_MS / 1000} s) during ${op}`);
+        return;
+      }
+      const step = steps.get(part.name);
+      if (stallMs > 0 && now - Math.max(step?.at ?? 0, started) > stallMs) {
+        clearInterval(watch);
+        fail('AGENT_STALLED', `agent ${part.name} made no progress for ${Math.round(stallMs / 1000)} s during ${op}; `
+          + `it stopped at: ${step ? step.step : 'nothing reported'}`);
       }
     }, 250);
     nc.request(agentSubject(part.name), jc.encode({ op, token: fleet.token, runId, ...body }), { timeout: timeoutMs }).then((m) => {
@@ -267,14 +306,16 @@ export async function runFleetPoint(o) {
    * whether it is there, and a loaded machine answers a page's poll late.
    * @param {string} op @param {(p: Part) => Record<string, unknown>} body @param {(p: Part) => number} timeoutMs @param {boolean} fatal
    * @param {boolean} [slowIsLost]
+   * @param {number} [stallMs] see call()
    */
-  const everyAgent = async (op, body, timeoutMs, fatal, slowIsLost = true) => {
+  const everyAgent = async (op, body, timeoutMs, fatal, slowIsLost = true, stallMs = 0) => {
     const live = alive();
-    const answers = await Promise.allSettled(live.map((p) => call(p, op, body(p), timeoutMs(p))));
+    const answers = await Promise.allSettled(live.map((p) => call(p, op, body(p), timeoutMs(p), stallMs)));
     const failed = answers.map((a, i) => ({ a, p: live[i] }))
       .filter(({ a }) => a.status === 'rejected' && (slowIsLost || a.reason?.code !== 'AGENT_SLOW'));
-    if (fatal && failed.length) throw new Error(failed.map(({ a }) => /** @type {PromiseRejectedResult} */ (a).reason.message).join('; '));
+    // a failed agent is lost either way: the abort at the end does not wait long on it
     for (const { a, p } of failed) lose(p, op, /** @type {PromiseRejectedResult} */ (a).reason);
+    if (fatal && failed.length) throw new Error(failed.map(({ a }) => /** @type {PromiseRejectedResult} */ (a).reason.message).join('; '));
     if (alive().length === 0) throw new Error(`every agent was lost: ${parts.map((p) => `${p.name}: ${p.lost?.reason}`).join('; ')}`);
     return new Map(answers.map((a, i) => [live[i], a.status === 'fulfilled' ? a.value : null]));
   };
@@ -310,7 +351,8 @@ export async function runFleetPoint(o) {
       },
     });
     o.onProgress?.({ phase: `${alive().length} agents opening pages`, elapsedS: 0, rtMean: null });
-    await everyAgent('prepare', job, (p) => 30_000 + (fleet.prepareMsPerPage ?? 1000) * p.pages, true);
+    // bounded by progress, not a stopwatch: each agent says the step it reached (PREPARE_STALL_MS)
+    await everyAgent('prepare', job, () => PREPARE_MAX_MS, true, true, fleet.prepareStallMs ?? PREPARE_STALL_MS);
     if (o.shouldStop?.()) throw new Error('interrupted while opening pages');
     o.onProgress?.({ phase: 'meshing', elapsedS: 0, rtMean: null });
     await everyAgent('mesh', () => ({}), () => 75_000, true);

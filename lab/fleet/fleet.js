@@ -30,6 +30,18 @@ export const HEARTBEAT_MS = 1000;
  * loaded machine's late one is not a death.
  */
 export const AGENT_SILENCE_MS = 5000;
+/**
+ * While it prepares a point (launches browsers, opens pages), an agent says
+ * in every heartbeat how far it got; the bench fails the point, naming the
+ * agent and where it stopped, once that has not moved for this long (ms).
+ * Longer than any one step's own bound (a browser launch or a page load, 30 s
+ * each), so a step that fails says why itself; how long the whole prepare
+ * takes does not matter while it moves (two agents sharing a machine's two
+ * cores open pages at half speed).
+ */
+export const PREPARE_STALL_MS = 45_000;
+/** A prepare's bound however it moves (ms): a runaway is still ended. */
+export const PREPARE_MAX_MS = 900_000;
 /** How often the bench tells each busy agent it is still there (ms; the agent's lease). */
 export const KEEPALIVE_MS = 2000;
 /**
@@ -74,6 +86,8 @@ export function tokenMatches(presented, expected) {
  * @property {number} capacity its weight in the split (default: cores)
  * @property {string | null} busy the run it is busy with, or null
  * @property {boolean} [closing] busy closing that run's browsers: free again soon (a bench waits for it)
+ * @property {{ runId: string, step: string } | null} [progress] while it prepares a run: the step it
+ *   has reached ('launched 1/2 browsers', 'opened 3/10 pages'); the bench watches it move
  * @property {string} pagesOrigin the origin its peer pages come from (the server must allow it)
  * @property {string} version carlab's version
  */

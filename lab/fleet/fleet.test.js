@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  agentNameProblem, agentPageLayout, capacityCounts, fleetBlock, interleaveAssign, mergeFleetRun, splitPeers, startSkews, tokenMatches,
+  PREPARE_STALL_MS, agentNameProblem, agentPageLayout, capacityCounts, fleetBlock, interleaveAssign, mergeFleetRun, splitPeers, startSkews,
+  tokenMatches,
 } from './fleet.js';
 import { fleetEnv } from './fleet-bench.js';
 import { benchCommand } from '../commands/bench.js';
@@ -180,7 +181,7 @@ function benchOptions(argv, env = {}) {
 test('bench fleet flags: --agents needs --nats and --token (or their variables); named agents; not with --net or --relays', () => {
   const ok = benchOptions(['--agents', '2', '--nats', 'nats://127.0.0.1:4222', '--token', 'abcdefgh']);
   assert.equal(ok.problem, null);
-  assert.deepEqual(ok.o.fleet, { agents: 2, natsUrl: 'nats://127.0.0.1:4222', token: 'abcdefgh', serverHost: '127.0.0.1' });
+  assert.deepEqual(ok.o.fleet, { agents: 2, natsUrl: 'nats://127.0.0.1:4222', token: 'abcdefgh', serverHost: '127.0.0.1', prepareStallMs: PREPARE_STALL_MS });
   const named = benchOptions(['--agents', 'lab1,lab2', '--server-host', '10.0.0.5'], { CARLAB_NATS: 'nats://u:p@nats.lab:4222', CARLAB_TOKEN: 'tok-tok-tok' });
   assert.equal(named.problem, null);
   assert.deepEqual(named.o.fleet.agents, ['lab1', 'lab2']);
@@ -193,6 +194,10 @@ test('bench fleet flags: --agents needs --nats and --token (or their variables);
   assert.match(String(benchOptions(['--agents', '0', '--nats', 'nats://x:1', '--token', 'abcdefgh']).problem), /not a number of agents/);
   assert.match(String(benchOptions(['--agents', '2', '--relays', '2', '--nats', 'nats://x:1', '--token', 'abcdefgh']).problem), /--relays is not supported/);
   assert.match(String(benchOptions(['--token', 'abcdefgh']).problem), /--token goes with --agents/);
+  assert.match(String(benchOptions(['--prepare-stall', '10']).problem), /--prepare-stall goes with --agents/);
+  const stall = benchOptions(['--agents', '2', '--nats', 'nats://x:1', '--token', 'abcdefgh', '--prepare-stall', '90']);
+  assert.equal(stall.o.fleet.prepareStallMs, 90_000);
+  assert.match(String(benchOptions(['--agents', '2', '--nats', 'nats://x:1', '--token', 'abcdefgh', '--prepare-stall', 'soon']).problem), /--prepare-stall: soon is not a number of seconds/);
   // --nats alone still belongs to --relays
   assert.match(String(benchOptions(['--nats', 'nats://x:1']).problem), /--nats needs --relays/);
 });
