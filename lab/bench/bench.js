@@ -24,6 +24,7 @@ import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
 import { sampleProcessTree } from '../shared/proctree.js';
 import { baseOf, checkServerAllowsOrigin, sharedPageHost } from './page-host.js';
 import { SELENIUM_VERSION, launchWebKitFleetBrowser, webkitMissing } from './webkit.js';
+import { openTrackingPage, sampleTracking, slowdownFields, throttlePage, trackingFigures } from './throttle.js';
 
 /** Transports a browser peer can run. */
 export const BENCH_TRANSPORTS = TRANSPORTS;
@@ -71,6 +72,8 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then);
  *   the pages then come from the lab's page host (lab/bench/page-host.js), so the server must allow its origin
  * @property {number} [pagesPort] the page host's port with --url (0 or absent: a free one, kept for the whole run)
+ * @property {boolean} [tracking] --tracking: one AR page tracking the synthetic camera in a Chromium of the fleet
+ *   (lab/bench/throttle.js), its frame rate over the measured window in the run's `tracking`
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  * @property {import('../net/network.js').PointNetwork | null} [net] --net: the server in
@@ -111,6 +114,7 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
  * @property {(url: string) => Promise<unknown>} goto
  * @property {<T>(fn: () => T | Promise<T>) => Promise<T>} evaluate
  * @property {(event: 'pageerror', f: (e: Error) => void) => unknown} on
+ * @property {(rate: number) => Promise<unknown>} [throttleCpu] slows its CPU (Chromium only: lab/bench/throttle.js)
  */
 
 /**
@@ -307,6 +311,7 @@ export async function openPages(o, { layout, browsers, baseUrls, runId, pageHost
     const { peers, offset, stride, indices } = layout.pages[p];
     const page = await host.newPage();
     page.on('pageerror', (e) => pageErrors.push(`${host.name}: ${e.message}`));
+    await throttlePage(page, host.name, point.cpuSlowdown);
     const q = new URLSearchParams({
       group: runId, transport: point.transport, peers: String(peers), size: String(point.group),
       offset: String(offset), stride: String(stride), total: String(point.clients), cycle: String(point.cycleMs), mode: point.cycleMode,
@@ -442,6 +447,8 @@ export async function runBenchPoint(o) {
     await openPages(o, { layout, browsers, baseUrls, runId, pageHost }, pages, pageErrors);
     const capabilities = await browserCapabilitiesOf(pages);
     await waitForMesh(pages);
+    const chromium = browsers.find((b) => b.name === 'chromium');
+    const tracker = o.tracking && chromium ? await openTrackingPage(chromium, baseUrls[0], runId, point.cpuSlowdown) : null;
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
     const started = Date.now();
@@ -455,8 +462,10 @@ export async function runBenchPoint(o) {
       ? kinds.map((name) => /** @type {const} */ ([name, sampleProcessTree(() => browsers.filter((b) => b.name === name).flatMap(rootsOf))]))
       : [];
     const windowStart = performance.now();
+    const trackingFrom = tracker ? await sampleTracking(tracker) : null;
     await watchPhase(o, pages, started, 'measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
     const windowMs = performance.now() - windowStart;
+    const tracking = tracker && trackingFrom ? trackingFigures(trackingFrom, await sampleTracking(tracker)) : null;
     const browserUsage = sampler.stop();
     /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
     const usageByBrowser = kindSamplers.length
@@ -495,6 +504,8 @@ export async function runBenchPoint(o) {
         ...reportFields(point.reportsIntervalS ?? 0, reports),
         pageErrors: pageErrors.slice(0, 20),
         stoppedEarly: Boolean(o.shouldStop?.()),
+        ...slowdownFields(point, o.browsers),
+        ...(o.tracking ? { tracking } : {}),
       },
     });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too

@@ -200,6 +200,15 @@ export class CdpPage {
   }
 
   /**
+   * Slows the page's CPU `rate` times (1: full speed): script, layout and
+   * rendering, as on a slower phone (DevTools Emulation.setCPUThrottlingRate).
+   * @param {number} rate
+   */
+  async throttleCpu(rate) {
+    await this.conn.send('Emulation.setCPUThrottlingRate', { rate }, this.sessionId);
+  }
+
+  /**
    * Runs `fn` (no arguments) in the page and resolves with its JSON value,
    * awaiting a returned promise; a throw in the page rejects with its message.
    * @template T

@@ -72,6 +72,23 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     // A second navigation waits for its own document, not the first one's load.
     await page.goto('data:text/html,<script>window.second = true</script>');
     assert.deepEqual(await page.evaluate(() => [/** @type {TestWindow} */ (window).answer, /** @type {TestWindow} */ (window).second]), [null, true]);
+    // --cpu-slowdown: the same work takes several times longer once throttled 4x (fastest of 5 each:
+    // load from beside only lengthens a run, so the fastest is the page's own speed)
+    const fastestWorkMs = () => page.evaluate(() => {
+      let fastest = Infinity;
+      for (let run = 0; run < 5; run++) {
+        const t0 = performance.now();
+        let x = 0;
+        for (let i = 0; i < 3e6; i++) x = (x + i * i) % 1000003;
+        fastest = Math.min(fastest, performance.now() - t0 + x * 0);
+      }
+      return fastest;
+    });
+    const full = await fastestWorkMs();
+    await page.throttleCpu(4);
+    const throttled = await fastestWorkMs();
+    await page.throttleCpu(1);
+    assert.ok(throttled > 2 * full, `4x throttled: ${throttled.toFixed(1)} ms against ${full.toFixed(1)} ms at full speed`);
     // Pages live in separate browser contexts: no shared storage.
     const other = await browser.newPage();
     assert.notEqual(other.contextId, page.contextId);

@@ -2,7 +2,8 @@
 // The sweep, progress and output are shared with `carlab sim`
 // (lab/commands/sweep.js); the point runner is lab/bench/bench.js.
 
-import { LAB_FLAGS_HELP, parseNameList, reportsIntervalOf } from '../shared/flags.js';
+import { LAB_FLAGS_HELP, parseNameList, parseNumberList, reportsIntervalOf } from '../shared/flags.js';
+import { MAX_CPU_SLOWDOWN, slowdownCheck } from '../bench/throttle.js';
 import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench/bench.js';
 import { runLabCommand } from './sweep.js';
 import { ensureLabPages } from '../pages/build.js';
@@ -34,6 +35,16 @@ Fleet:
                        --allowed-origins naming the pages' origin (the bench says which) or '*'
   --pages-port N       the page host's port with --url (default: a free one)
 
+Phone-speed peers (docs/bench.md):
+  --cpu-slowdown LIST  run every Chromium page with its CPU throttled N times (1..${MAX_CPU_SLOWDOWN}; DevTools
+                       Emulation.setCPUThrottlingRate), each N a point of its own, innermost:
+                       --cpu-slowdown 1,4 measures both side by side. Firefox and WebKit cannot be
+                       throttled: in a mixed fleet their peers run at full speed (the run says so)
+  --tracking           add one AR page tracking the synthetic camera (ar.html?source=synthetic) in
+                       a Chromium of the fleet, in a group of its own and throttled like the
+                       peers; its frame rate, ms per frame and marker-found % go in the run's
+                       \`tracking\` (not with --agents)
+
 ${FLEET_HELP}
 
 With --net the server runs in a server namespace and each Chromium process in
@@ -58,6 +69,8 @@ export const benchCommand = {
     'peers-per-page': { type: 'string', default: '1' },
     'pages-per-browser': { type: 'string' },
     'pages-port': { type: 'string' },
+    'cpu-slowdown': { type: 'string' },
+    tracking: { type: 'boolean', default: false },
     ...FLEET_FLAGS,
   },
   help: benchHelp,
@@ -80,6 +93,8 @@ export const benchCommand = {
       o[key] = n;
     }
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
+    const problem = slowdownProblem(o);
+    if (problem) return problem;
     o.pagesPort = Number(o.values['pages-port'] ?? 0);
     if (!Number.isInteger(o.pagesPort) || o.pagesPort < 0 || o.pagesPort > 65535) return `--pages-port: "${o.values['pages-port']}" is not a port 0..65535`;
     return fleetOptionsProblem(o);
@@ -94,6 +109,7 @@ export const benchCommand = {
     ...fleetEnv(o.fleet),
   }),
   async prepare(o, stderr) {
+    if (o.slowdownNotice) stderr.write(`carlab bench: --cpu-slowdown: ${o.slowdownNotice}\n`);
     // with --url too: the bench hosts the peer pages itself (lab/bench/page-host.js)
     await ensureLabPages({ log: (line) => stderr.write(`carlab bench: ${line}\n`) });
   },
@@ -107,8 +123,33 @@ export const benchCommand = {
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
+    tracking: options.tracking,
   })),
 };
+
+/**
+ * Reads --cpu-slowdown and --tracking into `o.cpuSlowdowns`, `o.tracking`
+ * and `o.slowdownNotice` (which browsers cannot be throttled).
+ * @param {any} o
+ * @returns {string | null} a usage problem
+ */
+function slowdownProblem(o) {
+  o.cpuSlowdowns = null;
+  if (o.values['cpu-slowdown'] !== undefined) {
+    try {
+      o.cpuSlowdowns = parseNumberList(String(o.values['cpu-slowdown']), '--cpu-slowdown');
+    } catch (err) {
+      return /** @type {Error} */ (err).message;
+    }
+  }
+  const { problem, notice } = slowdownCheck(o.cpuSlowdowns, o.browsers);
+  if (problem) return problem;
+  o.slowdownNotice = notice;
+  o.tracking = Boolean(o.values.tracking);
+  if (o.tracking && !o.browsers.includes('chromium')) return '--tracking opens its AR page in Chromium: add chromium to --browsers';
+  if (o.tracking && o.values.agents !== undefined) return '--tracking runs on this machine: not with --agents';
+  return null;
+}
 
 /**
  * @param {string[]} argv

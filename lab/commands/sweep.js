@@ -168,7 +168,7 @@ export async function runLabCommand(command, argv, io = {}) {
   const points = expandSweep({
     transports: options.transports, clients: options.clients, groups: options.groups, cycles: options.cycles, nets: options.nets,
     cycleModes: options.cycleModes, relays: options.relays, placements: options.placements, reports: options.reports,
-    startClusters: options.startClusters,
+    startClusters: options.startClusters, cpuSlowdowns: options.cpuSlowdowns ?? null,
   });
   const perPoint = command.secondsPerPoint?.(options) ?? options.warmupS + options.durationS + 3;
   const progress = createProgress({ enabled: options.progress, totalSeconds: points.length * perPoint, stream: stderr });

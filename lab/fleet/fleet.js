@@ -10,6 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { aggregateRun } from '../report/aggregate.js';
 import { reportFields, sumReportTallies } from '../report/tallies.js';
+import { slowdownFields } from '../bench/throttle.js';
 
 /** Every subject of the fleet starts with this. */
 export const FLEET_PREFIX = 'carlab.fleet';
@@ -310,6 +311,7 @@ export function mergeFleetRun({ point, parts, serverMetrics, windowMs, browsers,
       ...reportFields(point.reportsIntervalS ?? 0, sumReportTallies(done.map((p) => p.result?.reports ?? null))),
       pageErrors: done.flatMap((p) => (p.result?.pageErrors ?? []).map((e) => `${p.name}: ${e}`)).slice(0, 20),
       stoppedEarly,
+      ...slowdownFields(point, browsers),
       lostPeers: fleet.lostPeers,
       fleet,
     },

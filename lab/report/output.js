@@ -18,6 +18,7 @@ import { SOURCE_LEGEND, carRuns, compareNumbers, groupRuns, mdData, runsOf, show
 import { LOSS_LIMIT_PCT, RT_LIMIT_MS, supportedBySource, supportedClients } from './supported.js';
 import { renderRecordingTables } from './recording-tables.js';
 import { renderFreshnessTable } from './freshness-table.js';
+import { renderSlowdownTable } from './slowdown-table.js';
 import { renderFleetTable, renderScaleOutTable } from './scale-out-tables.js';
 
 /** @typedef {import('./types.js').Results} Results */
@@ -188,6 +189,8 @@ export function renderTables(results) {
   }
   const fresh = renderFreshnessTable(runs);
   if (fresh) out.push(fresh);
+  const slowdown = renderSlowdownTable(runs);
+  if (slowdown) out.push(slowdown);
   const recordings = renderRecordingTables(results);
   if (recordings) out.push(recordings);
   const scale = renderScaleOutTable(runs);

@@ -15,6 +15,7 @@ import { experimentReport } from './browsers-section.js';
 import { isLabRun } from './browsers-tables.js';
 import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTables, supportedRow, tableRow } from './output.js';
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
+import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
 import { SCALE_OUT_COLUMNS, SCALE_OUT_LEGEND, scaleOutRow } from './scale-out-tables.js';
 import {
   DEVICE_COLUMNS,
@@ -267,6 +268,14 @@ export function freshnessSectionsHtml(runs) {
 <h2>Freshness at the receiver</h2>
 <p class="legend">${escapeHtml(FRESHNESS_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: freeze p99 of 1 s or more.</p>
 <div class="card scroll">${htmlTable(columns, rows, { numeric: columns.map((_, i) => i >= 3 + shift) })}</div>
+</section>`);
+  }
+  const slow = slowdownRuns(runs);
+  if (slow.length) {
+    out.push(`<section id="slowdown">
+<h2>Phone-speed peers</h2>
+<p class="legend">${escapeHtml(SLOWDOWN_LEGEND)}</p>
+<div class="card scroll">${htmlTable(SLOWDOWN_COLUMNS, slow.map((run) => ({ cells: slowdownRow(run) })), { numeric: SLOWDOWN_COLUMNS.map((_, i) => i >= 3 && i !== 6) })}</div>
 </section>`);
   }
   const scale = orderedRuns(runs.filter((run) => (run.cluster && typeof run.cluster === 'object') || (run.failover && typeof run.failover === 'object')));

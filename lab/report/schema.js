@@ -56,6 +56,8 @@ export function addedFieldProblems(run) {
   for (const k of ['source', 'sourceName', 'groupName', 'family']) if (k in run && typeof run[k] !== 'string') p.push(`${k} is not a string`);
   if ('families' in run && !(Array.isArray(run.families) && run.families.every((/** @type {unknown} */ f) => typeof f === 'string'))) p.push('families is not a list of names');
   if ('sessions' in run && !isNumOrNull(run.sessions)) p.push('sessions is not a number or null');
+  if ('cpuSlowdown' in run && !(typeof run.cpuSlowdown === 'number' && run.cpuSlowdown >= 1)) p.push('cpuSlowdown is not a number >= 1');
+  for (const k of ['cpuThrottled', 'cpuUnthrottled']) if (k in run && !Array.isArray(run[k])) p.push(`${k} is not a list`);
   if ('tracking' in run && run.tracking !== null) {
     const t = run.tracking;
     if (typeof t !== 'object') p.push('tracking is not an object');

@@ -168,7 +168,10 @@ export {};
  * @property {string[]} [families] a recording run over every family of its group: the families
  * @property {number} [sessions] a recording run's page sessions
  * @property {{ fps: number | null, msPerFrame: number | null, visiblePct: number | null, clients: number } | null} [tracking]
- *   AR.js tracking the phones reported
+ *   AR.js tracking the phones reported (a recording), or the bench's tracking page (--tracking)
+ * @property {number} [cpuSlowdown] bench --cpu-slowdown: the Chromium pages' CPU throttle
+ * @property {string[]} [cpuThrottled] the fleet's browsers that ran at cpuSlowdown
+ * @property {string[]} [cpuUnthrottled] the fleet's browsers that cannot be throttled (full speed)
  * @property {Record<string, number>} [effectiveTypes] sessions per navigator.connection.effectiveType
  * @property {{ clientsReconnected: number, reconnects: number, outageMs: number }} [connection] a recording's reconnects
  * @property {string | null} [firstSeen] a recording run's first report (ISO, server clock)

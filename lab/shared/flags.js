@@ -127,6 +127,8 @@ export function failedConditions(conditions, run) {
  * @property {string} [net] network profile (--net); absent without --net
  * @property {number} [reportsIntervalS] --reports: every client reports every this many seconds
  *   (POST /reports, core/report.js); 0: no reports. Absent when the caller swept no report intervals.
+ * @property {number} [cpuSlowdown] bench --cpu-slowdown: Chromium pages' CPU throttled this many times
+ *   (lab/bench/throttle.js); absent without the flag
  */
 
 /** @typedef {'pipelined' | 'gated'} CycleMode */
@@ -144,14 +146,21 @@ export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', '
  * that fails is followed by bigger ones), report intervals innermost (so the
  * runs with and without reports of one population run back to back).
  * --start-cluster values are outermost after the network profiles, so the
- * same points run against each server in turn.
+ * same points run against each server in turn. CPU slowdowns (bench
+ * --cpu-slowdown) are innermost of all: one population at each slowdown
+ * back to back, side by side on the same machine state.
  * @param {{ transports: readonly string[], clients: number[], groups: number[], cycles: number[], nets?: string[] | null,
- *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[], reports?: number[], startClusters?: number[] | null }} lists
+ *   cycleModes?: CycleMode[], relays?: number[], placements?: Placement[], reports?: number[], startClusters?: number[] | null,
+ *   cpuSlowdowns?: number[] | null }} lists
  *   reports: client report intervals in seconds (0: none); without it the points carry no reportsIntervalS
  *   startClusters: --start-cluster values; without them the points carry no startCluster
  * @returns {SweepPoint[]}
  */
 export function expandSweep(lists) {
+  if (lists.cpuSlowdowns?.length) {
+    const slowdowns = lists.cpuSlowdowns;
+    return expandSweep({ ...lists, cpuSlowdowns: null }).flatMap((p) => slowdowns.map((cpuSlowdown) => ({ ...p, cpuSlowdown })));
+  }
   if (lists.nets?.length) {
     return lists.nets.flatMap((net) => expandSweep({ ...lists, nets: null }).map((p) => ({ net, ...p })));
   }
