@@ -224,6 +224,22 @@ async function checkDashboard(browser, base, group, testInfo, transport) {
   const shot = testInfo.outputPath(`dashboard-${transport}.png`);
   await page.screenshot({ path: shot, fullPage: true });
   await testInfo.attach(`dashboard-${transport}`, { path: shot, contentType: 'image/png' });
+  // a line per member in the RT chart, labelled, beside the group's
+  const rtLabels = () => card.locator('canvas').first()
+    .evaluate((canvas) => /** @type {any} */ (window).Chart.getChart(canvas).data.datasets.map((/** @type {any} */ d) => d.label));
+  await expect.poll(async () => {
+    const labels = await rtLabels();
+    return [labels[0], PHONES.filter((phone) => labels.some((/** @type {string} */ l) => l.startsWith(phone.name))).length];
+  }, { message: 'the RT chart: the group\'s line, then one per phone', timeout: 15_000 }).toEqual(['group', PHONES.length]);
+  // no column cut, from a wide screen to a phone's width
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await expect.poll(() => page.evaluate(() => Array.from(document.querySelectorAll('.table-wrap'), (w) => w.scrollWidth - w.clientWidth).filter((px) => px > 0)),
+      { message: `${width} px: tables whose columns are cut (px)` }).toEqual([]);
+    const at = testInfo.outputPath(`dashboard-${transport}-${width}.png`);
+    await page.screenshot({ path: at, fullPage: true });
+    await testInfo.attach(`dashboard-${transport}-${width}`, { path: at, contentType: 'image/png' });
+  }
   await context.close();
 }
 

@@ -78,6 +78,17 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {number | null} rtMean ms, RTs measured in the bucket over the group
  * @property {number | null} updatesPerStreamPerS fresh updates per stream per second in the bucket
  * @property {number | null} frozenPct share of stream time in freezes in the bucket
+ * @property {MemberPoint[]} members the same per member that reported in the bucket (by member key)
+ */
+
+/**
+ * One member's part of a series point: a line each on the dashboard.
+ *
+ * @typedef {object} MemberPoint
+ * @property {string} key the member's key (MemberRow.key)
+ * @property {number | null} rtMean
+ * @property {number | null} updatesPerStreamPerS
+ * @property {number | null} frozenPct
  */
 
 /**
@@ -150,6 +161,7 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {number} freshN
  * @property {number} spanMs
  * @property {number} frozenMs
+ * @property {Map<string, Omit<Bucket, 't' | 'members'>>} members the same counts per member key
  */
 
 /**
@@ -301,8 +313,9 @@ export function createLiveStudy({
    *   null: count from zero (its first report)
    * @param {import('../core/report.js').ClientReport} r
    * @param {number} at server time of `r`
+   * @param {string} key the member's key
    */
-  function addToSeries(g, before, r, at) {
+  function addToSeries(g, before, r, at, key) {
     let rtN = r.rt.n - (before?.rt.n ?? 0);
     let rtSum = r.rt.sum - (before?.rt.sum ?? 0);
     if (rtN < 0 || rtSum < 0) { rtN = 0; rtSum = 0; }
@@ -339,16 +352,18 @@ export function createLiveStudy({
         if (last.t - t >= seriesMs) return;
         b = last; // older than the buckets we keep open: count it in the newest
       } else {
-        b = { t, rtN: 0, rtSum: 0, freshN: 0, spanMs: 0, frozenMs: 0 };
+        b = { t, rtN: 0, rtSum: 0, freshN: 0, spanMs: 0, frozenMs: 0, members: new Map() };
         series.push(b);
         while (series.length > maxPoints || series[0].t <= t - seriesMs) series.shift();
       }
     }
-    b.rtN += rtN;
-    b.rtSum += rtSum;
-    b.freshN += freshN;
-    b.spanMs += spanMs;
-    b.frozenMs += frozenMs;
+    for (const counts of [b, memberCounts(b, key)]) {
+      counts.rtN += rtN;
+      counts.rtSum += rtSum;
+      counts.freshN += freshN;
+      counts.spanMs += spanMs;
+      counts.frozenMs += frozenMs;
+    }
     if (g.seriesFrom === null || b.t < g.seriesFrom) g.seriesFrom = b.t;
   }
 
@@ -393,7 +408,7 @@ export function createLiveStudy({
       e.base = null;
     }
     const g = e.group;
-    if (before !== undefined) addToSeries(g, before, r, Number.isFinite(record.at) ? record.at : t);
+    if (before !== undefined) addToSeries(g, before, r, Number.isFinite(record.at) ? record.at : t, e.key);
     if (r.clientId > 0) {
       if (!r.final) g.holders.set(r.clientId, e);
       else if (g.holders.get(r.clientId) === e) g.holders.delete(r.clientId);
@@ -470,12 +485,7 @@ export function createLiveStudy({
     const from = all || g.seriesFrom === null ? -Infinity : g.seriesFrom;
     for (const b of g.series) {
       if (b.t < from || b.t <= t - seriesMs) continue;
-      out.push({
-        t: b.t,
-        rtMean: b.rtN > 0 ? round(b.rtSum / b.rtN, 1) : null,
-        updatesPerStreamPerS: b.spanMs > 0 ? round((1000 * b.freshN) / b.spanMs, 2) : null,
-        frozenPct: b.spanMs > 0 ? round((100 * b.frozenMs) / b.spanMs, 2) : null,
-      });
+      out.push({ t: b.t, ...figuresOf(b), members: [...b.members].map(([key, m]) => ({ key, ...figuresOf(m) })) });
     }
     return out;
   }
@@ -660,6 +670,31 @@ function settledAt(s, to, at) {
     later = before;
   }
   return null;
+}
+
+/**
+ * A bucket's (or a member's part of it) counts as figures.
+ * @param {Omit<Bucket, 't' | 'members'>} b
+ */
+function figuresOf(b) {
+  return {
+    rtMean: b.rtN > 0 ? round(b.rtSum / b.rtN, 1) : null,
+    updatesPerStreamPerS: b.spanMs > 0 ? round((1000 * b.freshN) / b.spanMs, 2) : null,
+    frozenPct: b.spanMs > 0 ? round((100 * b.frozenMs) / b.spanMs, 2) : null,
+  };
+}
+
+/**
+ * A member's counts in a bucket, made on its first report there.
+ * @param {Bucket} b @param {string} key
+ */
+function memberCounts(b, key) {
+  let m = b.members.get(key);
+  if (!m) {
+    m = { rtN: 0, rtSum: 0, freshN: 0, spanMs: 0, frozenMs: 0 };
+    b.members.set(key, m);
+  }
+  return m;
 }
 
 /** @param {number | null | undefined} x @param {number} digits */

@@ -239,7 +239,7 @@ test('snapshot: device, paths, RT, freshness and tracking of a member', () => {
   assert.equal(m.left, false);
 });
 
-test('series: RT mean and freshness per bucket from the deltas between reports', () => {
+test('series: RT mean and freshness per bucket, of the group and of each member, from the deltas between reports', () => {
   const { clock, study, ingest } = clocked({ bucketMs: 5000 });
   clock.t = 1_700_000_000_000; // a bucket start
   ingest(report({ session: A, clientId: 1, seq: 1, rts: [10, 10], recv: { 2: stream(30, { n: 30, spanMs: 5000 }) } }));
@@ -249,15 +249,25 @@ test('series: RT mean and freshness per bucket from the deltas between reports',
   // first seen mid-way (seq 5): its history is not counted in this bucket
   ingest(report({ session: C, clientId: 3, seq: 5, rts: [500, 500, 500] }));
   const { series } = study.snapshot().groups[0];
+  const a = memberKey(A);
+  const b = memberKey(B);
   assert.deepEqual(series, [
-    { t: 1_700_000_000_000, rtMean: 20, updatesPerStreamPerS: 6, frozenPct: 0 },
-    { t: 1_700_000_005_000, rtMean: 20, updatesPerStreamPerS: 2, frozenPct: 40 },
-  ]);
+    {
+      t: 1_700_000_000_000, rtMean: 20, updatesPerStreamPerS: 6, frozenPct: 0,
+      members: [{ key: a, rtMean: 10, updatesPerStreamPerS: 6, frozenPct: 0 }, { key: b, rtMean: 40, updatesPerStreamPerS: null, frozenPct: null }],
+    },
+    {
+      t: 1_700_000_005_000, rtMean: 20, updatesPerStreamPerS: 2, frozenPct: 40,
+      members: [{ key: a, rtMean: 20, updatesPerStreamPerS: 2, frozenPct: 40 }],
+    },
+  ], 'the group and each member that reported in the bucket');
   const d = study.delta();
   assert.equal(d.groups[0].series.length, 2, 'a group new to the feed comes with its whole series');
   clock.t += 5000;
   ingest(report({ session: B, clientId: 2, seq: 2, rts: [40, 60] }));
-  assert.deepEqual(study.delta().groups[0].series, [{ t: 1_700_000_010_000, rtMean: 60, updatesPerStreamPerS: null, frozenPct: null }]);
+  assert.deepEqual(study.delta().groups[0].series, [{
+    t: 1_700_000_010_000, rtMean: 60, updatesPerStreamPerS: null, frozenPct: null, members: [{ key: b, rtMean: 60, updatesPerStreamPerS: null, frozenPct: null }],
+  }]);
 });
 
 test('delta: only the groups that got a report, and nothing when nothing changed', () => {

@@ -25,6 +25,14 @@ const LOSS_MARK_PCT = 2;
 const RT_MARK_MS = 250;
 /** After the feed failed for good (an HTTP error), try again this often. */
 const RETRY_MS = 5000;
+/** A member whose newest RT mean is over this many times its group's stands out (and over RT_MARK_MS). */
+const STRUGGLE_RATIO = 2;
+/** A member whose newest frozen share is over this stands out in the freshness chart (%). */
+const FROZEN_MARK_PCT = 5;
+/** Members' line colours, in client id order; the group's line is dark, a struggling member's red. */
+const PALETTE = ['#2563eb', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#9ca3af'];
+const GROUP_COLOUR = '#111827';
+const STRUGGLE_COLOUR = '#dc2626';
 
 /**
  * @typedef {object} Column
@@ -73,8 +81,13 @@ const COLUMNS = [
  * @property {HTMLTableSectionElement} tbody
  * @property {Map<string, RowView>} rows by member key
  * @property {Map<number, string>} names client id -> name, for paths and stale neighbours
+ * @property {Map<string, { name: string, clientId: number }>} members member key -> its name and id, kept
+ *   after it left (its line stays in the charts)
  * @property {SeriesPoint[]} series oldest first
+ * @property {number} at server time of the newest state (the charts' 0 s)
  * @property {{ rt: LineChart, fresh: LineChart } | null} charts
+ * @property {HTMLElement} wrap the table's box (stacked when the table would not fit it)
+ * @property {HTMLTableElement} table
  */
 
 /** @type {typeof import('chart.js').Chart | undefined} */
@@ -176,7 +189,7 @@ function connect() {
 function applySnapshot(s) {
   const present = new Set(s.groups.map((g) => g.group));
   for (const name of [...cards.keys()]) if (!present.has(name)) removeCard(name);
-  for (const g of s.groups) applyGroup(g, true);
+  for (const g of s.groups) applyGroup(g, true, s.at);
   setStats(s.sessions, s.groups.length, s.members);
 }
 
@@ -188,7 +201,7 @@ function applyDelta(d) {
   }
   for (const { key } of d.removed) removeRow(key);
   for (const name of d.removedGroups) removeCard(name);
-  for (const g of d.groups) applyGroup(g, false);
+  for (const g of d.groups) applyGroup(g, false, d.at);
   setStats(d.sessions, d.groupCount, d.members);
 }
 
@@ -203,10 +216,12 @@ function setStats(sessions, groups, members) {
   empty.hidden = cards.size > 0;
 }
 
-/** @param {GroupView} g @param {boolean} fullSeries */
-function applyGroup(g, fullSeries) {
+/** @param {GroupView} g @param {boolean} fullSeries @param {number} at server time of the state */
+function applyGroup(g, fullSeries, at) {
   const card = cards.get(g.group) ?? createCard(g.group);
   card.names = new Map(g.members.map((m) => [m.clientId, m.name]));
+  for (const m of g.members) card.members.set(m.key, { name: m.name || '(no name)', clientId: m.clientId });
+  card.at = at;
   const now = performance.now();
   const seen = new Set();
   for (const m of g.members) {
@@ -217,7 +232,20 @@ function applyGroup(g, fullSeries) {
   for (const key of [...card.rows.keys()]) if (!seen.has(key)) removeRow(key);
   put(card.count, `${g.members.length} member${g.members.length === 1 ? '' : 's'}`);
   mergeSeries(card, g.series, fullSeries);
+  fitTable(card);
 }
+
+/**
+ * The members' table stacks (a block of labelled figures per member) when
+ * its columns would not fit the card: no column is ever cut, from a phone's
+ * width to a wide screen.
+ * @param {Card} card
+ */
+function fitTable(card) {
+  card.el.classList.remove('stacked');
+  card.el.classList.toggle('stacked', card.table.scrollWidth > card.wrap.clientWidth + 1);
+}
+window.addEventListener('resize', () => { for (const card of cards.values()) fitTable(card); });
 
 /** @param {string} group @returns {Card} */
 function createCard(group) {
@@ -246,7 +274,9 @@ function createCard(group) {
   const chartRow = el('div', 'charts');
   section.append(chartRow);
   /** @type {Card} */
-  const card = { group, el: section, count, tbody, rows: new Map(), names: new Map(), series: [], charts: null };
+  const card = {
+    group, el: section, count, tbody, rows: new Map(), names: new Map(), members: new Map(), series: [], at: Date.now(), charts: null, wrap, table,
+  };
   card.charts = createCharts(chartRow);
 
   // cards in group order
@@ -281,6 +311,7 @@ function upsertRow(card, m, now) {
     const cells = {};
     for (const c of COLUMNS) {
       const td = el('td');
+      td.dataset.label = c.label; // the stacked layout's label (fitTable)
       cells[c.id] = td;
       tr.append(td);
     }
@@ -324,7 +355,8 @@ function isStale(m) {
 /** @param {RowView} view */
 function renderRow(view) {
   const { row: m, cells: c, card } = view;
-  const trClass = m.left ? 'left' : m.stale ? 'stale' : '';
+  // a member whose RT is over the mark stands out as a stale one does (its line in the RT chart is red)
+  const trClass = m.left ? 'left' : m.stale ? 'stale' : (m.rt.mean ?? 0) > RT_MARK_MS ? 'struggling' : '';
   if (view.tr.className !== trClass) view.tr.className = trClass;
   put(c.id, m.clientId > 0 ? String(m.clientId) : '—', 'num');
   put(c.name, m.name === '' ? '(no name)' : m.name, m.name === '' ? 'name muted' : 'name');
@@ -394,12 +426,7 @@ function createCharts(parent) {
     return canvas;
   };
   const grid = '#e5e7eb';
-  const x = {
-    type: /** @type {const} */ ('linear'),
-    bounds: /** @type {const} */ ('data'),
-    grid: { color: grid },
-    ticks: { maxTicksLimit: 6, font: { size: 10 }, callback: (/** @type {string | number} */ v) => clock(Number(v)).slice(0, 5) },
-  };
+  const small = { font: { size: 10 } };
   const common = {
     animation: /** @type {const} */ (false),
     responsive: true,
@@ -408,35 +435,38 @@ function createCharts(parent) {
     normalized: true,
     interaction: { mode: /** @type {const} */ ('nearest'), axis: /** @type {const} */ ('x'), intersect: false },
   };
-  const tooltip = { callbacks: { title: (/** @type {{ parsed: { x: number | null } }[]} */ items) => (items.length ? clock(items[0].parsed.x ?? 0) : '') } };
-  const rt = new ChartJs(box('RT mean (ms), per 5 s'), {
-    type: 'line',
-    data: { datasets: [{ label: 'RT mean', data: [], borderColor: '#2563eb', backgroundColor: '#2563eb', borderWidth: 1.5, pointRadius: 0, tension: 0.2 }] },
-    options: {
-      ...common,
-      plugins: { legend: { display: false }, tooltip },
-      scales: { x, y: { beginAtZero: true, grid: { color: grid }, ticks: { font: { size: 10 } } } },
-    },
+  const legend = { display: true, position: /** @type {const} */ ('bottom'), labels: { boxWidth: 10, boxHeight: 2, ...small } };
+  const tooltip = { callbacks: { title: (/** @type {{ parsed: { x: number | null } }[]} */ items) => (items.length ? `${Math.round(items[0].parsed.x ?? 0)} s` : '') } };
+  const x = () => ({
+    type: /** @type {const} */ ('linear'),
+    grid: { color: grid },
+    ticks: { maxTicksLimit: 7, ...small, callback: (/** @type {string | number} */ v) => `${Math.round(Number(v))} s` },
+    title: { display: true, text: '', ...small },
   });
-  const fresh = new ChartJs(box('Freshness, per 5 s'), {
+  const y = (/** @type {string} */ text) => ({ beginAtZero: true, grid: { color: grid }, ticks: small, title: { display: true, text, ...small } });
+  /** @type {import('chart.js').ChartData<'line', XY[]>} */
+  const noData = { datasets: [] };
+  const rt = new ChartJs(box('RT mean per member, and the group (5 s buckets)'), {
     type: 'line',
-    data: {
-      datasets: [
-        { label: 'updates/stream/s', data: [], yAxisID: 'y', borderColor: '#059669', backgroundColor: '#059669', borderWidth: 1.5, pointRadius: 0, tension: 0.2 },
-        { label: 'frozen %', data: [], yAxisID: 'y1', borderColor: '#dc2626', backgroundColor: '#dc2626', borderWidth: 1.5, pointRadius: 0, tension: 0.2 },
-      ],
-    },
+    data: noData,
+    options: { ...common, plugins: { legend, tooltip }, scales: { x: x(), y: y('RT ms') } },
+  });
+  const fresh = new ChartJs(box('Freshness per member, and the group (5 s buckets)'), {
+    type: 'line',
+    data: /** @type {import('chart.js').ChartData<'line', XY[]>} */ ({ datasets: [] }),
     options: {
       ...common,
-      plugins: { legend: { display: true, position: 'bottom', labels: { boxWidth: 10, boxHeight: 2, font: { size: 10 } } }, tooltip },
+      plugins: { legend, tooltip },
       scales: {
-        x,
-        y: { beginAtZero: true, grid: { color: grid }, ticks: { font: { size: 10 } }, title: { display: true, text: 'upd/s', font: { size: 10 } } },
-        y1: { beginAtZero: true, suggestedMax: 10, position: 'right', grid: { drawOnChartArea: false }, ticks: { font: { size: 10 } }, title: { display: true, text: 'frozen %', font: { size: 10 } } },
+        x: x(),
+        y: y('fresh updates / stream / s'),
+        y1: { ...y('group frozen %'), suggestedMax: 10, position: /** @type {const} */ ('right'), grid: { drawOnChartArea: false } },
       },
     },
   });
-  return { rt, fresh };
+  // the datasets are set whole on every draw (drawCharts): typed as the line charts they are
+  const asLine = (/** @type {unknown} */ chart) => /** @type {LineChart} */ (chart);
+  return { rt: asLine(rt), fresh: asLine(fresh) };
 }
 
 /** @param {Card} card @param {SeriesPoint[]} points @param {boolean} full */
@@ -451,22 +481,73 @@ function mergeSeries(card, points, full) {
   }
   const newest = card.series.length ? card.series[card.series.length - 1].t : 0;
   card.series = card.series.filter((p) => p.t > newest - SERIES_MS);
-  if (!card.charts) return;
-  /** @param {(p: SeriesPoint) => number | null} pick @returns {XY[]} */
-  const line = (pick) => {
-    /** @type {XY[]} */
-    const out = [];
-    for (const p of card.series) {
-      const y = pick(p);
-      if (y !== null) out.push({ x: p.t, y });
-    }
-    return out;
-  };
-  card.charts.rt.data.datasets[0].data = line((p) => p.rtMean);
-  card.charts.fresh.data.datasets[0].data = line((p) => p.updatesPerStreamPerS);
-  card.charts.fresh.data.datasets[1].data = line((p) => p.frozenPct);
-  card.charts.rt.update('none');
-  card.charts.fresh.update('none');
+  if (card.charts) drawCharts(card, card.charts);
+}
+
+/**
+ * The series of a member (or of the group: key null) as chart points, x in
+ * seconds before the newest state.
+ * @param {Card} card @param {string | null} key @param {(p: { rtMean: number | null, updatesPerStreamPerS: number | null, frozenPct: number | null }) => number | null} pick
+ * @returns {XY[]}
+ */
+function lineOf(card, key, pick) {
+  /** @type {XY[]} */
+  const out = [];
+  for (const p of card.series) {
+    const part = key === null ? p : (p.members ?? []).find((m) => m.key === key);
+    const v = part ? pick(part) : null;
+    if (v !== null && v !== undefined) out.push({ x: (p.t - card.at) / 1000, y: v });
+  }
+  return out;
+}
+
+/**
+ * The newest value of a line (null when it has none).
+ * @param {XY[]} line
+ */
+const lastOf = (line) => (line.length ? line[line.length - 1].y : null);
+
+/**
+ * Draws both charts: a line per member, labelled with its name, the group's
+ * line over them; a member who struggles (RT over RT_MARK_MS and over
+ * STRUGGLE_RATIO times the group's; frozen over FROZEN_MARK_PCT) is drawn red
+ * and named so in the legend. The x axis is seconds before the newest state,
+ * its range said in its title.
+ * @param {Card} card @param {{ rt: LineChart, fresh: LineChart }} charts
+ */
+function drawCharts(card, charts) {
+  const keys = [...new Set(card.series.flatMap((p) => (p.members ?? []).map((m) => m.key)))]
+    .sort((a, b) => (card.members.get(a)?.clientId ?? 0) - (card.members.get(b)?.clientId ?? 0));
+  const groupRt = lineOf(card, null, (p) => p.rtMean);
+  const groupRtNow = lastOf(groupRt);
+  /** @param {string} key @param {number} i @param {boolean} struggling @param {XY[]} data */
+  const memberLine = (key, i, struggling, data) => ({
+    label: `${card.members.get(key)?.name ?? `member ${key.slice(0, 6)}`}${struggling ? ' (struggling)' : ''}`,
+    data, borderColor: struggling ? STRUGGLE_COLOUR : PALETTE[i % PALETTE.length], backgroundColor: struggling ? STRUGGLE_COLOUR : PALETTE[i % PALETTE.length],
+    borderWidth: struggling ? 2.5 : 1.2, pointRadius: 0, tension: 0.2, yAxisID: 'y',
+  });
+  const group = (/** @type {string} */ label, /** @type {XY[]} */ data) => ({
+    label, data, borderColor: GROUP_COLOUR, backgroundColor: GROUP_COLOUR, borderWidth: 2.5, pointRadius: 0, tension: 0.2, yAxisID: 'y',
+  });
+  charts.rt.data.datasets = [group('group', groupRt), ...keys.map((key, i) => {
+    const data = lineOf(card, key, (p) => p.rtMean);
+    const now = lastOf(data);
+    return memberLine(key, i, now !== null && now > RT_MARK_MS && (groupRtNow === null || keys.length < 2 || now > STRUGGLE_RATIO * groupRtNow), data);
+  })];
+  charts.fresh.data.datasets = [
+    group('group', lineOf(card, null, (p) => p.updatesPerStreamPerS)),
+    ...keys.map((key, i) => memberLine(key, i, (lastOf(lineOf(card, key, (p) => p.frozenPct)) ?? 0) > FROZEN_MARK_PCT, lineOf(card, key, (p) => p.updatesPerStreamPerS))),
+    { ...group('group frozen %', lineOf(card, null, (p) => p.frozenPct)), borderColor: STRUGGLE_COLOUR, backgroundColor: STRUGGLE_COLOUR, borderDash: [4, 3], borderWidth: 1.2, yAxisID: 'y1' },
+  ];
+  const oldest = card.series.length ? card.series[0].t : card.at;
+  const rangeS = Math.max(60, Math.ceil((card.at - oldest) / 1000 / 10) * 10);
+  for (const chart of [charts.rt, charts.fresh]) {
+    const xs = /** @type {any} */ (chart.options.scales?.x);
+    xs.min = -rangeS;
+    xs.max = 0;
+    xs.title.text = `seconds before ${clock(card.at)} (the last ${ago(rangeS * 1000)})`;
+    chart.update('none');
+  }
 }
 
 // ---- clocks ---------------------------------------------------------------
