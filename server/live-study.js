@@ -602,6 +602,9 @@ function pathsOf(r) {
   return out;
 }
 
+/** How much earlier than a receiver's report its senders' counts are read (lossInto), ms. */
+const REPORT_SKEW_MS = 1000;
+
 /**
  * Loss of the streams into member `m` (docs/architecture.md "Loss"): per
  * sender in its group, expected = what the sender reports sending to m, less
@@ -610,6 +613,9 @@ function pathsOf(r) {
  * apart (more when m went silent), so a sender's count is read at the time
  * of m's report, interpolated between the sender's reports around it (and
  * rounded down): otherwise the updates sent after m's report would look lost.
+ * Read REPORT_SKEW_MS before it: a report's arrival is not when it was taken
+ * (each travels its own way, late on a loaded phone or server), and a sender's
+ * count taken after m's would make what reached m in between look lost.
  *
  * @param {Entry} m
  * @param {Map<number, Entry>} senders
@@ -624,7 +630,7 @@ function lossInto(m, senders) {
   for (const [id, s] of senders) {
     if (s === m || id === me.clientId) continue;
     if (s.rec.r.sentTo[myId] === undefined) continue;
-    const exp = settledAt(s, myId, m.heardAt);
+    const exp = settledAt(s, myId, m.heardAt - REPORT_SKEW_MS);
     if (exp === null) continue;
     expected += exp;
     received += Math.min(exp, me.recv[String(id)]?.received ?? 0);

@@ -58,9 +58,17 @@ const B = 'b'.repeat(32);
 const C = 'c'.repeat(32);
 
 test('loss into a member: what its senders sent it against what it received', () => {
-  const { study, ingest } = clocked();
-  ingest(report({ session: A, clientId: 1, name: 'alice', sentTo: { 2: 100 }, recv: { 2: stream(50) } }));
-  ingest(report({ session: B, clientId: 2, name: 'bob', sentTo: { 1: 50 }, recv: { 1: stream(90) } }));
+  const { clock, study, ingest } = clocked();
+  const alice = { session: A, clientId: 1, name: 'alice', sentTo: { 2: 100 }, recv: { 2: stream(50) } };
+  const bob = { session: B, clientId: 2, name: 'bob', sentTo: { 1: 50 }, recv: { 1: stream(90) } };
+  ingest(report(alice));
+  ingest(report(bob));
+  const unjudged = study.snapshot().groups[0].members;
+  assert.deepEqual(unjudged.map((m) => m.lossPct), [null, null], 'no sender count a second older than the receiver\'s yet');
+  // the same counts a second later: judged against what each sender had said by then
+  clock.t += 1000;
+  ingest(report({ ...alice, seq: 2 }));
+  ingest(report({ ...bob, seq: 2 }));
   const [g] = study.snapshot().groups;
   const byName = Object.fromEntries(g.members.map((m) => [m.name, m]));
   assert.equal(byName.bob.lossPct, 10, '90 of 100 from alice');
@@ -68,8 +76,9 @@ test('loss into a member: what its senders sent it against what it received', ()
 });
 
 test('loss: received is clamped to expected, and null when nothing was expected', () => {
-  const { study, ingest } = clocked();
+  const { clock, study, ingest } = clocked();
   ingest(report({ session: A, clientId: 1, sentTo: { 2: 10 } }));
+  clock.t += 1000;
   ingest(report({ session: B, clientId: 2, recv: { 1: stream(25) } }));
   const rows = study.snapshot().groups[0].members;
   assert.equal(rows.find((m) => m.clientId === 2)?.lossPct, 0);
@@ -87,7 +96,7 @@ test("loss: a sender's count is read at the time of the receiver's report, not a
   assert.equal(study.snapshot().groups[0].members.find((m) => m.clientId === 2)?.lossPct, 0);
 });
 
-test('loss: updates still on their way are not loss, and a sender heard only after the receiver is not judged yet', () => {
+test('loss: updates still on their way are not loss; a sender not heard a second before the receiver is not judged yet', () => {
   const { clock, study, ingest } = clocked();
   ingest(report({ session: B, clientId: 2, recv: { 1: stream(12) } }));
   clock.t += 1000;
@@ -96,7 +105,7 @@ test('loss: updates still on their way are not loss, and a sender heard only aft
   const bobRow = () => study.snapshot().groups[0].members.find((m) => m.clientId === 2);
   assert.equal(bobRow()?.lossPct, null);
   clock.t += 1000;
-  // bob's next report, after alice's: judged against her count
+  // bob's next report, a second after alice's: judged against her count
   ingest(report({ session: B, clientId: 2, seq: 2, recv: { 1: stream(18) } }));
   assert.equal(bobRow()?.lossPct, 0, '18 expected (20 sent, 2 on their way), 18 received');
   ingest(report({ session: B, clientId: 2, seq: 3, recv: { 1: stream(17) } }));
@@ -106,6 +115,7 @@ test('loss: updates still on their way are not loss, and a sender heard only aft
 test('loss: a receiver silent for a while is compared with what its senders had sent by then', () => {
   const { clock, study, ingest } = clocked();
   ingest(report({ session: A, clientId: 1, seq: 1, sentTo: { 2: 30 } }));
+  clock.t += 1000;
   ingest(report({ session: B, clientId: 2, recv: { 1: stream(30) } }));
   for (let seq = 2; seq <= 4; seq++) {
     clock.t += 5000;
