@@ -253,7 +253,8 @@ export class ActionCycle {
    * @param {number} id
    */
   memberLeft(id) {
-    this.forgetUnexplained(this.options.now());
+    const now = this.options.now();
+    this.forgetUnexplained(now);
     for (const e of this.unexplained) {
       if (e.missing > 0 && e.to.delete(id)) {
         e.missing--;
@@ -262,7 +263,8 @@ export class ActionCycle {
     }
     for (const p of [...this.pending.values()]) {
       if (!p.waiting.delete(id)) continue;
-      this.takeBack(id);
+      // past its ACK timeout it was lost while the member was still there (a stopped cycle keeps it): expected
+      if (now - p.sentAt < this.options.ackTimeoutMs) this.takeBack(id);
       if (p.waiting.size > 0) continue;
       // RT is the time to the last ACK that did arrive; none arrived, none recorded.
       if (p.acks > 0) this.complete(p, p.lastAckAt);

@@ -215,6 +215,13 @@ test('loss counts only what could arrive: a leaver\'s unanswered updates are tak
   t.cycle.tick();
   t.cycle.memberLeft(3);
   assert.deepEqual(t.cycle.sentTo, { 2: 2, 3: 1 }, 'update 1 timed out at 3 (counts), update 2 was on its way (taken back)');
+  // a stopped cycle keeps its last updates pending: one past its ACK timeout at the leave is still lost
+  const stopped = harness({ mode: 'pipelined', ackTimeoutMs: 300 });
+  stopped.cycle.tick();
+  stopped.advance(300);
+  stopped.cycle.memberLeft(3);
+  assert.deepEqual(stopped.cycle.sentTo, { 2: 1, 3: 1 });
+  assert.equal(stopped.cycle.takenBack, 0);
 });
 
 test('mode relay: an ACKED_ALL short of a receiver is explained by the leave that follows it, in either order', () => {
