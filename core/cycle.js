@@ -219,10 +219,10 @@ export class ActionCycle {
     // Receivers the relay did not count: a leaver it dropped, or one that had
     // left before the update reached the relay. Which one, the leave tells.
     const missing = acked === undefined ? 0 : p.waiting.size - acked;
+    // The set is kept as it is (p is done with): no copy on this per-update path.
     if (missing > 0) this.keepUnexplained(p.waiting, missing, now);
     // Only when nobody was dropped or missing do we know each neighbour's ACK arrived.
     else if (dropped === 0) for (const id of p.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
-    p.waiting = new Set();
     this.complete(p, now);
   }
 

@@ -377,6 +377,19 @@ export function aggregateFreshness(clients) {
  */
 
 /**
+ * Of a sender's count of updates sent to receiver `rid`, what is expected
+ * there and what is still on its way (docs/architecture.md "Loss").
+ * @param {Record<string, number>} sentTo
+ * @param {Record<string, number> | undefined} pendingTo
+ * @param {string} rid
+ */
+export function expectedAt(sentTo, pendingTo, rid) {
+  const count = sentTo[rid] ?? 0;
+  const inFlight = Math.min(count, pendingTo?.[rid] ?? 0);
+  return { expected: count - inFlight, inFlight };
+}
+
+/**
  * Aggregates client records into the run's loss, ACK loss, duplicates,
  * reorders and jitter, exactly as docs/architecture.md defines them: per sender->receiver
  * stream, expected = what the sender reports sending to that receiver while it
@@ -400,17 +413,17 @@ export function aggregateStreams(clients, countReceiver) {
   let reorders = 0;
   const jitters = [];
   for (const sender of clients) {
-    for (const [rid, count] of Object.entries(sender.sentTo)) {
+    for (const rid of Object.keys(sender.sentTo)) {
       const receiver = byKey.get(`${sender.group}\u0000${rid}`);
       if (countReceiver && !(receiver && countReceiver(receiver))) continue;
       const stream = receiver?.recv[String(sender.id)];
-      const onItsWay = Math.min(count, sender.pendingTo?.[rid] ?? 0);
-      inFlight += onItsWay;
-      expected += count - onItsWay;
+      const at = expectedAt(sender.sentTo, sender.pendingTo, rid);
+      inFlight += at.inFlight;
+      expected += at.expected;
       // A receiver can hold more than is expected of it (what was on its way,
       // an update to a leaver that it did answer, an earlier life under the
       // same id): clamp so loss never goes negative.
-      const got = Math.min(count - onItsWay, stream?.received ?? 0);
+      const got = Math.min(at.expected, stream?.received ?? 0);
       received += got;
       if (stream) {
         duplicates += stream.duplicates;

@@ -16,7 +16,7 @@
 
 import { createHash } from 'node:crypto';
 
-import { FREEZE_MS, summarizeFreshness } from '../core/metrics.js';
+import { FREEZE_MS, expectedAt, summarizeFreshness } from '../core/metrics.js';
 import { REPORT_LIMITS, RtHistogram, reportProblem } from '../core/report.js';
 import { describeUserAgent } from './user-agent.js';
 
@@ -144,8 +144,10 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {string} key
  * @property {StudyRecord} rec its newest record
  * @property {number} heardAt local clock when `rec` arrived
- * @property {{ heardAt: number, settled: Record<string, number> }[]} past its earlier reports' counts of
- *   updates that count as expected (settledTo), newest last, at most SENT_HISTORY (loss interpolation)
+ * @property {Record<string, number>} settled per receiver, what `rec` says is expected there (settledTo),
+ *   worked out once per report
+ * @property {{ heardAt: number, settled: Record<string, number> }[]} past its earlier reports' `settled`,
+ *   newest last, at most SENT_HISTORY (loss interpolation)
  * @property {Group} group
  * @property {boolean} visible shown on the dashboard
  * @property {number} leftAt local clock when its final report arrived
@@ -387,7 +389,7 @@ export function createLiveStudy({
       // baseline: its history is not this bucket's.
       before = r.seq === 1 ? null : undefined;
       e = {
-        session: r.session, key: memberKey(r.session), rec: record, heardAt: t, past: [],
+        session: r.session, key: memberKey(r.session), rec: record, heardAt: t, settled: settledTo(r), past: [],
         group: groupOf(r.group), visible: false, leftAt: 0, base: null,
       };
       e.group.entries.set(e.session, e);
@@ -401,9 +403,10 @@ export function createLiveStudy({
       } else if (old.clientId !== r.clientId && e.group.holders.get(old.clientId) === e) {
         e.group.holders.delete(old.clientId);
       }
-      e.past.push({ heardAt: e.heardAt, settled: settledTo(old) });
+      e.past.push({ heardAt: e.heardAt, settled: e.settled });
       if (e.past.length > SENT_HISTORY) e.past.shift();
       e.rec = record;
+      e.settled = settledTo(r);
       e.heardAt = t;
       e.base = null;
     }
@@ -647,7 +650,7 @@ function lossInto(m, senders) {
 function settledTo(r) {
   /** @type {Record<string, number>} */
   const out = {};
-  for (const [to, n] of Object.entries(r.sentTo)) out[to] = Math.max(0, n - (r.pendingTo?.[to] ?? 0));
+  for (const to of Object.keys(r.sentTo)) out[to] = expectedAt(r.sentTo, r.pendingTo, to).expected;
   return out;
 }
 
@@ -661,7 +664,7 @@ function settledTo(r) {
  * @returns {number | null}
  */
 function settledAt(s, to, at) {
-  const newest = settledTo(s.rec.r)[to] ?? 0;
+  const newest = s.settled[to] ?? 0;
   if (s.heardAt <= at) return newest;
   let laterAt = s.heardAt;
   let later = newest;
