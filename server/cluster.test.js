@@ -20,16 +20,13 @@ import { parseStartOptions } from './options.js';
 import { HEAD_LIMITS, ROUTED_CONNECTION, pickRendezvous } from './route.js';
 import { loadTlsCertificate } from './tls.js';
 import { waitFor } from '../lab/shared/loop-stall.js';
+import { processRef, processStart, sameProcess } from '../lab/shared/proctree.js';
 
 const BIN = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
 
 /** HTTP and log checks: polled every 100 ms. @param {() => Promise<boolean>} cond @param {number} [timeoutMs] */
 const until = (cond, timeoutMs = 20_000) => waitFor(cond, timeoutMs, '', 100);
 
-/** @param {number} pid */
-function alive(pid) {
-  try { process.kill(pid, 0); return true; } catch { return false; }
-}
 
 /**
  * GET a JSON route on a fresh connection each time (a kept-alive one would
@@ -50,14 +47,34 @@ function getJson(url) {
   });
 }
 
-/** @param {string[]} args @param {NodeJS.ProcessEnv} [env] */
+/**
+ * `carlab ARGS` as a child. Every nats-server it prints "(pid N)" of is taken a reference of as
+ * the line arrives (lab/shared/proctree.js): `endNats` ends those still running, and never the
+ * process the kernel gave a dead one's pid to since (a killed nats-server's pid, reused by a
+ * browser thread beside this file, once took that browser down).
+ * @param {string[]} args @param {NodeJS.ProcessEnv} [env]
+ */
 function carlab(args, env = {}) {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.on('data', (d) => { output += d; });
-  child.stderr.on('data', (d) => { output += d; });
+  /** @type {Map<number, import('../lab/shared/proctree.js').ProcessRef>} */
+  const nats = new Map();
+  const read = (/** @type {Buffer} */ d) => {
+    output += d;
+    for (const [, pid] of output.matchAll(/nats-server[^"]*\(pid (\d+)\)/g)) if (!nats.has(Number(pid))) nats.set(Number(pid), processRef(Number(pid)));
+  };
+  child.stdout.on('data', read);
+  child.stderr.on('data', read);
   const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, output: () => output };
+  return {
+    child, exited, output: () => output,
+    /** every nats-server it printed, in order (also after a restart) */
+    natsPids: () => [...nats.keys()],
+    /** the same, each as it was when printed */
+    natsRefs: () => [...nats.values()],
+    /** SIGKILL to each nats-server it printed that is still that process */
+    endNats: () => { for (const ref of nats.values()) if (sameProcess(ref)) process.kill(ref.pid, 'SIGKILL'); },
+  };
 }
 
 test('--cluster and --nats parse, with clear errors', () => {
@@ -93,32 +110,29 @@ test('carlab start --cluster 2: one port, two nodes, /readyz, a killed worker re
   try {
     // Ready as a cluster node (the web build may be missing in a fresh clone: that check is apart).
     await until(async () => (await getJson(`${base}/readyz`)).body?.checks?.cluster?.ok === true);
-    /** @type {Set<number>} */
-    const pids = new Set();
+    /** @type {Map<number, import('../lab/shared/proctree.js').ProcessRef>} */
+    const workers = new Map();
     await until(async () => {
       const { body } = await getJson(`${base}/metrics`);
-      if (body?.relay?.cluster?.nodes === 2) pids.add(body.process.pid);
-      return pids.size === 2;
+      if (body?.relay?.cluster?.nodes === 2 && !workers.has(body.process.pid)) workers.set(body.process.pid, processRef(body.process.pid));
+      return workers.size === 2;
     });
-    const natsPid = Number((run.output().match(/\(pid (\d+)\)/) ?? [])[1]);
-    assert.ok(alive(natsPid), 'carlab started its own nats-server');
-    const [victim] = pids;
+    const [natsPid] = run.natsPids();
+    assert.ok(natsPid !== undefined && processStart(natsPid) !== null, 'carlab started its own nats-server');
+    const [victim] = workers.keys();
     process.kill(victim, 'SIGKILL');
     // The port keeps answering from the other worker, and a new worker takes the dead one's place.
     await until(async () => {
       const { body } = await getJson(`${base}/metrics`);
-      if (body?.process?.pid && !pids.has(body.process.pid)) pids.add(body.process.pid);
-      return pids.size === 3 && body?.relay?.cluster?.nodes === 2;
+      if (body?.process?.pid && !workers.has(body.process.pid)) workers.set(body.process.pid, processRef(body.process.pid));
+      return workers.size === 3 && body?.relay?.cluster?.nodes === 2;
     }, 30_000).catch((err) => { throw new Error(`${err.message}; carlab printed:\n${run.output()}`); });
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0);
-    for (const pid of [...pids, natsPid]) await until(async () => !alive(pid), 5000);
+    for (const ref of [...workers.values(), ...run.natsRefs()]) await until(async () => !sameProcess(ref), 5000);
   } finally {
-    if (run.child.exitCode === null) {
-      run.child.kill('SIGKILL');
-      const natsPid = Number((run.output().match(/\(pid (\d+)\)/) ?? [])[1]);
-      if (natsPid) process.kill(natsPid, 'SIGKILL');
-    }
+    if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    run.endNats();
   }
 });
 
@@ -334,12 +348,12 @@ async function startCluster(n) {
   return {
     run, base, pids,
     /** every pid carlab printed (nats-server's, also after a restart) */
-    natsPids: () => [...run.output().matchAll(/nats-server[^"]*\(pid (\d+)\)/g)].map((m) => Number(m[1])),
+    natsPids: run.natsPids,
     async stop() {
       if (run.child.exitCode === null) run.child.kill('SIGTERM');
       const code = await Promise.race([run.exited, new Promise((r) => setTimeout(() => r('timeout'), 15_000))]);
       if (code === 'timeout') run.child.kill('SIGKILL');
-      for (const pid of this.natsPids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      run.endNats();
       return code;
     },
   };
@@ -439,7 +453,7 @@ test('the cluster\'s nats-server killed with SIGKILL: restarted on its port, /re
     for (const c of clients) c.start();
     await until(async () => exchanged(clients), 20_000);
     const [natsPid] = cluster.natsPids();
-    assert.ok(alive(natsPid));
+    assert.ok(processStart(natsPid) !== null);
     process.kill(natsPid, 'SIGKILL');
     const killedAt = Date.now();
     // Fresh connections alternate between the two workers: four ready answers in a row are both.
@@ -455,7 +469,7 @@ test('the cluster\'s nats-server killed with SIGKILL: restarted on its port, /re
     assert.match(cluster.run.output(), /"event":"nats-exit".*"signal":"SIGKILL"/);
     const restarted = cluster.natsPids().filter((pid) => pid !== natsPid);
     assert.equal(restarted.length, 1, 'one new nats-server');
-    assert.ok(alive(restarted[0]));
+    assert.ok(processStart(restarted[0]) !== null);
     const at = receivedCounts(clients);
     await until(async () => everyPair(clients, (r, s) => (r.streams.get(s.id)?.received ?? 0) >= (at.get(r)?.get(s.id) ?? 0) + 5), 15_000);
     const after = await workerMetrics(cluster.base, 2, (b) => b.relay.cluster.nats.connected && b.relay.cluster.nodes === 2);
@@ -566,7 +580,7 @@ test('--cluster 2 over HTTPS: the primary reads nothing and spreads connections;
     for (const c of clients) c.close();
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0);
-    for (const [, pid] of run.output().matchAll(/nats-server[^"]*\(pid (\d+)\)/g)) if (alive(Number(pid))) process.kill(Number(pid), 'SIGKILL');
+    run.endNats();
     rmSync(dir, { recursive: true, force: true });
   }
 });

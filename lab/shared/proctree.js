@@ -16,6 +16,48 @@ export function isAlive(pid) {
 }
 
 /**
+ * When a process started (clock ticks since boot, /proc/PID/stat field 22), or null when it is
+ * gone or a zombie. A pid alone does not name a process for long: once it ends, the kernel hands
+ * the number to the next process or thread (pid_max is 32768 here, and browsers start threads by
+ * the hundred), and a signal sent to a remembered pid then ends a stranger. The pair of pid and
+ * start time does (see sameProcess).
+ * @param {number} pid
+ * @returns {number | null}
+ */
+export function processStart(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? null : Number(fields[19]);
+  } catch {
+    return null; // gone
+  }
+}
+
+/**
+ * @typedef {object} ProcessRef one process, as it was when it was seen
+ * @property {number} pid
+ * @property {number | null} start its processStart then (null: it was already gone)
+ */
+
+/**
+ * A reference to the process `pid` is now.
+ * @param {number} pid
+ * @returns {ProcessRef}
+ */
+export function processRef(pid) {
+  return { pid, start: processStart(pid) };
+}
+
+/**
+ * Whether the process a reference was taken of still runs: same pid, same start time.
+ * @param {ProcessRef} ref
+ */
+export function sameProcess(ref) {
+  return ref.start !== null && processStart(ref.pid) === ref.start;
+}
+
+/**
  * State (R, S, Z for a zombie, ...), parent pid, CPU ticks (utime + stime)
  * and RSS bytes of one process.
  * @param {number} pid

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { processTree } from './proctree.js';
+import { processRef, processStart, processTree, sameProcess } from './proctree.js';
 import { until } from './loop-stall.js';
 
 test('processTree: a process and everything under it, from /proc', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
@@ -18,4 +18,23 @@ test('processTree: a process and everything under it, from /proc', { skip: proce
   } finally {
     for (const p of processTree([/** @type {number} */ (child.pid)]).reverse()) try { process.kill(p); } catch { /* gone */ }
   }
+});
+
+test('a process reference: the same pid with another start time is another process; an ended one is gone', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
+  const me = processRef(process.pid);
+  assert.equal(typeof me.start, 'number');
+  assert.equal(sameProcess(me), true);
+  // what a pid the kernel handed on looks like: the number matches, the start time does not
+  assert.equal(sameProcess({ pid: process.pid, start: /** @type {number} */ (me.start) + 1 }), false);
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
+  const pid = /** @type {number} */ (child.pid);
+  await until(() => processStart(pid) !== null, 5000);
+  const ref = processRef(pid);
+  assert.equal(sameProcess(ref), true);
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+  assert.equal(sameProcess(ref), false);
+  assert.equal(processStart(pid), null);
+  assert.equal(sameProcess({ pid, start: null }), false, 'a process gone when it was seen is never the same one');
 });

@@ -13,7 +13,6 @@
  */
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { mergeRelayMetrics } from './cluster.js';
 import { StartLog } from './start-log.js';
 import { cpuPctBetween, processCpuNs, relayWindow, ticksOf, workerMetrics } from './start-metrics.js';
-import { processTree, readProc } from '../shared/proctree.js';
+import { processRef, processStart, processTree, readProc, sameProcess } from '../shared/proctree.js';
 
 /** The CLI the server under test runs. */
 export const CARLAB_BIN = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));
@@ -68,12 +67,26 @@ export function freePort() {
  * @param {number} pid
  */
 export function isAlive(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
+  return processStart(pid) !== null;
+}
+
+/**
+ * The processes a started server's log has named (the primary, its workers, nats-server), each
+ * as it was when named: stopProcess signals only those still the same process, never a pid the
+ * kernel has since given to another.
+ * @type {WeakMap<StartLog, Map<number, import('../shared/proctree.js').ProcessRef>>}
+ */
+const namedRefs = new WeakMap();
+
+/**
+ * Takes a reference to every process the log names that has none yet.
+ * @param {StartLog} log
+ */
+function rememberNamed(log) {
+  let refs = namedRefs.get(log);
+  if (!refs) namedRefs.set(log, refs = new Map());
+  for (const pid of [log.rootPid, ...log.workers.keys(), ...(log.nats ? [log.nats.pid] : [])]) {
+    if (!refs.has(pid)) refs.set(pid, processRef(pid));
   }
 }
 
@@ -150,9 +163,13 @@ export async function startCarlab(o) {
   track(child);
   const rootPid = /** @type {number} */ (child.pid);
   const log = new StartLog(rootPid);
+  rememberNamed(log);
   /** @type {string[]} */
   const stderrTail = [];
-  createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) }).on('line', (line) => log.add(line));
+  createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stdout) }).on('line', (line) => {
+    log.add(line);
+    rememberNamed(log);
+  });
   createInterface({ input: /** @type {import('node:stream').Readable} */ (child.stderr) }).on('line', (line) => {
     stderrTail.push(line);
     if (stderrTail.length > 40) stderrTail.shift();
@@ -207,15 +224,24 @@ async function waitForMesh(log, n, deadline) {
 
 /**
  * Every process of the server now: the started one, its descendants (the
- * workers and nats-server), and the ones its log named.
+ * workers and nats-server), and the ones its log named, each as a reference
+ * (the named ones as they were when named).
  *
  * @param {StartLog} log
- * @returns {number[]}
+ * @returns {import('../shared/proctree.js').ProcessRef[]}
+ */
+function serverRefs(log) {
+  const named = [...(namedRefs.get(log)?.values() ?? [])];
+  const tree = isAlive(log.rootPid) ? processTree([log.rootPid]).filter((pid) => !named.some((r) => r.pid === pid)).map(processRef) : [];
+  return [...named, ...tree];
+}
+
+/**
+ * The pids of the server's processes that still run (for CPU sampling).
+ * @param {StartLog} log
  */
 function serverPids(log) {
-  const named = [log.rootPid, ...log.workers.keys(), ...(log.nats ? [log.nats.pid] : [])];
-  const tree = isAlive(log.rootPid) ? processTree([log.rootPid]) : [];
-  return [...new Set([...named, ...tree])];
+  return serverRefs(log).filter(sameProcess).map((r) => r.pid);
 }
 
 /**
@@ -230,7 +256,7 @@ function serverPids(log) {
  * @returns {Promise<StopResult>}
  */
 async function stopProcess(child, exited, exitNow, log, o = {}) {
-  const pids = serverPids(log);
+  const refs = serverRefs(log);
   const t0 = performance.now();
   let forced = false;
   if (!exitNow()) {
@@ -244,15 +270,16 @@ async function stopProcess(child, exited, exitNow, log, o = {}) {
   }
   const ms = Math.round(performance.now() - t0);
   // The workers and nats-server are gone by the time the primary exits; give stragglers a moment.
-  let left = pids.filter(isAlive);
+  let left = refs.filter(sameProcess);
   for (let i = 0; i < 20 && left.length > 0; i++) {
     await new Promise((r) => setTimeout(r, 100));
-    left = left.filter(isAlive);
+    left = left.filter(sameProcess);
   }
-  for (const pid of left) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
-  if (left.length && !o.quiet) log.faults.push({ kind: 'leftover', message: `still running after carlab start exited: ${left.join(', ')}` });
+  for (const { pid } of left.filter(sameProcess)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  const leftoverPids = left.map((r) => r.pid);
+  if (left.length && !o.quiet) log.faults.push({ kind: 'leftover', message: `still running after carlab start exited: ${leftoverPids.join(', ')}` });
   const exit = exitNow();
-  return { code: exit?.code ?? null, signal: exit?.signal ?? null, ms, forced, leftoverPids: left, routing: log.routing };
+  return { code: exit?.code ?? null, signal: exit?.signal ?? null, ms, forced, leftoverPids, routing: log.routing };
 }
 
 /**
