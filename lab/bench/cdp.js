@@ -331,18 +331,27 @@ export async function launchChromium(o) {
   return {
     pid,
     version,
-    async newPage() {
-      const { browserContextId } = await conn.send('Target.createBrowserContext', { disposeOnDetach: true });
-      const { targetId } = await conn.send('Target.createTarget', { url: 'about:blank', browserContextId });
-      const { sessionId } = await conn.send('Target.attachToTarget', { targetId, flatten: true });
-      const page = new CdpPage(conn, sessionId, browserContextId);
-      await Promise.all([
-        conn.send('Page.enable', {}, sessionId),
-        conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId),
-        conn.send('Runtime.enable', {}, sessionId),
-      ]);
-      return page;
-    },
+    newPage: () => newPage().catch(async (err) => {
+      // the browser went away under us: say how (a signal from outside, a crash and its last words)
+      if (/** @type {{ code?: string }} */ (err).code !== CdpError.CLOSED) throw err;
+      const exit = await Promise.race([exited, new Promise((r) => setTimeout(() => r(undefined), 1000))]);
+      const how = exit === undefined ? 'still running, its pipe closed' : `exited: ${child.signalCode ?? `code ${child.exitCode}`}`;
+      throw cdpError(CdpError.CLOSED, `${err.message} (Chromium pid ${pid} ${how}) ${stderr.join('').slice(-300)}`.trim());
+    }),
     close,
   };
+
+  /** A page in a browser context of its own, its events on. @returns {Promise<CdpPage>} */
+  async function newPage() {
+    const { browserContextId } = await conn.send('Target.createBrowserContext', { disposeOnDetach: true });
+    const { targetId } = await conn.send('Target.createTarget', { url: 'about:blank', browserContextId });
+    const { sessionId } = await conn.send('Target.attachToTarget', { targetId, flatten: true });
+    const page = new CdpPage(conn, sessionId, browserContextId);
+    await Promise.all([
+      conn.send('Page.enable', {}, sessionId),
+      conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId),
+      conn.send('Runtime.enable', {}, sessionId),
+    ]);
+    return page;
+  }
 }

@@ -95,6 +95,9 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     // no browser UI pre-rendered beside the pages (the address bar's popup: 10-20 % of a core per browser; lab/bench/launch.js)
     await other.goto('data:text/html,<title>o</title>');
     assert.deepEqual(browserUiRenderers(browser.pid), [], 'no --top-chrome-webui renderer');
+    // ended from outside: the next call says so, and how it ended
+    process.kill(browser.pid, 'SIGKILL');
+    await assert.rejects(browser.newPage(), { code: CdpError.CLOSED, message: /the browser is gone \(Chromium pid \d+ exited: SIGKILL\)/ });
   } finally {
     await browser.close();
   }
