@@ -15,7 +15,7 @@ import dc from 'node:diagnostics_channel';
 import http from 'node:http';
 import https from 'node:https';
 
-import { ROUTED_CONNECTION } from './route.js';
+import { ROUTED_CONNECTION, ROUTED_TAKEN } from './route.js';
 
 /**
  * The web server a worker's handed connections go to: the first HTTP(S)
@@ -65,6 +65,8 @@ export function adoptConnection(server, socket, head) {
 export function acceptRoutedConnections(proc, webServer) {
   proc.on('message', (/** @type {any} */ message, /** @type {import('node:net').Socket | undefined} */ socket) => {
     if (message?.cmd !== ROUTED_CONNECTION) return;
+    // Taken (or gone): the primary closes its copy either way.
+    proc.send?.({ cmd: ROUTED_TAKEN, id: message.id }, undefined, {}, () => {}); // a closed channel: the primary is gone anyway
     // No socket: the client left while it was on its way (Node's documented case).
     if (!socket) return;
     const server = webServer();

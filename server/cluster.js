@@ -16,13 +16,14 @@
  */
 
 import cluster from 'node:cluster';
+import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { startSupervisedNatsServer } from './nats-process.js';
 import { parseStartOptions } from './options.js';
-import { HEAD_LIMITS, ROUTED_CONNECTION, parseRequestHead, pickRendezvous } from './route.js';
+import { HEAD_LIMITS, ROUTED_CONNECTION, ROUTED_TAKEN, parseRequestHead, pickRendezvous } from './route.js';
 
 /** The CLI the workers run. */
 const CARLAB_BIN = fileURLToPath(new URL('../scripts/carlab.js', import.meta.url));
@@ -188,6 +189,8 @@ function createWorkerPool(count, logger, env) {
   let listening = 0;
   /** @type {(import('node:cluster').Worker | null)[]} the serving worker of each slot */
   const slots = new Array(count).fill(null);
+  /** 'message' (worker, message) and 'exit' (worker), for the router. */
+  const events = new EventEmitter();
   /** @type {(ok: boolean) => void} */
   let settle = () => {};
   const started = new Promise((resolve) => { settle = resolve; });
@@ -204,8 +207,10 @@ function createWorkerPool(count, logger, env) {
     });
     // The IPC channel closes as the worker dies, before 'exit': stop routing to it at once.
     worker.once('disconnect', () => { if (slots[slot] === worker) slots[slot] = null; });
+    worker.on('message', (message) => events.emit('message', worker, message));
     worker.once('exit', (code, signal) => {
       if (slots[slot] === worker) slots[slot] = null;
+      events.emit('exit', worker);
       if (stopping) return;
       logger.warn({ event: 'worker-exit', pid: worker.process.pid, slot, code, signal }, `worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
       if (listening < count && Date.now() - bornAt < RESTART_BACKOFF_MS) { settle(false); return; }
@@ -215,6 +220,7 @@ function createWorkerPool(count, logger, env) {
   for (let slot = 0; slot < count; slot++) spawnWorker(slot);
   return {
     started,
+    events,
     /** @returns {LiveWorker[]} */
     live: () => slots.flatMap((worker, slot) => (worker && worker.isConnected() && !worker.isDead() ? [{ slot, worker }] : [])),
     /** SIGTERM to every worker (each drains), SIGKILL what is left after 10 s. */
@@ -236,13 +242,15 @@ function createWorkerPool(count, logger, env) {
  * The public port: a router on the user's host and port. Null when it cannot
  * listen (logged, e.g. the port is taken).
  *
- * @param {{ live: () => LiveWorker[] }} pool
+ * @param {{ live: () => LiveWorker[], events: EventEmitter }} pool
  * @param {{ host: string, port: number, http: boolean }} address
  * @param {import('./log.js').Logger} logger
  * @returns {Promise<{ port: number, close: () => Promise<void> } | null>}
  */
 async function listenPublicly(pool, address, logger) {
   const router = createRouter({ live: pool.live, readHeads: address.http });
+  pool.events.on('message', (_worker, /** @type {any} */ message) => { if (message?.cmd === ROUTED_TAKEN) router.taken(message.id); });
+  pool.events.on('exit', (worker) => router.workerGone(worker));
   try {
     await new Promise((resolve, reject) => {
       router.server.once('error', reject);
@@ -261,7 +269,7 @@ async function listenPublicly(pool, address, logger) {
     // connections handed to workers until they end, and they end only when the
     // workers drain, which pool.stop() starts after this (waiting would deadlock).
     close: async () => {
-      logger.info({ event: 'routing', ...router.stats }, 'connections the primary routed');
+      logger.info({ event: 'routing', ...router.stats, untaken: router.untaken() }, 'connections the primary routed');
       router.server.close();
     },
   };
@@ -276,29 +284,79 @@ async function listenPublicly(pool, address, logger) {
  */
 
 /**
+ * @typedef {object} Router
+ * @property {import('node:net').Server} server
+ * @property {RouterStats} stats
+ * @property {() => number} untaken connections handed on that no worker has said it took yet
+ * @property {(id: number) => void} taken a worker took connection `id` (its ROUTED_TAKEN)
+ * @property {(worker: import('node:cluster').Worker) => void} workerGone a worker died: close what it never took
+ */
+
+/**
  * Counts of what the router did, for the log and the lab.
  * @typedef {{ byGroup: number, roundRobin: number, unread: number, headTimeouts: number, headTooLarge: number,
- *   clientGone: number, noWorker: number, sendFailed: number }} RouterStats
+ *   clientGone: number, noWorker: number, sendFailed: number, lostWithWorker: number }} RouterStats
  */
 
 /**
  * The primary's listener: every connection is routed to a worker and handed
- * over; the primary keeps nothing. `pauseOnConnect`: no byte is read unless
+ * over; the primary keeps its copy only until the worker has taken it. `pauseOnConnect`: no byte is read unless
  * routing needs it, so what it does not read reaches the worker untouched.
  *
  * @param {RouterOptions} options
- * @returns {{ server: import('node:net').Server, stats: RouterStats }}
+ * @returns {Router}
  */
 export function createRouter(options) {
   const o = { ...options, limits: options.limits ?? HEAD_LIMITS };
   /** @type {RouterStats} */
-  const stats = { byGroup: 0, roundRobin: 0, unread: 0, headTimeouts: 0, headTooLarge: 0, clientGone: 0, noWorker: 0, sendFailed: 0 };
-  const state = { pending: 0, next: 0, stats };
+  const stats = { byGroup: 0, roundRobin: 0, unread: 0, headTimeouts: 0, headTooLarge: 0, clientGone: 0, noWorker: 0, sendFailed: 0, lostWithWorker: 0 };
+  /** @type {RouterState} */
+  const state = { pending: 0, next: 0, lastId: 0, untaken: new Map(), stats };
   const server = net.createServer({ pauseOnConnect: true }, (socket) => routeConnection(socket, o, state));
-  return { server, stats };
+  return {
+    server,
+    stats,
+    untaken: () => state.untaken.size,
+    taken: (id) => closeOurCopy(state, id),
+    workerGone: (worker) => closeLostWith(state, worker),
+  };
 }
 
-/** @typedef {{ pending: number, next: number, stats: RouterStats }} RouterState */
+/**
+ * @typedef {object} RouterState
+ * @property {number} pending heads being read
+ * @property {number} next the round-robin position
+ * @property {number} lastId the last handed connection's id
+ * @property {Map<number, { socket: import('node:net').Socket, worker: import('node:cluster').Worker }>} untaken
+ *   connections handed to a worker that has not said it took them yet; the primary keeps its copy of each
+ * @property {RouterStats} stats
+ */
+
+/**
+ * A worker took connection `id`: the primary closes its copy (the worker's keeps the connection open).
+ * @param {RouterState} state @param {number} id
+ */
+function closeOurCopy(state, id) {
+  const entry = state.untaken.get(id);
+  if (!entry) return;
+  state.untaken.delete(id);
+  entry.socket.destroy();
+}
+
+/**
+ * A worker died: the connections handed to it that it never took are closed, so their clients
+ * reconnect now rather than wait on a socket nobody reads. (Node itself keeps a handle that
+ * awaits a dead worker's acknowledgement open for as long as the primary lives.)
+ * @param {RouterState} state @param {import('node:cluster').Worker} worker
+ */
+function closeLostWith(state, worker) {
+  for (const [id, entry] of state.untaken) {
+    if (entry.worker !== worker) continue;
+    state.untaken.delete(id);
+    state.stats.lostWithWorker++;
+    entry.socket.destroy();
+  }
+}
 
 /**
  * One new connection: read its head if routing needs it and there is room,
@@ -415,9 +473,14 @@ function handOff(socket, head, group, o, state) {
     target = live.find((w) => String(w.slot) === key) ?? live[0];
     state.stats.byGroup++;
   }
-  target.worker.send({ cmd: ROUTED_CONNECTION, head: head.toString('latin1') }, socket, (err) => {
+  // keepOpen: the primary holds its copy until the worker says it took the connection (ROUTED_TAKEN)
+  // or dies first (closeLostWith); a worker killed with the handle on its way never takes it.
+  const id = ++state.lastId;
+  state.untaken.set(id, { socket, worker: target.worker });
+  target.worker.send({ cmd: ROUTED_CONNECTION, head: head.toString('latin1'), id }, socket, { keepOpen: true }, (err) => {
     if (!err) return;
     state.stats.sendFailed++;
+    state.untaken.delete(id);
     socket.destroy();
   });
 }

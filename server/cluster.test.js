@@ -183,7 +183,7 @@ async function fakeRouter(o = {}) {
   const live = Array.from({ length: o.workers ?? 2 }, (_, slot) => ({
     slot,
     worker: /** @type {import('node:cluster').Worker} */ (/** @type {unknown} */ ({
-      send: (/** @type {any} */ message, /** @type {net.Socket} */ socket, /** @type {(e: Error | null) => void} */ cb) => {
+      send: (/** @type {any} */ message, /** @type {net.Socket} */ socket, /** @type {unknown} */ _options, /** @type {(e: Error | null) => void} */ cb) => {
         handed.push({ slot, message, socket: adoptHandle(socket) });
         cb(null);
         return true;
@@ -238,7 +238,7 @@ test('router: an upgrade goes to its group\'s worker with the head it read, and 
     await r.handedCount(1);
     const [first] = r.handed;
     assert.equal(String(first.slot), pickRendezvous('lab 7', ['0', '1', '2']), 'the rendezvous pick of its group');
-    assert.deepEqual(first.message, { cmd: ROUTED_CONNECTION, head });
+    assert.deepEqual(first.message, { cmd: ROUTED_CONNECTION, head, id: 1 });
     socket.write('AFTER-THE-HEAD');
     assert.equal(await readUntil(first.socket, 'AFTER-THE-HEAD'), 'AFTER-THE-HEAD', 'not lost, not read twice');
     // Plain HTTP (a g there too) and upgrades without g: round-robin over the workers.
@@ -296,6 +296,32 @@ test('router: HTTPS connections are handed on unread (the bytes reach the worker
     assert.equal(r.stats.noWorker, 1);
   } finally {
     r.close();
+  }
+});
+
+test('router: a worker that dies before it takes a connection handed to it: the client is closed at once, not left waiting', { timeout: 20_000 }, async () => {
+  // A real child process as the worker, stopped so that it never takes what it is sent, then killed.
+  const child = spawn(process.execPath, ['-e', 'process.on("message", () => {})'], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  await once(child, 'spawn');
+  const router = createRouter({ live: () => [{ slot: 0, worker: /** @type {any} */ (child) }], readHeads: true, limits: HEAD_LIMITS });
+  router.server.listen(0, '127.0.0.1');
+  await once(router.server, 'listening');
+  const { port } = /** @type {net.AddressInfo} */ (router.server.address());
+  try {
+    process.kill(/** @type {number} */ (child.pid), 'SIGSTOP');
+    const clients = [0, 1, 2].map(() => net.connect(port, '127.0.0.1').on('error', () => {}));
+    for (const c of clients) c.write(UPGRADE_HEAD('g'));
+    await until(async () => router.untaken() === 3, 5000);
+    const closed = clients.map((c) => once(c, 'close'));
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    router.workerGone(/** @type {any} */ (child));
+    await Promise.all(closed);
+    assert.equal(router.untaken(), 0);
+    assert.equal(router.stats.lostWithWorker, 3);
+  } finally {
+    child.kill('SIGKILL');
+    router.server.close();
   }
 });
 

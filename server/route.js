@@ -39,6 +39,9 @@ export const HEAD_LIMITS = Object.freeze({
 /** The IPC message that comes with a handed-over socket (`worker.send(message, socket)`). */
 export const ROUTED_CONNECTION = 'carlab:routed-connection';
 
+/** The worker's answer (`{ cmd, id }`, the id of the ROUTED_CONNECTION message): it took the connection, the primary may close its copy. */
+export const ROUTED_TAKEN = 'carlab:routed-taken';
+
 /**
  * What the primary learned from the bytes it read: nothing yet (`complete`
  * false), or the request head's end, whether it asks for a WebSocket upgrade,

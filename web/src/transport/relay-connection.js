@@ -4,7 +4,7 @@
 
 import { ProtocolError, decode, encode, unbatch } from '../../../core/protocol.js';
 import { RelayOutbox } from './relay-outbox.js';
-import { ReconnectPolicy } from './relay-reconnect.js';
+import { REJOIN_WELCOME_TIMEOUT_MS, ReconnectPolicy } from './relay-reconnect.js';
 import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup } from './relay-socket.js';
 
 /**
@@ -27,6 +27,7 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {RelaySocket} socket
  * @property {FirstJoin | null} first the connect() call's join; null for a rejoin
  * @property {boolean} welcomed
+ * @property {ReturnType<typeof setTimeout> | null} giveUp a rejoin's wait for its WELCOME
  */
 
 /**
@@ -39,6 +40,7 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {() => number} now
  * @property {(m: import('../../../core/protocol.js').SignalMsg) => void} [onSignal]
  * @property {boolean | import('./relay-reconnect.js').ReconnectOptions} [reconnect]
+ * @property {number} [rejoinTimeoutMs] how long a rejoin waits for WELCOME (default REJOIN_WELCOME_TIMEOUT_MS)
  */
 
 /**
@@ -105,7 +107,11 @@ export class RelayConnection {
     const socket = new this.options.WebSocket(this.nextUrl(first === null));
     this.ws = socket;
     /** @type {SocketAttempt} */
-    const attempt = { socket, first, welcomed: false };
+    const attempt = { socket, first, welcomed: false, giveUp: /** @type {ReturnType<typeof setTimeout> | null} */ (null) };
+    if (!first) {
+      // Unanswered: closed here, and the close event plans the next attempt as for any other.
+      attempt.giveUp = setTimeout(() => { if (this.ws === socket && !attempt.welcomed) socket.close(); }, this.options.rejoinTimeoutMs ?? REJOIN_WELCOME_TIMEOUT_MS);
+    }
     socket.onopen = () => {
       // A rejoin keeps its id, so its neighbours' streams from it go on; a
       // new one only if the old one stays taken.
@@ -146,6 +152,7 @@ export class RelayConnection {
   onWelcome(attempt, m) {
     const h = /** @type {TransportHandlers} */ (this.handlers);
     attempt.welcomed = true;
+    if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     this.myId = m.clientId;
     if (attempt.first) {
       h.onWelcome?.(m);
@@ -163,6 +170,7 @@ export class RelayConnection {
    * @param {{ code: number, reason: string }} event
    */
   onSocketClose(attempt, event) {
+    if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     if (attempt.socket !== this.ws) return;
     const h = /** @type {TransportHandlers} */ (this.handlers);
     this.counters.lastCloseCode = event.code;

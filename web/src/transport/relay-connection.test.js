@@ -1,18 +1,24 @@
 // The relay connection alone, over a hand-driven fake WebSocket: the join, a
 // close before WELCOME, rejoining with the same id, final closes, and close()
 // between two attempts.
-import { test } from 'node:test';
+import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CloseCode, HelloFlag, MsgType } from '../../../core/protocol.js';
 import { RelayConnection } from './relay-connection.js';
 import { fakeWebSocketClass, settle } from './relay-fakes.js';
+import { until } from '../../../lab/shared/loop-stall.js';
 
-/** @param {import('./relay-reconnect.js').ReconnectOptions | boolean} [reconnect] */
-function setup(reconnect) {
+/** Every test's connections: closed after it, so that none goes on rejoining (each attempt times out and tries again). @type {RelayConnection[]} */
+const made = [];
+afterEach(() => { for (const c of made.splice(0)) c.close(); });
+
+/** @param {import('./relay-reconnect.js').ReconnectOptions | boolean} [reconnect] @param {number} [rejoinTimeoutMs] */
+function setup(reconnect, rejoinTimeoutMs) {
   const fake = fakeWebSocketClass();
   const connection = new RelayConnection({
-    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => 7, reconnect,
+    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => 7, reconnect, rejoinTimeoutMs,
   });
+  made.push(connection);
   /** @type {string[]} */
   const events = [];
   /** @type {import('../../../core/client.js').TransportHandlers} */
@@ -92,6 +98,32 @@ test('after the relay went away it rejoins with the same id, then reports the re
   ws.receive(welcome(5));
   assert.deepEqual(events.slice(2), ['reconnecting 1001', 'status reconnecting 1', 'reconnected 5', 'status connected']);
   assert.deepEqual(connection.counters, { reconnects: 1, attempts: 1, lastCloseCode: 1001 });
+});
+
+test('a rejoin that is never answered is given up after its timeout and tried again; a welcomed one keeps its socket', async () => {
+  const { fake, connection, events, handlers } = setup({ random: () => 0 }, 30);
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  fake.instances[0].open();
+  fake.instances[0].receive(welcome(5));
+  await joined;
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(fake.instances[0].closedWith, null, 'the first join is not timed out once welcomed');
+  fake.instances[0].drop(1006, 'worker died');
+  await settle();
+  assert.equal(fake.instances.length, 2);
+  // accepted and then silent (a server process that died holding the connection): closed, and another made
+  await until(() => fake.instances.length >= 3, 2000);
+  assert.ok(fake.instances[1].closedWith !== null, 'the silent attempt was closed');
+  const ws = /** @type {import('./relay-fakes.js').FakeWebSocket} */ (fake.instances.at(-1));
+  ws.open();
+  ws.receive(welcome(5));
+  const attempts = connection.counters.attempts;
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(ws.closedWith, null, 'a welcomed rejoin keeps its socket');
+  assert.equal(connection.counters.attempts, attempts, 'and no attempt follows it');
+  assert.equal(connection.counters.reconnects, 1);
+  assert.ok(attempts >= 2);
+  assert.equal(events.at(-1), 'status connected');
 });
 
 test('policy closes, and closes without the option, are reported at once', async () => {

@@ -25,6 +25,14 @@ export const RECONNECT_DEFAULTS = Object.freeze({ baseMs: 250, maxMs: 10000, max
 export const ID_TAKEN_RETRIES = 3;
 
 /**
+ * How long a rejoin waits for its WELCOME before it gives the socket up and tries again: a
+ * connection that is accepted and then never answered (a server process that died holding it, a
+ * middlebox that drops it) would otherwise hold the member out for good. A rejoin on a live
+ * server is answered in milliseconds.
+ */
+export const REJOIN_WELCOME_TIMEOUT_MS = 10_000;
+
+/**
  * The wait before reconnection attempt `attempt` (0 = the first).
  * @param {number} attempt
  * @param {{ baseMs: number, maxMs: number }} o
