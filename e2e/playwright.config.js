@@ -4,7 +4,7 @@ import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/bench/launch
 const port = Number(process.env.CARLAB_E2E_PORT ?? 8199);
 
 /** The shared phase's longest Chromium specs (bench runs, namespaces, several browsers). */
-const LONG_SPECS = ['browsers.spec.js', 'turn.spec.js', 'fallback-one.spec.js', 'bench.spec.js', 'study.spec.js'];
+const LONG_SPECS = ['browsers.spec.js', 'turn.spec.js', 'bench.spec.js', 'study.spec.js'];
 const chromium = { browserName: /** @type {const} */ ('chromium'), launchOptions: chromiumLaunchOptions() };
 const firefox = { browserName: /** @type {const} */ ('firefox'), channel: 'moz-firefox', launchOptions: firefoxLaunchOptions() };
 
