@@ -1,6 +1,8 @@
 // The fleet tests' rig: a real nats-server, `carlab agent` processes on
 // loopback with their output kept, and `carlab bench` over them in-process.
-// Two test files share it (lab/fleet/fleet-agents.test.js, lab/fleet/fleet-interrupt.test.js):
+// Two test files share it (lab/fleet/fleet-agents.test.js, lab/fleet/fleet-interrupt.test.js),
+// and the checks of a fleet run with fleet-machines.test.js, which runs the same points across
+// network namespaces where the machine allows (those two then skip theirs):
 // one file held every fleet case and took 137–159 s beside the other tests,
 // too close to the runner's 180 s per file (a CI run went past it).
 import assert from 'node:assert/strict';
@@ -14,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { startNatsServer } from '../../server/nats-process.js';
 import { run } from '../commands/bench.js';
 import { ensureLabPages } from '../pages/build.js';
+import { resultsSchemaProblems } from '../report/schema.js';
 import { waitFor } from '../shared/loop-stall.js';
 
 /** The path of the `carlab` command, to start agents and benches as a user would. */
@@ -51,6 +54,63 @@ export async function killOnceMeasuring(victim, benchDone) {
   if (benchEnded) return false;
   await new Promise((r) => setTimeout(r, 2000));
   return victim.child.kill('SIGKILL');
+}
+
+/**
+ * The checks of a relay,p2p bench over two agents, 4 peers in groups of 2 (each group across
+ * both): every peer in one run per transport with the fleet block and each agent's figures, no
+ * loss, and every p2p link crossing agents. Run on loopback (fleet-agents.test.js) or across
+ * network namespaces (fleet-machines.test.js), whichever the machine allows.
+ * @param {any} results the bench's results.json
+ * @param {{ agents: string[], natsUrl: string }} o
+ */
+export function assertFleetRuns(results, o) {
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  assert.deepEqual(results.env.fleet, { agents: o.agents.length, nats: o.natsUrl });
+  assert.deepEqual(results.runs.map((/** @type {any} */ r) => r.transport), ['relay', 'p2p']);
+  for (const r of results.runs) {
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.connected, 4, `${r.transport}: every peer connected`);
+    assert.ok(r.rt.n > 0);
+    assert.equal(r.lossPct, 0, `${r.transport}: ${JSON.stringify(r.updates)}`);
+    assert.equal(r.dups + r.reorders, 0);
+    assert.deepEqual(r.pageErrors, []);
+    assert.equal(r.lostPeers, 0);
+    assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => [a.name, a.peers]), o.agents.map((name) => [name, 2]));
+    for (const a of r.fleet.agents) {
+      assert.deepEqual(a.browsers, ['chromium']);
+      assert.ok(a.cpuPct > 0, `${a.name}: browser CPU measured`);
+      assert.ok(a.rssMaxMb > 0);
+      assert.equal(typeof a.startSkewMs, 'number');
+    }
+    assert.ok(r.fleet.startSkewMs >= 0 && r.fleet.startSkewMs < 2000, `start skew ${r.fleet.startSkewMs} ms`);
+    assert.ok(r.cpu.clients > 0);
+  }
+  const p2p = results.runs.find((/** @type {any} */ r) => r.transport === 'p2p');
+  // each group of 2 has a peer on each agent: every p2p link crossed agents, timed on both ends
+  assert.equal(p2p.setupMs.peer.n, 4);
+  assert.deepEqual(p2p.channel, { ordered: false, maxRetransmits: 0, maxPacketLifeTime: p2p.channel.maxPacketLifeTime, uniform: true, clients: 4 });
+}
+
+/**
+ * The checks of a relay bench over two agents whose second (`victim`) was killed while it
+ * measured: its 2 peers are lost peers with its name and time, not network loss, and the point
+ * finishes with the other's.
+ * @param {any} results
+ * @param {{ agents: string[], victim: string }} o
+ */
+export function assertAgentLost(results, o) {
+  assert.deepEqual(resultsSchemaProblems(results), []);
+  const [r] = results.runs;
+  assert.equal(r.error, undefined);
+  assert.equal(r.lostPeers, 2);
+  assert.deepEqual(r.fleet.lost.map((/** @type {any} */ l) => [l.agent, l.peers]), [[o.victim, 2]]);
+  assert.ok(r.fleet.lost[0].atS > 0, 'when, in seconds since the start');
+  assert.match(r.fleet.lost[0].reason, new RegExp(`agent ${o.victim}`));
+  assert.equal(r.connected, 2, 'the other agent\'s peers are there');
+  assert.ok(r.rt.n > 0);
+  assert.equal(r.lossPct, 0, 'the streams into the lost agent\'s peers are not network loss');
+  assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => [a.name, a.lost]), o.agents.map((name) => [name, name === o.victim]));
 }
 
 /** @returns {{ stream: Writable, text: () => string }} a stream that keeps what is written */

@@ -9,8 +9,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import { CARLAB, FLEET_TOKEN, killOnceMeasuring, startFleetRig, until } from './fleet-harness.js';
-import { resultsSchemaProblems } from '../report/schema.js';
+import { CARLAB, FLEET_TOKEN, assertAgentLost, killOnceMeasuring, startFleetRig, until } from './fleet-harness.js';
+import { namespacesForbidden } from '../net/system.js';
 
 /** @type {Awaited<ReturnType<typeof startFleetRig>>} */
 let rig;
@@ -18,7 +18,11 @@ let rig;
 before(async () => { rig = await startFleetRig(['a1', 'a2']); });
 after(async () => { await rig?.stop(); });
 
-test('an agent killed mid-point: its peers are lost peers with its name and time, the point finishes with the other', { timeout: 120_000 }, async () => {
+test('an agent killed mid-point: its peers are lost peers with its name and time, the point finishes with the other', {
+  timeout: 120_000,
+  // Where namespaces are allowed, fleet-machines.test.js kills an agent across them, with these checks (assertAgentLost).
+  skip: namespacesForbidden() === null && 'run across network namespaces by lab/fleet/fleet-machines.test.js',
+}, async () => {
   const a2 = rig.agent('a2');
   const mark = a2.log().length;
   const benchDone = rig.bench(['--agents', '2', '--token', FLEET_TOKEN, '--transport', 'relay', '--duration', '8']);
@@ -27,19 +31,7 @@ test('an agent killed mid-point: its peers are lost peers with its name and time
   const killed = await killer;
   assert.equal(code, 0, stderr);
   assert.ok(killed, `the bench ended before a2 measured: ${results.runs[0]?.error}\n${stderr}\na2: ${a2.log().slice(mark)}`);
-  assert.deepEqual(resultsSchemaProblems(results), []);
-  const [r] = results.runs;
-  assert.equal(r.error, undefined);
-  assert.equal(r.lostPeers, 2);
-  assert.equal(r.fleet.lost.length, 1);
-  assert.equal(r.fleet.lost[0].agent, 'a2');
-  assert.equal(r.fleet.lost[0].peers, 2);
-  assert.ok(r.fleet.lost[0].atS > 0, 'when, in seconds since the start');
-  assert.match(r.fleet.lost[0].reason, /agent a2/);
-  assert.equal(r.connected, 2, 'a1\'s peers are there');
-  assert.ok(r.rt.n > 0);
-  assert.equal(r.lossPct, 0, 'the streams into a2\'s peers are not network loss');
-  assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => [a.name, a.lost]), [['a1', false], ['a2', true]]);
+  assertAgentLost(results, { agents: ['a1', 'a2'], victim: 'a2' });
 });
 
 test('Ctrl-C on the bench stops every agent\'s browsers: once, the point ends early and is written; a bench gone for good, the lease', { timeout: 150_000 }, async () => {

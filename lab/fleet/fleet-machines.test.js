@@ -17,11 +17,10 @@ import { fileURLToPath } from 'node:url';
 
 import { startNatsServer } from '../../server/nats-process.js';
 import { run } from '../commands/bench.js';
-import { killOnceMeasuring, until } from './fleet-harness.js';
+import { assertAgentLost, assertFleetRuns, killOnceMeasuring, until } from './fleet-harness.js';
 import { planTopology } from '../net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from '../net/system.js';
 import { ensureLabPages } from '../pages/build.js';
-import { resultsSchemaProblems } from '../report/schema.js';
 import { startServerChild } from '../target/server-process.js';
 
 const CARLAB = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));
@@ -108,21 +107,8 @@ test('machines: a wrong token opens nothing', { skip: forbidden ?? false, timeou
 test('machines: relay and p2p over two agents on their own links, every peer accounted for, the same run as on one machine', { skip: forbidden ?? false, timeout: 240_000 }, async () => {
   const fleet = await bench([...fleetFlags(), '--token', TOKEN, '--transport', 'relay,p2p', '--duration', '3']);
   assert.equal(fleet.code, 0, fleet.stderr);
-  assert.deepEqual(resultsSchemaProblems(fleet.results), []);
-  for (const r of fleet.results.runs) {
-    assert.equal(r.error, undefined, r.error);
-    assert.equal(r.connected, 4, `${r.transport}: every peer connected`);
-    assert.equal(r.fleet.agents.reduce((/** @type {number} */ s, /** @type {any} */ a) => s + a.peers, 0), 4);
-    assert.deepEqual(r.fleet.agents.map((/** @type {any} */ a) => a.name), ['m0', 'm1']);
-    assert.ok(r.rt.n > 0);
-    assert.equal(r.lossPct, 0);
-    assert.equal(r.lostPeers, 0);
-    assert.deepEqual(r.pageErrors, []);
-  }
-  // p2p: each group of 2 has one peer per machine, so each link crossed the namespaces
-  const p2p = fleet.results.runs.find((/** @type {any} */ r) => r.transport === 'p2p');
-  assert.equal(p2p.setupMs.peer.n, 4);
-  assert.equal(p2p.channel.maxRetransmits, 0);
+  // each group of 2 has one peer per machine, so each p2p link crossed the namespaces
+  assertFleetRuns(fleet.results, { agents: ['m0', 'm1'], natsUrl: `${/** @type {any} */ (nats).url}` });
   // the same point on this machine alone: the same fields, plus the fleet's
   const local = await bench(['--transport', 'relay', '--duration', '2']);
   assert.equal(local.code, 0, local.stderr);
@@ -142,12 +128,5 @@ test('machines: one agent killed mid-point, its peers lost peers with its name a
   const killed = await killer;
   assert.equal(code, 0, stderr);
   assert.ok(killed, `the bench ended before m1 measured: ${results.runs[0]?.error}\n${stderr}\nm1: ${victim.log().slice(mark)}`);
-  const [r] = results.runs;
-  assert.equal(r.error, undefined);
-  assert.equal(r.connected, 2);
-  assert.equal(r.lostPeers, 2);
-  assert.deepEqual(r.fleet.lost.map((/** @type {any} */ l) => [l.agent, l.peers]), [['m1', 2]]);
-  assert.ok(r.fleet.lost[0].atS > 0);
-  assert.equal(r.lossPct, 0);
-  assert.ok(r.rt.n > 0);
+  assertAgentLost(results, { agents: ['m0', 'm1'], victim: 'm1' });
 });
