@@ -16,7 +16,6 @@
  */
 
 import cluster from 'node:cluster';
-import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -189,8 +188,6 @@ function createWorkerPool(count, logger, env) {
   let listening = 0;
   /** @type {(import('node:cluster').Worker | null)[]} the serving worker of each slot */
   const slots = new Array(count).fill(null);
-  /** 'message' (worker, message) and 'exit' (worker), for the router. */
-  const events = new EventEmitter();
   /** @type {(ok: boolean) => void} */
   let settle = () => {};
   const started = new Promise((resolve) => { settle = resolve; });
@@ -207,10 +204,8 @@ function createWorkerPool(count, logger, env) {
     });
     // The IPC channel closes as the worker dies, before 'exit': stop routing to it at once.
     worker.once('disconnect', () => { if (slots[slot] === worker) slots[slot] = null; });
-    worker.on('message', (message) => events.emit('message', worker, message));
     worker.once('exit', (code, signal) => {
       if (slots[slot] === worker) slots[slot] = null;
-      events.emit('exit', worker);
       if (stopping) return;
       logger.warn({ event: 'worker-exit', pid: worker.process.pid, slot, code, signal }, `worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
       if (listening < count && Date.now() - bornAt < RESTART_BACKOFF_MS) { settle(false); return; }
@@ -220,7 +215,6 @@ function createWorkerPool(count, logger, env) {
   for (let slot = 0; slot < count; slot++) spawnWorker(slot);
   return {
     started,
-    events,
     /** @returns {LiveWorker[]} */
     live: () => slots.flatMap((worker, slot) => (worker && worker.isConnected() && !worker.isDead() ? [{ slot, worker }] : [])),
     /** SIGTERM to every worker (each drains), SIGKILL what is left after 10 s. */
@@ -242,15 +236,16 @@ function createWorkerPool(count, logger, env) {
  * The public port: a router on the user's host and port. Null when it cannot
  * listen (logged, e.g. the port is taken).
  *
- * @param {{ live: () => LiveWorker[], events: EventEmitter }} pool
+ * @param {{ live: () => LiveWorker[] }} pool
  * @param {{ host: string, port: number, http: boolean }} address
  * @param {import('./log.js').Logger} logger
  * @returns {Promise<{ port: number, close: () => Promise<void> } | null>}
  */
 async function listenPublicly(pool, address, logger) {
   const router = createRouter({ live: pool.live, readHeads: address.http });
-  pool.events.on('message', (_worker, /** @type {any} */ message) => { if (message?.cmd === ROUTED_TAKEN) router.taken(message.id); });
-  pool.events.on('exit', (worker) => router.workerGone(worker));
+  // Node's cluster already reports every worker's messages and exits to the primary.
+  cluster.on('message', (_worker, /** @type {any} */ message) => { if (message?.cmd === ROUTED_TAKEN) router.taken(message.id); });
+  cluster.on('exit', (worker) => router.workerGone(worker));
   try {
     await new Promise((resolve, reject) => {
       router.server.once('error', reject);

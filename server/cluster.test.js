@@ -59,9 +59,12 @@ function carlab(args, env = {}) {
   let output = '';
   /** @type {Map<number, import('../lab/shared/proctree.js').ProcessRef>} */
   const nats = new Map();
+  let scanned = 0; // output before this is whole lines already looked at
   const read = (/** @type {Buffer} */ d) => {
     output += d;
-    for (const [, pid] of output.matchAll(/nats-server[^"]*\(pid (\d+)\)/g)) if (!nats.has(Number(pid))) nats.set(Number(pid), processRef(Number(pid)));
+    const end = output.lastIndexOf('\n') + 1;
+    for (const [, pid] of output.slice(scanned, end).matchAll(/nats-server[^"]*\(pid (\d+)\)/g)) if (!nats.has(Number(pid))) nats.set(Number(pid), processRef(Number(pid)));
+    scanned = Math.max(scanned, end);
   };
   child.stdout.on('data', read);
   child.stderr.on('data', read);

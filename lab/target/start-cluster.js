@@ -231,9 +231,9 @@ async function waitForMesh(log, n, deadline) {
  * @returns {import('../shared/proctree.js').ProcessRef[]}
  */
 function serverRefs(log) {
-  const named = [...(namedRefs.get(log)?.values() ?? [])];
-  const tree = isAlive(log.rootPid) ? processTree([log.rootPid]).filter((pid) => !named.some((r) => r.pid === pid)).map(processRef) : [];
-  return [...named, ...tree];
+  const refs = new Map(namedRefs.get(log));
+  if (isAlive(log.rootPid)) for (const pid of processTree([log.rootPid])) if (!refs.has(pid)) refs.set(pid, processRef(pid));
+  return [...refs.values()];
 }
 
 /**
@@ -275,7 +275,7 @@ async function stopProcess(child, exited, exitNow, log, o = {}) {
     await new Promise((r) => setTimeout(r, 100));
     left = left.filter(sameProcess);
   }
-  for (const { pid } of left.filter(sameProcess)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const { pid } of left) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
   const leftoverPids = left.map((r) => r.pid);
   if (left.length && !o.quiet) log.faults.push({ kind: 'leftover', message: `still running after carlab start exited: ${leftoverPids.join(', ')}` });
   const exit = exitNow();
