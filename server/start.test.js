@@ -128,4 +128,10 @@ test('buildWebApp builds the real web app into a given outDir', { timeout: 120_0
   assert.ok(linked, 'index.html links a CSS asset');
   assert.ok(readdirSync(path.join(outDir, 'assets')).includes(linked[1]), 'the linked CSS asset exists');
   assert.equal(await isBuildStale({ webDir: WEB_DIR, outDir }), false);
+  // The core is bundled, not copied: strings that live only in core/protocol.js (one real build
+  // serves both checks; a second vite build cost the suite 8-11 s).
+  const js = readdirSync(path.join(outDir, 'assets')).filter((f) => f.endsWith('.js'))
+    .map((f) => readFileSync(path.join(outDir, 'assets', f), 'utf8')).join('\n');
+  assert.match(js, /frame ends before its message does/, 'core/protocol.js is bundled');
+  assert.match(js, /after the end of the message/, 'core/protocol.js is bundled');
 });
