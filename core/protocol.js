@@ -45,9 +45,24 @@ export const HelloFlag = Object.freeze({
 
 /** UPDATE flag bits. */
 export const UpdateFlag = Object.freeze({
-  /** The update also carries the shared object's pose and version. */
+  /** The update also carries the legacy single shared object's pose and version (docs/protocol.md §10.3). */
   OBJECT: 1,
+  /** The update carries the sender's scene digest and up to SCENE_RECORDS_MAX scene records (§15). */
+  SCENE: 2,
 });
+
+/** Scene record flag bits (docs/protocol.md §15.1). */
+export const SceneRecordFlag = Object.freeze({
+  /** The object was removed: the record is a tombstone, its kind and pose are kept as they were. */
+  REMOVED: 1,
+});
+
+/** Bytes of one scene record on the wire: id, version, writer, kind, flags, pose. */
+export const SCENE_RECORD_BYTES = 42;
+/** Most scene records one UPDATE carries: 7 + 16 x 42 bytes keep an UPDATE within one 1100-byte packet. */
+export const SCENE_RECORDS_MAX = 16;
+/** Object kinds a scene record may name (docs/protocol.md §15.1); the car is the legacy object's kind. */
+export const SCENE_KINDS = Object.freeze(['car', 'cube', 'sphere', 'cone', 'torus']);
 
 /**
  * WebSocket close codes the relay uses. 1009 (message too big) and 1001
@@ -112,8 +127,12 @@ export class ProtocolError extends Error {
  * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[] }} WelcomeMsg
  * @typedef {{ type: 3, id: number, name: string }} MemberJoinedMsg
  * @typedef {{ type: 4, id: number }} MemberLeftMsg
+ * @typedef {{ id: number, version: number, writer: number, kind: number, removed: boolean, pose: Pose }} SceneRecord
+ *   one shared object's state (docs/protocol.md §15.1); a removed object is a tombstone
+ * @typedef {{ digest: number, held: number, records: SceneRecord[] }} SceneBlock
+ *   the sender's scene digest and record count, and the records it carries this time (§15.2)
  * @typedef {{ type: 5, sender: number, seq: number, sendTime: number, pose: Pose,
- *   object: null | { pose: Pose, version: number } }} UpdateMsg
+ *   object: null | { pose: Pose, version: number }, scene?: SceneBlock | null }} UpdateMsg
  * @typedef {{ type: 6, sender: number, seq: number, acker: number }} AckMsg
  * @typedef {{ type: 7, sender: number, seq: number, acked: number, dropped: number }} AckedAllMsg
  * @typedef {{ type: 8, messages: Message[] }} BatchMsg
@@ -240,11 +259,42 @@ function writeUpdate(w, m) {
   w.u32(m.seq);
   w.f64(m.sendTime);
   w.pose(m.pose);
-  w.u8(m.object ? UpdateFlag.OBJECT : 0);
+  w.u8((m.object ? UpdateFlag.OBJECT : 0) | (m.scene ? UpdateFlag.SCENE : 0));
   if (m.object) {
     w.pose(m.object.pose);
     w.u32(m.object.version);
   }
+  if (m.scene) writeSceneBlock(w, m.scene);
+}
+
+/** @param {Writer} w @param {SceneBlock} scene */
+function writeSceneBlock(w, scene) {
+  if (scene.records.length > SCENE_RECORDS_MAX) throw new RangeError(`an UPDATE carries at most ${SCENE_RECORDS_MAX} scene records`);
+  w.u32(scene.digest);
+  w.u16(scene.held);
+  w.u8(scene.records.length);
+  for (const record of scene.records) writeSceneRecord(w, record);
+}
+
+/** @param {Writer} w @param {SceneRecord} record */
+function writeSceneRecord(w, record) {
+  w.u32(record.id);
+  w.u32(record.version);
+  w.u32(record.writer);
+  w.u8(record.kind);
+  w.u8(record.removed ? SceneRecordFlag.REMOVED : 0);
+  w.pose(record.pose);
+}
+
+/**
+ * One scene record's 42 wire bytes (§15.1): what a scene's digest hashes.
+ * @param {SceneRecord} record
+ * @returns {Uint8Array}
+ */
+export function sceneRecordBytes(record) {
+  const w = new Writer(SCENE_RECORD_BYTES);
+  writeSceneRecord(w, record);
+  return w.result();
 }
 
 /** @param {Writer} w @param {AckMsg} m */
@@ -498,9 +548,39 @@ function readUpdate(r) {
   /** @type {UpdateMsg} */
   const m = { type: MsgType.UPDATE, sender: r.u32(), seq: r.u32(), sendTime: r.f64(), pose: r.pose(), object: null };
   const flags = r.u8();
-  if (flags & ~UpdateFlag.OBJECT) return new ProtocolError('BAD_VALUE', `UPDATE has unknown flags ${flags}`);
+  if (flags & ~(UpdateFlag.OBJECT | UpdateFlag.SCENE)) return new ProtocolError('BAD_VALUE', `UPDATE has unknown flags ${flags}`);
   if (flags & UpdateFlag.OBJECT) m.object = { pose: r.pose(), version: r.u32() };
+  if (flags & UpdateFlag.SCENE) {
+    const scene = readSceneBlock(r);
+    if (scene instanceof ProtocolError) return scene;
+    m.scene = scene;
+  }
   return m;
+}
+
+/**
+ * @param {Reader} r
+ * @returns {SceneBlock | ProtocolError}
+ */
+function readSceneBlock(r) {
+  const digest = r.u32();
+  const held = r.u16();
+  const count = r.u8();
+  if (count > SCENE_RECORDS_MAX) return new ProtocolError('BAD_VALUE', `UPDATE carries ${count} scene records, at most ${SCENE_RECORDS_MAX}`);
+  /** @type {SceneRecord[]} */
+  const records = [];
+  for (let i = 0; i < count; i++) {
+    const record = { id: r.u32(), version: r.u32(), writer: r.u32(), kind: r.u8(), removed: false, pose: /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]) };
+    const flags = r.u8();
+    record.pose = r.pose();
+    if (record.kind >= SCENE_KINDS.length) return new ProtocolError('BAD_VALUE', `scene record of unknown kind ${record.kind}`);
+    if (flags & ~SceneRecordFlag.REMOVED) return new ProtocolError('BAD_VALUE', `scene record has unknown flags ${flags}`);
+    if (record.version === 0) return new ProtocolError('BAD_VALUE', 'scene record with version 0');
+    if (!record.pose.every(Number.isFinite)) return new ProtocolError('BAD_VALUE', 'scene record pose is not finite');
+    record.removed = (flags & SceneRecordFlag.REMOVED) !== 0;
+    records.push(record);
+  }
+  return { digest, held, records };
 }
 
 /** @type {BodyReader} */
