@@ -1,12 +1,14 @@
 // The client core, the same in a phone's browser and in a Node load client:
 // joins a working group through a transport, runs the action cycle, ACKs
 // every update it receives, keeps the newest pose of every member and the
-// shared object, and collects the measurements. No DOM, no Node built-ins.
+// group's shared scene (core/scene.js), and collects the measurements. No
+// DOM, no Node built-ins.
 
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from './defaults.js';
 import { ActionCycle, CYCLE_MODES } from './cycle.js';
 import { FREEZE_MS, ReceiveStream, summarize, summarizeFreshness } from './metrics.js';
 import { CloseCode } from './protocol.js';
+import { CAR_ID, SharedScene } from './scene.js';
 
 /**
  * What every transport implements (web/src/transport/*).
@@ -71,11 +73,22 @@ import { CloseCode } from './protocol.js';
  *   the cycle they were written against
  * @property {() => import('./protocol.js').Pose} pose the newest local pose
  * @property {() => number} [now] monotonic ms clock, default performance.now
+ * @property {() => number} [epochNow] ms since 1970 for the scene log, which members of one run
+ *   compare: default performance.timeOrigin + performance.now()
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
- *   'member-joined', 'member-left', 'pose', 'object', 'rt', 'closed',
+ *   'member-joined', 'member-left', 'pose', 'object' (the legacy car moved), 'scene' (a scene record
+ *   changed: { record, local }), 'rt', 'closed',
  *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id }),
  *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
  */
+
+/**
+ * @typedef {{ at: number, local: boolean, record: import('./protocol.js').SceneRecord }} SceneLogEntry
+ *   at: ms since 1970; local: our own edit
+ */
+
+/** Scene log entries a client keeps (a minute of heavy editing in a group of 25 is ~20 000). */
+export const SCENE_LOG_MAX = 100_000;
 
 export { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, CYCLE_MODES, FREEZE_MS };
 
@@ -110,10 +123,18 @@ export class CarClient {
     this.rt = [];
     /** @type {number[]} */
     this.rtWarmup = [];
-    /** Shared object: last writer wins on (version, client id). */
-    this.object = { pose: /** @type {import('./protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]), version: 0, owner: 0 };
-    /** Object pose to send with the next update, set when the user moved it. */
-    this.objectDirty = false;
+    const epochNow = options.epochNow ?? (() => performance.timeOrigin + performance.now());
+    /** @type {SceneLogEntry[]} every change of what this member holds, for convergence and disagreement */
+    this.sceneLog = [];
+    /** The group's shared scene; the legacy single object is its car (CAR_ID). */
+    this.scene = new SharedScene({
+      now: this.now,
+      onChange: (record, local) => {
+        if (this.sceneLog.length < SCENE_LOG_MAX) this.sceneLog.push({ at: epochNow(), local, record });
+        this.emit('scene', { record, local });
+        if (record.id === CAR_ID) this.emit('object', this.object);
+      },
+    });
     /**
      * Updates that arrive in the same frame as the WELCOME (a relay BATCH),
      * before our id is known: applied right after connect(), so their ACKs
@@ -255,6 +276,8 @@ export class CarClient {
     const present = new Set(w.members.map((m) => m.id).filter((id) => id !== this.id));
     for (const id of [...this.members.keys()]) if (!present.has(id)) this.removeMember(id);
     for (const m of w.members) if (m.id !== this.id) this.addMember(m.id, m.name);
+    // Edits may have been missed while away, or made here while the others could not hear.
+    this.scene.startRepair();
     this.connected = true;
     this.cycle.resume();
     this.emit('reconnected', { outageMs: ms, id: this.id });
@@ -264,12 +287,14 @@ export class CarClient {
   addMember(id, name) {
     if (id === this.id || this.members.has(id)) return;
     this.members.set(id, { id, name, pose: null, seq: 0, at: 0 });
+    this.scene.joined(id);
     this.emit('member-joined', { id, name });
   }
 
   /** @param {number} id */
   removeMember(id) {
     if (!this.members.delete(id)) return;
+    this.scene.forget(id);
     this.streams.get(id)?.freshness.endWindow(this.now()); // gone: its silence from now on is no freeze
     this.cycle.memberLeft(id);
     this.emit('member-left', { id });
@@ -289,20 +314,45 @@ export class CarClient {
   }
 
   /**
-   * The user moved the shared object: it goes out with the next update.
+   * The legacy single object (the car of old links): scene object CAR_ID.
+   * @returns {{ pose: import('./protocol.js').Pose, version: number, owner: number }}
+   */
+  get object() {
+    const car = this.scene.get(CAR_ID);
+    return car ? { pose: car.pose, version: car.version, owner: car.writer } : { pose: [0, 0, 0, 0, 0, 0, 1], version: 0, owner: 0 };
+  }
+
+  /**
+   * The user moved the car: it goes out with the next update, as a scene record.
    * @param {import('./protocol.js').Pose} pose
    */
   moveObject(pose) {
-    this.object = { pose, version: this.object.version + 1, owner: this.id };
-    this.objectDirty = true;
-    this.emit('object', this.object);
+    if (this.scene.get(CAR_ID)) this.scene.move(CAR_ID, pose, this.id);
+  }
+
+  /**
+   * Adds an object of the palette (SCENE_KINDS) to the group's scene.
+   * @param {string} kind @param {import('./protocol.js').Pose} pose
+   * @returns {import('./protocol.js').SceneRecord} throws a SceneError when the scene is full
+   */
+  addObject(kind, pose) {
+    return this.scene.add(kind, pose, this.id);
+  }
+
+  /** @param {number} id @param {import('./protocol.js').Pose} pose */
+  moveSceneObject(id, pose) {
+    return this.scene.move(id, pose, this.id);
+  }
+
+  /** @param {number} id */
+  removeObject(id) {
+    return this.scene.remove(id, this.id);
   }
 
   /** @param {number} seq @param {number} sendTime */
   sendUpdate(seq, sendTime) {
-    const object = this.objectDirty ? { pose: this.object.pose, version: this.object.version } : null;
-    this.objectDirty = false;
-    this.transport.sendUpdate({ type: 5, sender: this.id, seq, sendTime, pose: this.options.pose(), object });
+    const scene = this.scene.nextBlock(this.members.keys());
+    this.transport.sendUpdate({ type: 5, sender: this.id, seq, sendTime, pose: this.options.pose(), object: null, scene });
   }
 
   /**
@@ -325,7 +375,10 @@ export class CarClient {
     // Every update is ACKed, also a stale one: its sender is waiting on it.
     stream.acksSent++;
     this.transport.sendAck(m.sender, m.seq, this.id);
-    if (!newest) return; // older than what we have: never applied
+    // Scene records apply whatever the order (last writer wins); a stale update's digest is old news.
+    if (m.scene) this.scene.receive(m.sender, m.scene, newest);
+    if (m.object) this.mergeLegacyObject(m.object, m.sender);
+    if (!newest) return; // older than what we have: its pose is never applied
     stream.freshness.applied(arrivalTime); // counted inside the measured window only (see start())
     const member = this.members.get(m.sender);
     if (member) {
@@ -334,20 +387,17 @@ export class CarClient {
       member.at = arrivalTime;
       this.emit('pose', member);
     }
-    if (m.object) this.mergeObject(m.object, m.sender);
   }
 
   /**
-   * Last writer wins on (version, client id).
+   * The legacy OBJECT block of an independent client (docs/protocol.md §10.3): a record of the car,
+   * written by its sender, so the old rule (higher version, then higher id) is last writer wins.
    * @param {{ pose: import('./protocol.js').Pose, version: number }} incoming
    * @param {number} from
    */
-  mergeObject(incoming, from) {
-    const o = this.object;
-    if (incoming.version > o.version || (incoming.version === o.version && from > o.owner)) {
-      this.object = { pose: incoming.pose, version: incoming.version, owner: from };
-      this.emit('object', this.object);
-    }
+  mergeLegacyObject(incoming, from) {
+    if (incoming.version === 0 || !incoming.pose.every(Number.isFinite)) return;
+    this.scene.apply({ id: CAR_ID, version: incoming.version, writer: from, kind: 0, removed: false, pose: incoming.pose });
   }
 
   /**
@@ -389,6 +439,7 @@ export class CarClient {
       channel: this.transport.channelInfo(),
       setup: this.transport.setupInfo?.() ?? null,
       closedWith: this.closedWith,
+      scene: this.scene.summary(),
     };
   }
 

@@ -42,26 +42,30 @@ test('a MEMBER_LEFT batched right behind the WELCOME removes the member it names
   assert.deepEqual([...c.members.keys()], [1]);
 });
 
-test('every received update is ACKed, stale ones too; only the newest is applied; object LWW', async () => {
+test('every received update is ACKed, stale ones too; only the newest pose is applied; the legacy object is last writer wins in any order', async () => {
   const t = scriptedTransport(() => /** @type {WelcomeMsg} */ ({ type: 2, clientId: 9, serverTime: 0, members: [{ id: 1, name: 'a' }, { id: 9, name: 'me' }] }));
   const c = new CarClient({ transport: t.transport, group: 'g', name: 'me', pose });
   await c.connect();
   /**
    * @param {number} seq
    * @param {{ pose: Pose, version: number } | null} [object]
+   * @param {number} [sender]
    * @returns {import('./protocol.js').UpdateMsg}
    */
-  const up = (seq, object = null) => ({ type: 5, sender: 1, seq, sendTime: 0, pose: [seq, 0, 0, 0, 0, 0, 1], object });
+  const up = (seq, object = null, sender = 1) => ({ type: 5, sender, seq, sendTime: 0, pose: [seq, 0, 0, 0, 0, 0, 1], object });
   c.receiveUpdate(up(2, { pose: [5, 0, 0, 0, 0, 0, 1], version: 4 }), 10);
-  c.receiveUpdate(up(1, { pose: [9, 9, 9, 0, 0, 0, 1], version: 9 }), 11);
+  c.receiveUpdate(up(1, { pose: [9, 9, 9, 0, 0, 0, 1], version: 3 }), 11);
   assert.deepEqual(t.sent.map((s) => s.ack), [[1, 2, 9], [1, 1, 9]]);
-  assert.equal(c.members.get(1)?.pose?.[0], 2, 'the older update is not applied');
-  assert.equal(c.object.version, 4, 'nor is its object');
+  assert.equal(c.members.get(1)?.pose?.[0], 2, 'the older update\'s pose is not applied');
+  assert.equal(c.object.version, 4, 'its older object loses on version, not on arrival order');
+  c.receiveUpdate(up(1, { pose: [7, 0, 0, 0, 0, 0, 1], version: 6 }, 2), 12);
+  assert.equal(c.object.version, 6, 'a late update carrying a newer object still counts (last writer wins)');
   c.moveObject([1, 0, 0, 0, 0, 0, 1]);
-  assert.equal(c.object.version, 5);
-  c.mergeObject({ pose: [2, 0, 0, 0, 0, 0, 1], version: 5 }, 1);
+  assert.equal(c.object.version, 7);
+  assert.equal(c.object.owner, 9);
+  c.mergeLegacyObject({ pose: [2, 0, 0, 0, 0, 0, 1], version: 7 }, 1);
   assert.equal(c.object.owner, 9, 'a tie on version goes to the larger client id');
-  c.mergeObject({ pose: [2, 0, 0, 0, 0, 0, 1], version: 6 }, 1);
+  c.mergeLegacyObject({ pose: [2, 0, 0, 0, 0, 0, 1], version: 8 }, 1);
   assert.equal(c.object.owner, 1);
 });
 

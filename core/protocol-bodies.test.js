@@ -93,7 +93,17 @@ function refusal(hex) {
 test('the readers\' own refusals', () => {
   assert.deepEqual({ ...refusal('01 01 00 00000000 00 00 00') }, { name: 'ProtocolError', code: 'BAD_VALUE' });
   assert.equal(refusal('01 01 00 00000000 00 00 00').message, 'HELLO has an empty group');
-  assert.equal(refusal(`01 05 00000001 00000002 0000000000000000 ${IDENTITY} 02`).message, 'UPDATE has unknown flags 2');
+  assert.equal(refusal(`01 05 00000001 00000002 0000000000000000 ${IDENTITY} 04`).message, 'UPDATE has unknown flags 4');
+  // the scene block (docs/protocol.md §15): digest, held, count, then 42-byte records
+  const update = `01 05 00000001 00000002 0000000000000000 ${IDENTITY} 02 00000000 0001`;
+  const record = (/** @type {string} */ kind, /** @type {string} */ flags, version = '00000001') => `00000009 ${version} 00000001 ${kind} ${flags} ${IDENTITY}`;
+  assert.equal(refusal(`${update} 11`).message, 'UPDATE carries 17 scene records, at most 16');
+  assert.equal(refusal(`${update} 01 ${record('05', '00')}`).message, 'scene record of unknown kind 5');
+  assert.equal(refusal(`${update} 01 ${record('01', '02')}`).message, 'scene record has unknown flags 2');
+  assert.equal(refusal(`${update} 01 ${record('01', '00', '00000000')}`).message, 'scene record with version 0');
+  assert.equal(refusal(`${update} 01 00000009 00000001 00000001 01 00 7fc00000 ${ZERO.repeat(5)}${ONE}`).message, 'scene record pose is not finite');
+  assert.equal(refusal(`${update} 02 ${record('01', '00')}`).code, 'TRUNCATED');
+  assert.equal(refusal(`${update} 01 ${record('01', '00')} 00`).code, 'TRAILING_BYTES');
   assert.equal(refusal('01 08 0001 0000').message, 'batched message 0 is empty');
   assert.equal(refusal('01 08 0001 0003 08 0000').code, 'NESTED_BATCH');
   assert.equal(refusal('01 0a 00000007 00100001').message, 'STATS is too large');

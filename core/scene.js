@@ -254,7 +254,8 @@ export class SharedScene {
   startRepair() {
     if (this.repairQueue) return;
     this.repairs++;
-    const order = [...this.held.values()].sort((a, b) => Number(a.record.removed) - Number(b.record.removed) || b.changedAt - a.changedAt);
+    // The car at version 0 is everyone's from the start: never sent (the wire refuses version 0).
+    const order = [...this.held.values()].filter((h) => h.record.version > 0).sort((a, b) => Number(a.record.removed) - Number(b.record.removed) || b.changedAt - a.changedAt);
     this.repairQueue = order.map((h) => h.record.id);
   }
 

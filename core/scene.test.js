@@ -29,6 +29,8 @@ test('the legacy car is object 0 at the origin, version 0; a move of it wins eve
   const b = new SharedScene();
   assert.deepEqual(a.get(CAR_ID)?.pose, [0, 0, 0, 0, 0, 0, 1]);
   assert.equal(a.digest, b.digest, 'two fresh scenes agree');
+  a.joined(2);
+  assert.deepEqual(a.nextBlock([2]).records, [], 'the car at version 0 is never sent: everyone holds it');
   const moved = a.move(CAR_ID, [0.1, 0, 0.2, 0, 0, 0, 1], 7);
   assert.equal(moved.version, 1);
   assert.equal(b.apply(moved), true);
