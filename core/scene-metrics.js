@@ -1,0 +1,174 @@
+// The shared scene's two measurements, from every member's scene log
+// (core/client.js sceneLog); definitions in docs/architecture.md
+// "Measurements": convergence time per edit and disagreement per member-time.
+// Also the end-of-run check that every member holds the group's scene.
+import { recordHash, wins } from './scene.js';
+import { summarize } from './metrics.js';
+
+/** @typedef {import('./client.js').SceneLogEntry} SceneLogEntry */
+/** @typedef {import('./protocol.js').SceneRecord} SceneRecord */
+
+/**
+ * One member as the measurements see it.
+ * @typedef {object} SceneMember
+ * @property {number} from ms since 1970: it joined (its scene log starts)
+ * @property {number} to ms since 1970: its measured time ended (it left, or the run did)
+ * @property {SceneLogEntry[]} log every change of what it held, in order
+ * @property {number} [digest] its scene digest at the end, where it stayed to the end
+ */
+
+/**
+ * @typedef {object} SceneMeasures
+ * @property {number} edits local edits made in the group(s)
+ * @property {number} converged edits every member present then came to hold (or a newer one)
+ * @property {number} unconverged edits some member present then and to the end never held
+ * @property {number[]} convergenceMs per converged edit: until the last such member held it
+ * @property {number} memberMs member-time measured
+ * @property {number} disagreeMs member-time a member's scene differed from the group's latest
+ * @property {number[]} joinSyncMs per member that joined after an edit: until it held every edit made before
+ */
+
+/**
+ * The key of a record's place in the last-writer-wins order.
+ * @param {SceneRecord} r
+ */
+const ranked = (r) => ({ r, h: recordHash(r) });
+
+/**
+ * When a member first held an edit's record or one that wins over it (null: never).
+ * @param {SceneLogEntry[]} entries the member's log entries for the edit's object
+ * @param {{ r: SceneRecord, h: number }} edit
+ */
+function heldAt(entries, edit) {
+  for (const e of entries) {
+    const h = recordHash(e.record);
+    if (h === edit.h && e.record.version === edit.r.version && e.record.writer === edit.r.writer) return e.at;
+    if (wins(e.record, h, edit.r, edit.h)) return e.at;
+  }
+  return null;
+}
+
+/**
+ * Length of the union of intervals.
+ * @param {[number, number][]} intervals
+ */
+function unionMs(intervals) {
+  const sorted = intervals.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let end = -Infinity;
+  for (const [a, b] of sorted) {
+    if (b <= end) continue;
+    total += b - Math.max(a, end);
+    end = b;
+  }
+  return total;
+}
+
+/**
+ * Measures one group from its members' scene logs.
+ * @param {SceneMember[]} members
+ * @returns {SceneMeasures}
+ */
+export function measureSceneGroup(members) {
+  const byObject = members.map((m) => {
+    /** @type {Map<number, SceneLogEntry[]>} */
+    const map = new Map();
+    for (const e of m.log) {
+      const list = map.get(e.record.id) ?? [];
+      list.push(e);
+      map.set(e.record.id, list);
+    }
+    return map;
+  });
+  const edits = members.flatMap((m) => m.log.filter((e) => e.local)).map((e) => ({ at: e.at, ...ranked(e.record) }));
+  const runEnd = Math.max(...members.map((m) => m.to));
+  /** @type {SceneMeasures} */
+  const out = { edits: edits.length, converged: 0, unconverged: 0, convergenceMs: [], memberMs: 0, disagreeMs: 0, joinSyncMs: [] };
+  /** @type {[number, number][][]} per member: when it lacked an edit */
+  const lacking = members.map(() => []);
+  for (const edit of edits) {
+    let last = edit.at;
+    let complete = true;
+    members.forEach((m, k) => {
+      if (m.to < edit.at) return;
+      const at = heldAt(byObject[k].get(edit.r.id) ?? [], edit);
+      const from = Math.max(edit.at, m.from);
+      lacking[k].push([from, Math.min(at ?? m.to, m.to)]);
+      if (m.from > edit.at) return; // a late joiner: counted in joinSyncMs
+      if (at === null) { if (m.to >= runEnd) complete = false; return; }
+      last = Math.max(last, at);
+    });
+    if (complete) { out.converged++; out.convergenceMs.push(last - edit.at); } else out.unconverged++;
+  }
+  members.forEach((m, k) => {
+    out.memberMs += Math.max(0, m.to - m.from);
+    out.disagreeMs += unionMs(lacking[k]);
+    const before = edits.filter((e) => e.at < m.from);
+    if (before.length === 0) return;
+    const times = before.map((e) => heldAt(byObject[k].get(e.r.id) ?? [], e));
+    if (times.every((t) => t !== null)) out.joinSyncMs.push(Math.max(0, ...times.map((t) => /** @type {number} */ (t) - m.from)));
+  });
+  return out;
+}
+
+/**
+ * The group's scene as the last writer of each object left it: what every member should hold.
+ * @param {SceneMember[]} members
+ * @returns {Map<number, SceneRecord>}
+ */
+export function groupScene(members) {
+  /** @type {Map<number, { r: SceneRecord, h: number }>} */
+  const winners = new Map();
+  for (const m of members) {
+    for (const e of m.log) {
+      const cand = ranked(e.record);
+      const cur = winners.get(e.record.id);
+      if (!cur || wins(cand.r, cand.h, cur.r, cur.h)) winners.set(e.record.id, cand);
+    }
+  }
+  return new Map([...winners].map(([id, w]) => [id, w.r]));
+}
+
+/**
+ * The end-of-run check: every member that stayed to the end holds the group's scene.
+ * @param {SceneMember[]} members
+ * @returns {{ members: number, agreeing: number }} agreeing: members whose final holdings equal the group's
+ */
+export function checkSceneAtEnd(members) {
+  const group = groupScene(members);
+  const runEnd = Math.max(...members.map((m) => m.to));
+  const stayed = members.filter((m) => m.to >= runEnd);
+  let agreeing = 0;
+  for (const m of stayed) {
+    /** @type {Map<number, SceneRecord>} */
+    const held = new Map();
+    for (const e of m.log) held.set(e.record.id, e.record);
+    const same = [...group].every(([id, r]) => {
+      const mine = held.get(id);
+      return mine ? recordHash(mine) === recordHash(r) : r.version === 0;
+    });
+    if (same) agreeing++;
+  }
+  return { members: stayed.length, agreeing };
+}
+
+/**
+ * The measures of several groups together, summarized the way RT is (core/metrics.js summarize).
+ * @param {SceneMember[][]} groups
+ */
+export function summarizeScene(groups) {
+  const all = groups.map(measureSceneGroup);
+  const ends = groups.map(checkSceneAtEnd);
+  const convergenceMs = all.flatMap((g) => g.convergenceMs);
+  const memberMs = all.reduce((s, g) => s + g.memberMs, 0);
+  const disagreeMs = all.reduce((s, g) => s + g.disagreeMs, 0);
+  return {
+    edits: all.reduce((s, g) => s + g.edits, 0),
+    converged: all.reduce((s, g) => s + g.converged, 0),
+    unconverged: all.reduce((s, g) => s + g.unconverged, 0),
+    convergenceMs: summarize(convergenceMs),
+    disagreementPct: memberMs > 0 ? (100 * disagreeMs) / memberMs : 0,
+    joinSyncMs: summarize(all.flatMap((g) => g.joinSyncMs)),
+    atEnd: { groups: groups.length, members: ends.reduce((s, e) => s + e.members, 0), agreeing: ends.reduce((s, e) => s + e.agreeing, 0) },
+  };
+}
