@@ -3,7 +3,7 @@
 // `carlab bench` (lab/commands/sweep.js); the point runner is lab/sim/sim.js.
 
 import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../shared/flags.js';
-import { BASELINES, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
+import { BASELINES, SCENE_SETTLE_S, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
 import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
 
@@ -29,6 +29,11 @@ ${LAB_FLAGS_HELP}
                        start it again on the same port: clients reconnect, the run
                        reports the outage and the updates lost in it
   --restart-down MS    keep it down this long before restarting (default 0)
+  --edits-per-minute N every client edits the group's shared scene N times a minute (adds, moves,
+                       turns and removes objects of the palette; members edit the same objects and
+                       different ones), stopping ${'${SCENE_SETTLE_S}'} s before the window ends. Runs record
+                       scene { edits, convergenceMs, disagreementPct, joinSyncMs, atEnd }; a member
+                       whose scene differs from its group's at the end fails the run (exit 1)
   --start-cluster LIST measure the product as it runs: the server under test is a real
                        \`carlab start --http\` process, 1: plain (one process, no NATS),
                        N >= 2: \`carlab start --cluster N\` (a primary routing each group to one of
@@ -65,6 +70,29 @@ Examples:
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.liveHeapGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
+/** Most edits a minute a client may be asked for: one per cycle of 167 ms is 360. */
+export const EDITS_PER_MINUTE_MAX = 360;
+
+/**
+ * --edits-per-minute: checked, and the end-of-run scene check added to the run's conditions.
+ * @param {Record<string, any>} o the command's options (changed in place)
+ * @returns {string | null} what is wrong
+ */
+export function validateEdits(o) {
+  const raw = o.values['edits-per-minute'];
+  if (raw === undefined) return null;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > EDITS_PER_MINUTE_MAX) return `--edits-per-minute: "${raw}" is not a number 0..${EDITS_PER_MINUTE_MAX}`;
+  o.editsPerMinute = n;
+  if (n === 0) return null;
+  const baselines = o.transports.filter((/** @type {string} */ t) => BASELINES.includes(t));
+  if (baselines.length) return `--edits-per-minute: the baselines (${baselines.join(', ')}) carry no shared scene`;
+  if (o.updates > 0) return '--edits-per-minute needs a window of --duration seconds, not --updates';
+  if (o.durationS <= SCENE_SETTLE_S + 1) return `--edits-per-minute needs --duration over ${SCENE_SETTLE_S + 1} s (edits stop ${SCENE_SETTLE_S} s before the end)`;
+  o.failIf = [...o.failIf, { path: 'scene.atEnd.disagreeing', op: '>', value: 0, text: 'every member holds its group\'s scene at the end' }];
+  return null;
+}
+
 /** @type {import('./sweep.js').LabCommand} */
 export const simCommand = {
   name: 'sim',
@@ -80,7 +108,7 @@ export const simCommand = {
     },
   },
   extraFlags: {
-    workers: { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+    workers: { type: 'string' }, 'edits-per-minute': { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
     ...START_CLUSTER_FLAG,
   },
   help: simHelp,
@@ -98,6 +126,8 @@ export const simCommand = {
       if (!Number.isFinite(n) || n < min) return `--${flag}: "${raw}" is not a number >= ${min}`;
       o[key] = n;
     }
+    const edits = validateEdits(o);
+    if (edits) return edits;
     o.liveHeap = Boolean(o.values['live-heap']);
     if (o.liveHeap && (o.startClusters || o.relays.some((/** @type {number} */ n) => n > 0))) {
       return '--live-heap measures the one relay process; it does not go with --relays or --start-cluster';
@@ -126,7 +156,7 @@ export const simCommand = {
   runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
     net,
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
-    ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop,
+    ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop, editsPerMinute: options.editsPerMinute ?? 0,
     timelineS: options.timelineS, liveHeap: options.liveHeap,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
     nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,

@@ -52,6 +52,41 @@ test('sim: 60 clients on every carlab transport, groups 5 and 25', { timeout: 18
   }
 });
 
+test('sim --edits-per-minute: every member holds its group\'s scene at the end, convergence and disagreement recorded', { timeout: 120_000 }, async () => {
+  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
+  try {
+    const stderr = sink();
+    const code = await run(['--transport', 'relay,relay-udp', '--clients', '10', '--group', '5', '--edits-per-minute', '120',
+      '--duration', '5', '--warmup', '0', '--no-progress', '--out', out], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 0, stderr.text());
+    const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
+    for (const r of results.runs) {
+      const s = r.scene;
+      assert.ok(s.edits > 0, `${r.transport}: edits made`);
+      assert.equal(s.converged + s.unconverged, s.edits, r.transport);
+      assert.equal(s.unconverged, 0, `${r.transport}: every edit reached every member`);
+      assert.deepEqual(s.atEnd, { groups: 2, members: 10, agreeing: 10, disagreeing: 0 }, r.transport);
+      assert.ok(s.convergenceMs.n === s.converged && s.convergenceMs.p50 >= 0, r.transport);
+      assert.ok(s.disagreementPct >= 0 && s.disagreementPct < 100, r.transport);
+    }
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});
+
+test('sim --edits-per-minute: bad values and what does not go with it are usage errors', async () => {
+  for (const [args, message] of /** @type {const} */ ([
+    [['--edits-per-minute', 'lots'], /--edits-per-minute: "lots" is not a number 0\.\.360/],
+    [['--edits-per-minute', '30', '--duration', '3'], /--edits-per-minute needs --duration over 4 s/],
+    [['--edits-per-minute', '30', '--transport', 'socketio'], /the baselines \(.*\) carry no shared scene/],
+  ])) {
+    const stderr = sink();
+    const code = await run([...args], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 2, args.join(' '));
+    assert.match(stderr.text(), message);
+  }
+});
+
 test('sim: a bad --reports value is a usage error', async () => {
   const stderr = sink();
   const code = await run(['--reports', '0.5'], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });

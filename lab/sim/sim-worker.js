@@ -15,11 +15,12 @@ import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../core/client
 import { scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
+import { startEditing } from './edits.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
- *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number } }} */
+ *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -28,6 +29,10 @@ const port = inChildProcess
 
 /** @type {CarClient[]} */
 const clients = [];
+/** @type {Map<CarClient, number>} when each client joined (ms since 1970): its scene log's start */
+const joinedAt = new Map();
+/** @type {{ stop: () => void } | null} the edit workload (--edits-per-minute) */
+let editing = null;
 
 /**
  * `ws` as the simulated phones' WebSocket, with the per-frame work a phone's
@@ -94,6 +99,7 @@ async function connectAll() {
       });
       clients.push(client);
       await client.connect();
+      joinedAt.set(client, performance.timeOrigin + performance.now());
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, one));
@@ -233,6 +239,19 @@ async function finishReports() {
   clearTimeout(budget);
 }
 
+/**
+ * A client's stats, and with the edit workload its scene as the measures see it (core/scene-metrics.js).
+ * @param {CarClient} c
+ * @param {number} endedAt ms since 1970
+ */
+function withSceneMember(c, endedAt) {
+  const stats = c.stats();
+  if (!job.editsPerMinute) return stats;
+  // A client that lost its session for good ended when it closed; its log says until when it listened.
+  const to = c.closedWith ? Math.min(endedAt, c.sceneLog.at(-1)?.at ?? endedAt) : endedAt;
+  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? endedAt, to, log: c.sceneLog, digest: c.scene.digest } };
+}
+
 /** @type {ReturnType<typeof setInterval> | undefined} */
 let progressTimer;
 let lastRtIndex = new Map();
@@ -270,6 +289,7 @@ async function drain() {
 port.on('message', async (m) => {
   if (m.cmd === 'start') {
     for (const c of clients) c.start();
+    if (job.editsPerMinute) editing = startEditing(clients, job.editsPerMinute);
     startReports();
     progressTimer = setInterval(() => {
       // RTs since the last report, for the live progress line
@@ -282,12 +302,16 @@ port.on('message', async (m) => {
       }
       port.postMessage({ type: 'progress', rtSum: sum, rtN: n, sent, done: clients.every((c) => !c.cycle.running) });
     }, 1000);
+  } else if (m.cmd === 'edits-stop') {
+    editing?.stop();
   } else if (m.cmd === 'stop') {
     clearInterval(progressTimer);
+    editing?.stop();
+    const endedAt = performance.timeOrigin + performance.now();
     for (const c of clients) c.stop();
     await drain();
     await finishReports();
-    port.postMessage({ type: 'stats', stats: clients.map((c) => c.stats()), reports: reportsMs ? tallyReports(reporting, reportTally) : null });
+    port.postMessage({ type: 'stats', stats: clients.map((c) => withSceneMember(c, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's
     port.postMessage({ type: 'cpu', usage: process.cpuUsage() });

@@ -5,6 +5,7 @@
 // stability figures in timeline.js, the relay cluster or `carlab start` seen as
 // one server in lab/target/point-server.js.
 
+import { summarizeScene } from '../../core/scene-metrics.js';
 import { NODE_TRANSPORTS } from '../../core/transports.js';
 import { aggregateRun } from '../report/aggregate.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
@@ -37,6 +38,7 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {number} warmupS
  * @property {number} updates per client, 0 = use durationS
  * @property {number} ackTimeoutMs
+ * @property {number} [editsPerMinute] each client edits the shared scene this often (0: never)
  * @property {number} [workers] generator threads (default: 1 per 400 clients, at most 2)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
@@ -74,6 +76,7 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {import('../target/start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
+ * @property {boolean} [editsStopped] --edits-per-minute: the clients were told to stop editing
  */
 
 /**
@@ -94,6 +97,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
       url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
+      editsPerMinute: o.editsPerMinute ?? 0,
       ...(o.reconnect ? { reconnect: o.reconnect } : {}),
     }, asProcesses, net ? net.clientNs[w] : null);
     run.workers.push(worker);
@@ -123,6 +127,7 @@ function reportProgress(o, live, phase, started) {
  * @property {ReturnType<typeof createTimeline>} timeline
  * @property {number} timelineS
  * @property {(at: number) => Promise<{ atS: number, serverDownMs: number }>} restart
+ * @property {number} editsStopAtMs when the clients stop editing (ms into the window), so the scene can settle
  */
 
 /**
@@ -148,6 +153,10 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
     if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
     if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
     if (o.pauseRelay && run.cluster && !run.pause && at >= o.pauseRelay.atS * 1000) run.pause = pauseRelay(run.cluster, o.pauseRelay.forS, at);
+    if (o.editsPerMinute && !run.editsStopped && at >= measuring.editsStopAtMs) {
+      run.editsStopped = true;
+      for (const w of run.workers) w.postMessage({ cmd: 'edits-stop' });
+    }
     if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
   }
 }
@@ -191,13 +200,37 @@ async function measure(o, run, asProcesses, restart) {
   run.bucket.on = true;
   // with --updates, run until every client sent them (bounded by the ACK timeout per update)
   const seconds = o.updates > 0 ? (o.updates * o.point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS;
-  await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart });
+  const editsStopAtMs = (seconds - SCENE_SETTLE_S) * 1000;
+  await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart, editsStopAtMs });
   const windowMs = performance.now() - windowStart;
   run.bucket.on = false;
   if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) await timeline.close(windowMs);
   const cpuUsed = process.cpuUsage(cpuStart);
   const childCpuUsed = asProcesses ? await childCpuMicros(run.workers) - childCpuStart : 0;
   return { timeline: timeline.buckets, rssWarm, windowMs, clientCpuMicros: cpuUsed.user + cpuUsed.system + childCpuUsed };
+}
+
+/** Seconds before the window's end the clients stop editing, so that the end-of-run check sees a settled scene. */
+export const SCENE_SETTLE_S = 3;
+
+/**
+ * The scene measures of a run (core/scene-metrics.js), groups as the clients named them.
+ * @param {any[]} stats every client's stats, each with its sceneMember (lab/sim/sim-worker.js)
+ * @param {number} editsPerMinute
+ */
+export function sceneRecord(stats, editsPerMinute) {
+  /** @type {Map<string, import('../../core/scene-metrics.js').SceneMember[]>} */
+  const groups = new Map();
+  for (const s of stats) {
+    if (!s.sceneMember) continue;
+    const list = groups.get(s.group) ?? [];
+    list.push(s.sceneMember);
+    groups.set(s.group, list);
+  }
+  const summary = summarizeScene([...groups.values()]);
+  const repairs = stats.reduce((n, s) => n + (s.scene?.repairs ?? 0), 0);
+  const repairRecords = stats.reduce((n, s) => n + (s.scene?.repairRecordsSent ?? 0), 0);
+  return { editsPerMinute, settleS: SCENE_SETTLE_S, ...summary, atEnd: { ...summary.atEnd, disagreeing: summary.atEnd.members - summary.atEnd.agreeing }, repairs, repairRecords };
 }
 
 /**
@@ -238,6 +271,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       // the server's longest event-loop stall from its start to the window's end (null: not measured)
       serverLoopStallMs: typeof serverMetrics.loopStallMs === 'number' ? serverMetrics.loopStallMs : null,
       stoppedEarly: Boolean(o.shouldStop?.()),
+      ...(o.editsPerMinute ? { scene: sceneRecord(stats, o.editsPerMinute) } : {}),
       timeline: window.timeline,
       stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
