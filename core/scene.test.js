@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 
 import { SCENE_RECORDS_MAX, decode, encode } from './protocol.js';
 import { CAR_ID, SCENE_OBJECTS_MAX, SCENE_TOMBSTONES_MAX, SceneError, SharedScene, recordHash, wins } from './scene.js';
@@ -216,4 +217,15 @@ test('nothing lost, nothing repaired: digests of edits still in flight are not m
   // relay or a p2p channel delivers within the cycle.
   const { scenes } = runGroup({ seed: 9, members: 5, loss: 0, dup: 0, maxDelay: 0, editTicks: 600, editChance: 1 / 12 });
   for (const s of scenes.values()) assert.ok(s.repairs <= 4, `${s.repairs} repairs: at most one per join of the four others, none for edits`);
+});
+
+test('docs/protocol.md §15.4: the worked example is what this codec and scene write', () => {
+  const doc = readFileSync(new URL('../docs/protocol.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('### 15.4'));
+  const example = /```\n([0-9a-f ]+)\n```/.exec(section)?.[1];
+  const scene = new SharedScene({ randomId: () => 42 });
+  scene.add('cube', [0.25, 0, -0.5, 0, 0, 0, 1], 2);
+  const frame = encode({ type: 5, sender: 2, seq: 3, sendTime: 1568.5, pose: [0.5, 1.25, -2, 0, 0, 0, 1], object: null, scene: scene.nextBlock([1]) });
+  assert.equal(frame.length, 96);
+  assert.equal(Buffer.from(frame).toString('hex').match(/../g)?.join(' '), example);
 });
