@@ -326,6 +326,14 @@ export class SharedScene {
     if (newest) this.noteDigest(from, block.digest);
   }
 
+  /**
+   * @param {Iterable<number>} neighbours
+   * @returns {number[]} those whose latest digest is not ours (or who said none yet)
+   */
+  notAgreeing(neighbours) {
+    return [...neighbours].filter((id) => this.lastDigests.get(id) !== this.digest);
+  }
+
   /** @returns {{ objects: number, held: number, digest: number, repairs: number, repairRecordsSent: number, inStep: boolean }} */
   summary() {
     return { objects: this.live, held: this.held.size, digest: this.digest, repairs: this.repairs, repairRecordsSent: this.repairRecordsSent, inStep: !this.outOfStep() };

@@ -5,7 +5,9 @@
 //   - one avatar per other member: a small camera frustum in the member's
 //     colour with their name, at the pose they sent, eased towards each new
 //     update so it moves smoothly between the updates of the action cycle;
-//   - the shared object (a toy car) on the marker, dragged on the marker plane.
+//   - the group's shared scene (core/scene.js): the toy car (object 0) and the
+//     objects members added from the palette (shapes.js), each dragged on the
+//     marker plane with a finger and turned with two (or the HUD's buttons).
 // The renderer is transparent, so the video behind it shows through.
 
 import {
@@ -16,6 +18,10 @@ import {
 } from 'three';
 
 import { coverScale, projectionMatrixGL } from './camera-model.js';
+import { makeShape } from './shapes.js';
+
+/** Id of the car, the legacy single object (core/scene.js CAR_ID). */
+const CAR = 0;
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
 
@@ -113,6 +119,14 @@ export class ArScene {
     this.markerRoot = graph.markerRoot;
     this.content = graph.content;
     this.object = graph.object;
+    /** @type {Map<number, Object3D>} the scene's objects by id; the car is CAR */
+    this.sceneObjects = new Map([[CAR, /** @type {Object3D} */ (this.object)]]);
+    /** @type {number | null} the object last touched: what the turn and remove buttons act on */
+    this.selectedId = null;
+    /** @type {number} the object being dragged */
+    this.dragId = CAR;
+    /** Bumped whenever an object changes, so the frame is drawn again. */
+    this.sceneVersion = 0;
 
     /** @type {import('./camera-model.js').Intrinsics | null} */
     this.intrinsics = null;
@@ -121,8 +135,10 @@ export class ArScene {
     /** @type {Map<number, Avatar>} */
     this.avatars = new Map();
 
-    /** @type {((pose: Pose) => void) | null} called while the user drags the object */
+    /** @type {((pose: Pose, id: number) => void) | null} called while the user drags or turns an object */
     this.onObjectMoved = null;
+    /** @type {((id: number | null) => void) | null} the selection changed */
+    this.onSelect = null;
     this.dragging = false;
     this.raycaster = new Raycaster();
     this.plane = new Plane(new Vector3(0, 1, 0), 0);
@@ -189,17 +205,67 @@ export class ArScene {
     this.avatars.get(id)?.setTarget(pose);
   }
 
-  /** @param {Pose} pose the shared object's pose (marker frame, metres) */
+  /** @param {Pose} pose the car's pose (marker frame, metres) */
   setObjectPose(pose) {
-    this.object.position.set(pose[0], pose[1], pose[2]);
-    this.object.quaternion.set(pose[3], pose[4], pose[5], pose[6]);
+    this.placeObject(this.object, pose);
   }
 
-  /** @returns {Pose} the shared object's pose as drawn */
-  objectPose() {
-    const p = this.object.position;
-    const q = this.object.quaternion;
+  /** @param {Object3D} o @param {Pose} pose */
+  placeObject(o, pose) {
+    o.position.set(pose[0], pose[1], pose[2]);
+    o.quaternion.set(pose[3], pose[4], pose[5], pose[6]);
+    this.sceneVersion++;
+  }
+
+  /**
+   * A record of the shared scene as this member now holds it: drawn, moved or taken away.
+   * @param {import('../../../core/protocol.js').SceneRecord} record
+   */
+  setSceneObject(record) {
+    let o = this.sceneObjects.get(record.id);
+    if (record.removed) {
+      if (o && record.id !== CAR) { this.content.remove(o); disposeTree(o); this.sceneObjects.delete(record.id); }
+      if (o && record.id === CAR) o.visible = false;
+      if (this.selectedId === record.id) this.select(null);
+      if (this.dragging && this.dragId === record.id) this.dragging = false;
+      this.sceneVersion++;
+      return;
+    }
+    if (!o) {
+      o = makeShape(record.kind, this.markerSize * 0.25);
+      o.userData.id = record.id;
+      this.content.add(o);
+      this.sceneObjects.set(record.id, o);
+    }
+    o.visible = true;
+    this.placeObject(o, record.pose);
+  }
+
+  /** @param {number} [id] @returns {Pose} an object's pose as drawn (default: the car) */
+  objectPose(id = CAR) {
+    const o = this.sceneObjects.get(id) ?? this.object;
+    const p = o.position;
+    const q = o.quaternion;
     return [p.x, p.y, p.z, q.x, q.y, q.z, q.w];
+  }
+
+  /** @param {number | null} id */
+  select(id) {
+    this.selectedId = id;
+    this.onSelect?.(id);
+  }
+
+  /**
+   * Turns the selected object about the marker's normal.
+   * @param {number} radians counter-clockwise seen from above
+   */
+  turnSelected(radians) {
+    const id = this.selectedId;
+    const o = id === null ? undefined : this.sceneObjects.get(id);
+    if (!o || id === null) return;
+    o.quaternion.premultiply(new Quaternion().setFromAxisAngle(new Vector3(0, 1, 0), radians)).normalize();
+    this.sceneVersion++;
+    this.onObjectMoved?.(this.objectPose(id), id);
   }
 
   /**
@@ -222,7 +288,7 @@ export class ArScene {
       }
     }
     const e = this.markerRoot.matrix.elements;
-    const key = `${this.markerRoot.visible}|${this.object.position.x},${this.object.position.z},${this.object.quaternion.y}|`
+    const key = `${this.markerRoot.visible}|${this.sceneVersion}|${this.object.position.x},${this.object.position.z},${this.object.quaternion.y}|`
       + `${this.avatars.size}|${[...this.avatars.values()].map((a) => a.group.visible).join()}|${e.join()}|${this.sizeKey}`;
     if (!moving && key === this.drawnKey) return;
     this.drawnKey = key;
@@ -242,9 +308,36 @@ export class ArScene {
     return { x: rect.left + ((p.x + 1) / 2) * rect.width, y: rect.top + ((1 - p.y) / 2) * rect.height };
   }
 
-  /** The shared object's centre on screen (CSS pixels), or null. */
-  objectScreenPosition() {
-    return this.screenPosition(this.object.position.clone().add(new Vector3(0, this.markerSize * 0.05, 0)));
+  /** @param {number} [id] @returns an object's centre on screen (CSS pixels; default the car), or null */
+  objectScreenPosition(id = CAR) {
+    const o = this.sceneObjects.get(id);
+    if (!o) return null;
+    return this.screenPosition(o.position.clone().add(new Vector3(0, this.markerSize * 0.05, 0)));
+  }
+
+  /**
+   * The object under a point of the canvas: the nearest one the ray hits, else the nearest on the
+   * marker plane within 0.3 marker sides of where the ray meets it.
+   * @param {Vector3} hit where the ray meets the marker plane
+   * @returns {number | null}
+   */
+  objectAt(hit) {
+    const visible = [...this.sceneObjects].filter(([, o]) => o.visible);
+    const hits = this.raycaster.intersectObjects(visible.map(([, o]) => o), true);
+    if (hits.length > 0) {
+      /** @type {Object3D | null} */
+      let o = hits[0].object;
+      while (o && !visible.some(([, v]) => v === o)) o = o.parent;
+      const found = visible.find(([, v]) => v === o);
+      if (found) return found[0];
+    }
+    let best = null;
+    let bestDistance = this.markerSize * 0.3;
+    for (const [id, o] of visible) {
+      const d = hit.distanceTo(new Vector3(o.position.x, 0, o.position.z));
+      if (d < bestDistance) { best = id; bestDistance = d; }
+    }
+    return best;
   }
 
   /**
@@ -263,35 +356,47 @@ export class ArScene {
     return this.raycaster.ray;
   }
 
-  /** Dragging the shared object on the marker plane with a finger or the mouse. */
+  /** Dragging objects on the marker plane with a finger or the mouse; turning them with two fingers. */
   installPointer() {
     const canvas = this.canvas;
     canvas.style.touchAction = 'none';
     const hit = new Vector3();
+    /** @type {Map<number, { x: number, y: number }>} the pointers down, for a two-finger turn */
+    const pointers = new Map();
     canvas.addEventListener('pointerdown', (event) => {
-      if (!this.markerRoot.visible || !this.intrinsics) return;
+      pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
+      if (pointers.size > 1 || !this.markerRoot.visible || !this.intrinsics) return;
       const ray = this.rayInMarker(event.clientX, event.clientY);
       if (!ray.intersectPlane(this.plane, hit)) return;
-      const onObject = this.raycaster.intersectObject(this.object, true).length > 0
-        || hit.distanceTo(this.object.position) < this.markerSize * 0.3;
-      if (!onObject) return;
+      const id = this.objectAt(hit);
+      if (id === null) return;
+      const o = /** @type {Object3D} */ (this.sceneObjects.get(id));
+      this.select(id);
       this.dragging = true;
-      this.grabOffset.copy(this.object.position).sub(hit).setY(0);
+      this.dragId = id;
+      this.grabOffset.copy(o.position).sub(hit).setY(0);
       canvas.setPointerCapture?.(event.pointerId);
       event.preventDefault();
     });
     canvas.addEventListener('pointermove', (event) => {
+      const before = pointers.get(event.pointerId);
+      if (before && pointers.size === 2) {
+        this.twist(pointers, event.pointerId, { x: event.clientX, y: event.clientY });
+        event.preventDefault();
+        return;
+      }
       if (!this.dragging || !this.markerRoot.visible) return;
+      const o = this.sceneObjects.get(this.dragId);
       const ray = this.rayInMarker(event.clientX, event.clientY);
-      if (!ray.intersectPlane(this.plane, hit)) return;
+      if (!o || !ray.intersectPlane(this.plane, hit)) return;
       const limit = this.markerSize * 3;
-      this.object.position.set(
-        clamp(hit.x + this.grabOffset.x, -limit, limit), this.object.position.y, clamp(hit.z + this.grabOffset.z, -limit, limit),
-      );
-      this.onObjectMoved?.(this.objectPose());
+      o.position.set(clamp(hit.x + this.grabOffset.x, -limit, limit), o.position.y, clamp(hit.z + this.grabOffset.z, -limit, limit));
+      this.sceneVersion++;
+      this.onObjectMoved?.(this.objectPose(this.dragId), this.dragId);
       event.preventDefault();
     });
     const end = (/** @type {PointerEvent} */ event) => {
+      pointers.delete(event.pointerId);
       if (!this.dragging) return;
       this.dragging = false;
       canvas.releasePointerCapture?.(event.pointerId);
@@ -299,6 +404,30 @@ export class ArScene {
     canvas.addEventListener('pointerup', end);
     canvas.addEventListener('pointercancel', end);
   }
+
+  /**
+   * Two fingers down: the angle between them turned by so much, so does the selected object.
+   * @param {Map<number, { x: number, y: number }>} pointers
+   * @param {number} movedId @param {{ x: number, y: number }} to
+   */
+  twist(pointers, movedId, to) {
+    const [a, b] = [...pointers.entries()];
+    const angle = (/** @type {{ x: number, y: number }} */ p, /** @type {{ x: number, y: number }} */ q) => Math.atan2(q.y - p.y, q.x - p.x);
+    const before = angle(a[1], b[1]);
+    pointers.set(movedId, to);
+    const [c, d] = [...pointers.values()];
+    this.dragging = false;
+    // screen y points down: a clockwise turn on screen is a turn to the right seen from above
+    this.turnSelected(before - angle(c, d));
+  }
+}
+
+/** Frees the GPU resources of an object's meshes. @param {Object3D} root */
+function disposeTree(root) {
+  root.traverse((/** @type {any} */ o) => {
+    o.geometry?.dispose?.();
+    o.material?.dispose?.();
+  });
 }
 
 /** @param {number} v @param {number} lo @param {number} hi */

@@ -145,10 +145,13 @@ function sceneFromAbove(t, height = 4) {
 /**
  * @param {EventTarget} target @param {string} type @param {{ x: number, y: number } | null} at
  */
-function pointer(target, type, at) {
+function pointer(target, type, at, pointerId = 1) {
   assert.ok(at);
-  target.dispatchEvent(Object.assign(new Event(type, { cancelable: true }), { clientX: at.x, clientY: at.y, pointerId: 1 }));
+  target.dispatchEvent(Object.assign(new Event(type, { cancelable: true }), { clientX: at.x, clientY: at.y, pointerId }));
 }
+
+/** @param {number} id @param {number} kind @param {Pose} pose @param {Partial<import('../../../core/protocol.js').SceneRecord>} [more] */
+const record = (id, kind, pose, more = {}) => ({ id, version: 1, writer: 1, kind, removed: false, pose, ...more });
 
 describe('ArScene without WebGL', () => {
   test('works on without a renderer and says why', (t) => {
@@ -204,6 +207,59 @@ describe('ArScene without WebGL', () => {
     const { scene, canvas } = sceneFromAbove(t);
     pointer(canvas, 'pointerdown', scene.screenPosition(new Vector3(0.3, 0, 0.3)));
     assert.equal(scene.dragging, false);
+  });
+
+  test('the shared scene: objects of the palette are drawn where their records say, and go when removed', (t) => {
+    const { scene } = sceneFromAbove(t);
+    scene.setSceneObject(record(7, 1, [0.1, 0, 0.05, 0, 0, 0, 1]));
+    scene.setSceneObject(record(8, 4, [-0.1, 0, 0, 0, 0, 0, 1]));
+    assert.equal(scene.sceneObjects.size, 3, 'the car and two shapes');
+    assert.equal(scene.sceneObjects.get(7)?.userData.kind, 1);
+    close(scene.objectPose(7)[0], 0.1);
+    scene.setSceneObject(record(7, 1, [0.12, 0, 0.05, 0, 0, 0, 1], { version: 2 }));
+    close(scene.objectPose(7)[0], 0.12);
+    scene.setSceneObject(record(7, 1, [0.12, 0, 0.05, 0, 0, 0, 1], { version: 3, removed: true }));
+    assert.equal(scene.sceneObjects.has(7), false);
+    assert.equal(scene.content.children.filter((/** @type {any} */ c) => c.userData.id === 7).length, 0, 'taken out of the graph');
+    scene.setSceneObject(record(0, 0, [0, 0, 0, 0, 0, 0, 1], { removed: true }));
+    assert.equal(scene.object.visible, false, 'the car can be removed too');
+  });
+
+  test('a drag picks the object under the finger, selects it and reports its id', (t) => {
+    const { scene, canvas } = sceneFromAbove(t);
+    scene.setSceneObject(record(9, 2, [0.2, 0, 0, 0, 0, 0, 1]));
+    /** @type {[Pose, number][]} */
+    const moved = [];
+    scene.onObjectMoved = (pose, id) => moved.push([pose, id]);
+    pointer(canvas, 'pointerdown', scene.screenPosition(new Vector3(0.2, 0, 0)));
+    assert.equal(scene.dragId, 9);
+    assert.equal(scene.selectedId, 9);
+    pointer(canvas, 'pointermove', scene.screenPosition(new Vector3(0.25, 0, 0.05)));
+    assert.equal(moved.at(-1)?.[1], 9);
+    close(scene.objectPose(9)[0], 0.25, 1e-3);
+    close(scene.object.position.x, 0, 1e-9);
+    pointer(canvas, 'pointerup', { x: 0, y: 0 });
+  });
+
+  test('turning: the buttons and a two-finger twist turn the selected object about the marker normal', (t) => {
+    const { scene, canvas } = sceneFromAbove(t);
+    /** @type {[Pose, number][]} */
+    const moved = [];
+    scene.onObjectMoved = (pose, id) => moved.push([pose, id]);
+    scene.turnSelected(1);
+    assert.equal(moved.length, 0, 'nothing selected, nothing turned');
+    scene.select(0);
+    scene.turnSelected(Math.PI / 2);
+    const q = new Quaternion(...scene.objectPose(0).slice(3));
+    close(q.angleTo(new Quaternion()), Math.PI / 2, 1e-6);
+    close(scene.objectPose(0)[4], Math.sin(Math.PI / 4), 1e-6);
+    // two fingers either side of the car, the second swings a quarter turn round the first
+    const c = /** @type {{ x: number, y: number }} */ (scene.screenPosition(new Vector3(0, 0, 0)));
+    pointer(canvas, 'pointerdown', { x: c.x - 50, y: c.y }, 1);
+    pointer(canvas, 'pointerdown', { x: c.x + 50, y: c.y }, 2);
+    pointer(canvas, 'pointermove', { x: c.x - 50, y: c.y - 100 }, 2);
+    assert.equal(moved.at(-1)?.[1], 0);
+    close(new Quaternion(...scene.objectPose(0).slice(3)).angleTo(new Quaternion()), Math.PI, 1e-6);
   });
 
   test('avatars right at our own camera are not drawn', (t) => {

@@ -152,8 +152,9 @@ function onClientEvent(event, detail) {
       received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
       if (received.length > 1000) received.splice(0, received.length - 1000);
       break;
-    case 'object':
-      if (!scene.dragging || detail.owner !== client?.id) scene.setObjectPose(detail.pose);
+    case 'scene':
+      // our own edits while we drag or turn are already drawn where the finger is
+      if (!(detail.local && scene.dragging && scene.dragId === detail.record.id)) scene.setSceneObject(detail.record);
       break;
     case 'rt':
       status.rtLast = detail;
@@ -221,7 +222,7 @@ async function joinGroup() {
     pose: currentPose,
     onEvent: onClientEvent,
   });
-  scene.onObjectMoved = (pose) => client?.moveObject(pose);
+  scene.onObjectMoved = (pose, id) => editScene(() => client?.moveSceneObject(id, pose));
   try {
     await withTimeout(client.connect(), 20_000, 'no answer within 20 s');
   } catch (caught) {
@@ -305,6 +306,55 @@ function withTimeout(promise, ms, message) {
   ]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * One edit of the shared scene; a refusal (the scene is full, the object was just removed by
+ * someone else) is said in the banner, and the next edit clears it.
+ * @param {() => unknown} edit
+ */
+function editScene(edit) {
+  try {
+    edit();
+    hud.clearError('scene');
+  } catch (err) {
+    const e = /** @type {{ code?: string, message?: string }} */ (err);
+    if (e.code === 'NO_SUCH_OBJECT') { scene.dragging = false; return; }
+    hud.showError('scene', String(e.message ?? err));
+  }
+}
+
+/** The palette and the buttons that act on the selected object (ar.html #palette). */
+function installPalette() {
+  const palette = document.getElementById('palette');
+  if (!palette) return;
+  palette.addEventListener('click', (event) => {
+    const button = /** @type {HTMLElement} */ (event.target).closest('button');
+    if (!button || !client) return;
+    const { add, turn, action } = button.dataset;
+    if (add) {
+      // near the marker's centre, a little apart from each other
+      const a = Math.random() * Math.PI * 2;
+      const r = settings.markerSize * (0.3 + Math.random() * 0.4);
+      editScene(() => { const rec = client?.addObject(add, [Math.cos(a) * r, 0, Math.sin(a) * r, 0, 0, 0, 1]); if (rec) scene.select(rec.id); });
+    } else if (turn) {
+      scene.turnSelected((Number(turn) * Math.PI) / 180);
+    } else if (action === 'remove' && scene.selectedId !== null) {
+      const id = scene.selectedId;
+      editScene(() => client?.removeObject(id));
+    }
+  });
+  const selectionButtons = palette.querySelectorAll('[data-needs-selection]');
+  scene.onSelect = (id) => { selectionButtons.forEach((b) => { /** @type {HTMLButtonElement} */ (b).disabled = id === null; }); };
+  scene.onSelect(null);
+}
+installPalette();
+
+/** The HUD's scene row: how many objects, and whether every member holds what we hold. */
+function sceneState() {
+  if (!client) return null;
+  const behind = client.scene.notAgreeing(client.members.keys()).map((id) => client?.members.get(id)?.name ?? `#${id}`);
+  return { objects: client.scene.live, behind };
+}
+
 /** The HUD's numbers. */
 function hudState() {
   const rt = client ? client.rtSummary() : { mean: null, p95: null, n: 0 };
@@ -339,6 +389,7 @@ function hudState() {
     markerVisible: Boolean(scene.markerRoot.visible),
     cycleMs: settings.cycleMs,
     cycleMode: settings.cycleMode,
+    scene: sceneState(),
   };
 }
 
@@ -414,6 +465,14 @@ window.carlab = {
   },
   object() {
     return client ? { ...client.object, drawn: scene.objectPose() } : null;
+  },
+  /** The shared scene: every live object this member holds, with where it is drawn. */
+  sceneObjects() {
+    return client ? client.scene.objects().map((r) => ({ ...r, drawn: scene.objectPose(r.id), screen: scene.objectScreenPosition(r.id) })) : [];
+  },
+  /** The scene's digest and whom we agree with (the HUD's scene row). */
+  sceneSync() {
+    return client ? { digest: client.scene.digest, ...sceneState() } : null;
   },
   objectScreen() { return scene.objectScreenPosition(); },
 };

@@ -23,6 +23,8 @@
  * @property {boolean} markerVisible
  * @property {number} cycleMs
  * @property {string} [cycleMode] 'pipelined' | 'gated'
+ * @property {{ objects: number, behind: string[] } | null} [scene] the shared scene: live objects, and the
+ *   members whose latest digest is not ours (core/scene.js notAgreeing)
  */
 
 const STORAGE_KEY = 'carlab.hud.collapsed';
@@ -68,6 +70,16 @@ export function ageText(m) {
   const s = m.ageMs / 1000;
   const text = s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
   return m.stale ? `stale ${text}` : text;
+}
+
+/**
+ * The scene row: "3 objects · in sync", or what is missing: "3 objects · syncing with Bo, Cy".
+ * @param {{ objects: number, behind: string[] } | null | undefined} scene
+ */
+export function sceneText(scene) {
+  if (!scene) return '–';
+  const objects = `${scene.objects} object${scene.objects === 1 ? '' : 's'}`;
+  return scene.behind.length === 0 ? `${objects} · in sync` : `${objects} · syncing with ${scene.behind.join(', ')}`;
 }
 
 export class Hud {
@@ -167,6 +179,7 @@ export class Hud {
       ['jitter', s.jitterMs === null ? '–' : `${s.jitterMs.toFixed(1)} ms`],
       ['tracking', `${s.trackingFps.toFixed(1)} fps <span class="hud-muted">(${s.trackingMs.toFixed(0)} ms/frame)</span>`],
       ['marker', s.markerVisible ? '<span class="hud-good">visible</span>' : '<span class="hud-bad">not visible</span>'],
+      ['scene', `<span class="${s.scene && s.scene.behind.length ? 'hud-warn' : 'hud-good'}">${escapeHtml(sceneText(s.scene))}</span>`],
     ];
     this.body.innerHTML = rows.map(([k, v]) => `<dt>${k}</dt><dd data-field="${k}">${v}</dd>`).join('');
   }

@@ -1,7 +1,7 @@
 // The HUD's connection line, driven by the transports' connection statuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ageText, connectionText, pathText } from './hud.js';
+import { ageText, connectionText, pathText, sceneText } from './hud.js';
 
 /** @typedef {import('./hud.js').HudState} HudState */
 /** @typedef {NonNullable<HudState['links']>} Links */
@@ -41,4 +41,10 @@ test('a p2p link\'s path reads direct, via TURN or via relay', () => {
   assert.equal(pathText('turn'), 'via TURN');
   assert.equal(pathText('relay'), 'via relay');
   assert.equal(pathText('connecting'), 'connecting');
+});
+
+test('the scene row: objects and "in sync", or whom it is syncing with', () => {
+  assert.equal(sceneText(null), '–');
+  assert.equal(sceneText({ objects: 1, behind: [] }), '1 object · in sync');
+  assert.equal(sceneText({ objects: 4, behind: ['Bo', 'Cy'] }), '4 objects · syncing with Bo, Cy');
 });
