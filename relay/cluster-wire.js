@@ -40,7 +40,7 @@ const utf8Decoder = new TextDecoder();
  * The broker subject of a group's updates. Group names are any UTF-8: the
  * subject token is their base64url, which NATS accepts as one token.
  *
- * @param {string} groupKey the relay's group key (`r:name` / `m:name`)
+ * @param {string} groupKey the relay's group key (`g:name`, relay/groups.js GROUP_KEY_PREFIX)
  * @returns {string}
  */
 export function groupSubject(groupKey) {

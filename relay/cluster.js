@@ -164,7 +164,8 @@ export class ClusterLink {
    */
   localJoined(session) {
     const group = /** @type {import('./groups.js').Group} */ (session.group);
-    if (!session.membershipOnly && !this.groupSubs.has(group.key)) {
+    // p2p members too: relayed members of their group on other nodes send them UPDATEs.
+    if (!this.groupSubs.has(group.key)) {
       // Subscribed before the join is announced: a node that learns of the
       // member (same connection, in order) can only publish after our SUB.
       const key = group.key;

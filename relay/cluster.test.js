@@ -152,7 +152,7 @@ describe('a cluster of 3 relays through nats-server', () => {
     assert.ok(received >= expected * 0.98, `received ${received} of ${expected}`);
     assert.ok(clients.every((c) => c.rt.length >= 18), 'ACKs crossed back');
     for (const c of clients) c.close();
-    await until(() => nodes.every((n) => !n.relay.groups.groups.has('r:udp-span')));
+    await until(() => nodes.every((n) => !n.relay.groups.groups.has('g:udp-span')));
   });
 
   test('bad input closes only its sender, also when its group spans nodes', async () => {
@@ -175,7 +175,7 @@ describe('a cluster of 3 relays through nats-server', () => {
     const [a, b] = nodes;
     const first = new CarClient({ transport: createRelayTransport({ url: a.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'owner', token: 'secret-1', pose });
     await first.connect();
-    await until(() => b.relay.groups.groups.get('r:locked')?.members.size === 1);
+    await until(() => b.relay.groups.groups.get('g:locked')?.members.size === 1);
     const intruder = new CarClient({ transport: createRelayTransport({ url: b.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'x', token: 'wrong', pose });
     await assert.rejects(intruder.connect(), 'a wrong token is refused on another node too');
     const friend = new CarClient({ transport: createRelayTransport({ url: b.url, batched: true, WebSocket, reconnect: false }), group: 'locked', name: 'friend', token: 'secret-1', pose });
@@ -187,7 +187,7 @@ describe('a cluster of 3 relays through nats-server', () => {
     await assert.rejects(clash.connect(), 'an id held on another node is taken');
     first.close();
     friend.close();
-    await until(() => nodes.every((n) => !n.relay.groups.groups.has('r:locked')));
+    await until(() => nodes.every((n) => !n.relay.groups.groups.has('g:locked')));
   });
 
   test('a node that dies loses only its own members; the others go on', async () => {

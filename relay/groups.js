@@ -18,6 +18,9 @@ function sameToken(a, b) {
   return diff === 0;
 }
 
+/** The prefix of a group's key (its name follows): one key space for every transport. */
+export const GROUP_KEY_PREFIX = 'g:';
+
 /** @typedef {import('./session.js').Session} Session */
 /** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
 /** A member on this node (Session) or on another node of the cluster. @typedef {Session | RemoteMember} Member */
@@ -29,7 +32,7 @@ export class Group {
   /** @param {string} key @param {string} [hash] tokenHash() of the access token set by the first member */
   constructor(key, hash = '') {
     this.key = key;
-    /** The name its members' HELLOs gave (the key without its 'r:' or 'm:' key space). */
+    /** The name its members' HELLOs gave (the key without its 'g:' prefix). */
     this.name = key.slice(key.indexOf(':') + 1);
     this.tokenHash = hash;
     /** @type {Map<number, Member>} */
@@ -74,8 +77,9 @@ export class GroupRegistry {
   }
 
   /**
-   * Adds a session to a group. Membership-only clients (p2p) live in their own
-   * key space so they never receive relayed updates.
+   * Adds a session to a group. Every member of a group name is in one group,
+   * whatever its transport: relayed members' UPDATEs fan out to membership-only
+   * (p2p) members too, and p2p members reach relayed ones with LINK (relay/link.js).
    * @param {Session} session
    * @param {string} name group name from HELLO
    * @param {number} requestedId 0 = assign one
@@ -84,7 +88,7 @@ export class GroupRegistry {
    */
   join(session, name, requestedId, token = '') {
     if (session.claiming) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO after joining'];
-    const key = (session.membershipOnly ? 'm:' : 'r:') + name;
+    const key = GROUP_KEY_PREFIX + name;
     // The first member sets the group's access token (empty: an open group);
     // it lives as long as the group has members, on any node.
     const hash = tokenHash(token);
@@ -349,6 +353,13 @@ export class GroupRegistry {
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
     if (sender instanceof RemoteMember) {
       this.cluster?.routeAck(sender, msg);
+      return;
+    }
+    if (sender && !(sender instanceof RemoteMember) && sender.membershipOnly) {
+      // A p2p member's update reached this relayed member through LINK, which keeps no pending
+      // entry: the p2p sender does its own ACK accounting end to end, so its ACK goes straight on.
+      stats.acksForwarded++;
+      sender.push(msg.body);
       return;
     }
     const entry = sender?.pending.get(msg.seq);

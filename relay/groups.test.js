@@ -178,11 +178,17 @@ describe('GroupRegistry.join', () => {
     joined('g', { token: 'b' });
   });
 
-  test('membership-only sessions live apart from relayed ones', () => {
+  test('one group whatever the transport: a relayed member\'s update reaches a p2p member, whose ACK goes straight back', () => {
     const { groups, joined } = setup();
-    joined('g', { membershipOnly: true });
-    joined('g');
-    assert.deepEqual([...groups.groups.keys()].sort(), ['m:g', 'r:g']);
+    const p = joined('g', { membershipOnly: true });
+    const r = joined('g');
+    assert.deepEqual([...groups.groups.keys()], ['g:g']);
+    assert.equal(p.ofType(MsgType.MEMBER_JOINED).length, 1, 'the p2p member hears of the relayed one');
+    groups.update(asSession(r), update(r, 1));
+    assert.equal(p.ofType(MsgType.UPDATE).length, 1, 'and gets its updates');
+    // the other way round: a p2p member's update reached r through LINK; r's ACK goes to the p2p sender
+    groups.ack(asSession(r), ack(r, p, 1));
+    assert.equal(p.ofType(MsgType.ACK).length, 1);
   });
 
   test('a relay-udp session is announced only once its channel opens', () => {
@@ -361,7 +367,7 @@ describe('leaving and dropped destinations', () => {
     groups.update(asSession(s), update(s, 8));
     groups.retract(asSession(u));
     assert.equal(u.ready, false);
-    assert.equal(u.group?.key, 'r:g');
+    assert.equal(u.group?.key, 'g:g');
     assert.equal(s.ofType(MsgType.ACKED_ALL).length, 1);
     assert.equal(s.ofType(MsgType.MEMBER_LEFT).length, 1);
   });

@@ -345,7 +345,7 @@ export function sessionTransport(s) {
  * @param {string} reason
  */
 export function closeFields(s, code, reason) {
-  // Group keys carry a kind prefix (`r:` / `m:`, see GroupRegistry.join); the name is what users chose.
+  // Group keys carry a prefix (`g:`, GROUP_KEY_PREFIX in relay/groups.js); the name is what users chose.
   return { event: 'close', code, reason, transport: sessionTransport(s), group: s.group ? s.group.key.slice(2) : null, clientId: s.id || null };
 }
 

@@ -43,7 +43,7 @@ function setup(o = {}) {
     groups: {
       join: (s, group, clientId, token) => {
         calls.push(`join ${group} ${clientId} ${token}`);
-        s.group = /** @type {import('./groups.js').Group} */ ({ key: `r:${group}` });
+        s.group = /** @type {import('./groups.js').Group} */ ({ key: `g:${group}` });
         s.id = 7;
         return null;
       },
@@ -63,7 +63,7 @@ function setup(o = {}) {
    */
   const session = (so = {}) => {
     const s = {
-      id: so.joined ? 7 : 0, name: '', group: so.joined ? { key: 'r:g' } : null, batched: false,
+      id: so.joined ? 7 : 0, name: '', group: so.joined ? { key: 'g:g' } : null, batched: false,
       membershipOnly: so.membershipOnly ?? false, udp: so.udp ?? false, closed: false, urlGroup: so.urlGroup ?? null,
       pending: new Map(), rate: new TokenBucket(o.rate ?? 1000, o.rate ?? 1000),
       updateRate: new TokenBucket(o.updates ?? 1000, o.updates ?? 1000), ackCredit: 0,

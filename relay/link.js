@@ -21,6 +21,7 @@ import { Session } from './session.js';
  * @property {number} forwarded copies handed to members
  * @property {number} unknownPeer copies not made: the named member is not here (left, another node, itself)
  * @property {number} shed LINK'd UPDATEs over the sender's fan-out share, not forwarded
+ * @property {number} acksToRelayed LINK'd ACKs for updates of relayed members, handled as plain ACKs
  */
 
 /** @type {WeakMap<object, LinkCounters>} */
@@ -34,7 +35,7 @@ const countersByRegistry = new WeakMap();
 export function linkCounters(registry) {
   let c = countersByRegistry.get(registry);
   if (!c) {
-    c = { in: 0, updates: 0, forwarded: 0, unknownPeer: 0, shed: 0 };
+    c = { in: 0, updates: 0, forwarded: 0, unknownPeer: 0, shed: 0, acksToRelayed: 0 };
     countersByRegistry.set(registry, c);
   }
   return c;
@@ -42,7 +43,7 @@ export function linkCounters(registry) {
 
 /**
  * One LINK from a joined session.
- * @param {{ ctx: import('./index.js').RelayContext, groups: Pick<import('./groups.js').GroupRegistry, 'budget'> }} deps
+ * @param {{ ctx: import('./index.js').RelayContext, groups: Pick<import('./groups.js').GroupRegistry, 'budget' | 'ack'> }} deps
  * @param {Session} s
  * @param {import('../core/protocol.js').LinkMsg} m as decode() returns it (the carried message has its `body`)
  * @returns {[number, string] | null} a close code and reason if the client misbehaved
@@ -55,6 +56,7 @@ export function onLink(deps, s, m) {
   const group = /** @type {import('./groups.js').Group} */ (s.group);
   const c = linkCounters(deps.groups);
   c.in++;
+  if (inner.type === MsgType.ACK && ackForRelayedSender(deps, s, group, m.peers, inner)) return null;
   /** @type {Session[]} */
   const dests = [];
   for (const id of new Set(m.peers)) {
@@ -86,4 +88,25 @@ export function onLink(deps, s, m) {
   }
   c.forwarded += dests.length;
   return null;
+}
+
+/**
+ * A p2p member's ACK for an update of a relayed member (relay, relay-faithful, relay-udp, or one
+ * on another node): the relay delivered that update, so the ACK goes through the relay's own ACK
+ * handling (RTS, aggregation into ACKED_ALL, forwarding, or back to the sender's node) as if the
+ * p2p member had sent it plainly.
+ * @param {{ groups: Pick<import('./groups.js').GroupRegistry, 'ack'> }} deps
+ * @param {Session} s
+ * @param {import('./groups.js').Group} group
+ * @param {number[]} peers
+ * @param {import('../core/protocol.js').AckMsg & { body: Uint8Array }} ack
+ * @returns {boolean} it was such an ACK
+ */
+function ackForRelayedSender(deps, s, group, peers, ack) {
+  const sender = group.members.get(ack.sender);
+  if (!sender || !peers.includes(ack.sender)) return false;
+  if (sender instanceof Session && sender.membershipOnly) return false;
+  linkCounters(deps.groups).acksToRelayed++;
+  deps.groups.ack(s, ack);
+  return true;
 }

@@ -71,8 +71,36 @@ test('LINK carries an UPDATE to the named members and their ACK back, bytes unch
   await new Promise((r) => setTimeout(r, 30));
   assert.equal(c.got.filter((m) => m.type === MsgType.UPDATE).length, 0, 'only the named member gets it');
   const links = /** @type {any} */ (relay.metrics()).links;
-  assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0 });
+  assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0, acksToRelayed: 0 });
   assert.equal(a.closed ?? b.closed, null);
+});
+
+test('one group whatever the transport: relayed and p2p members exchange updates and ACKs, RTS and ACKED_ALL included', async () => {
+  const { relay, url } = await startRelay();
+  const r = await client(url, 'mix', HelloFlag.BATCHED); // mode relay
+  const f = await client(url, 'mix', 0); // relay-faithful
+  const p = await client(url, 'mix', HelloFlag.MEMBERSHIP_ONLY); // p2p
+  await until(() => r.got.filter((m) => m.type === MsgType.MEMBER_JOINED).length === 2);
+  // a relayed member's update reaches the p2p member; its LINK'd ACK completes the update
+  r.ws.send(encode({ type: MsgType.UPDATE, sender: r.id, seq: 1, sendTime: 1, pose: POSE, object: null }));
+  await until(() => p.got.some((m) => m.type === MsgType.UPDATE) && f.got.some((m) => m.type === MsgType.UPDATE));
+  f.ws.send(encode({ type: MsgType.ACK, sender: r.id, seq: 1, acker: f.id }));
+  p.ws.send(encode({ type: MsgType.LINK, peers: [r.id], message: { type: MsgType.ACK, sender: r.id, seq: 1, acker: p.id } }));
+  await until(() => r.got.some((m) => m.type === MsgType.ACKED_ALL));
+  const all = /** @type {import('../core/protocol.js').AckedAllMsg} */ (r.got.find((m) => m.type === MsgType.ACKED_ALL));
+  assert.deepEqual([all.acked, all.dropped], [2, 0], 'both ACKs counted, the p2p one too');
+  // the p2p member's update reaches both relayed members through LINK; their ACKs come back to it
+  const update = { type: MsgType.UPDATE, sender: p.id, seq: 1, sendTime: 5, pose: POSE, object: null };
+  p.ws.send(encode({ type: MsgType.LINK, peers: [r.id, f.id], message: update }));
+  await until(() => r.got.filter((m) => m.type === MsgType.UPDATE).length === 1 && f.got.filter((m) => m.type === MsgType.UPDATE).length === 2);
+  r.ws.send(encode({ type: MsgType.ACK, sender: p.id, seq: 1, acker: r.id }));
+  f.ws.send(encode({ type: MsgType.ACK, sender: p.id, seq: 1, acker: f.id }));
+  await until(() => p.got.filter((m) => m.type === MsgType.ACK).length === 2);
+  assert.deepEqual(p.got.filter((m) => m.type === MsgType.ACK).map((m) => /** @type {import('../core/protocol.js').AckMsg} */ (m).acker).sort(), [r.id, f.id].sort());
+  const metrics = /** @type {any} */ (relay.metrics());
+  assert.equal(metrics.links.acksToRelayed, 1);
+  assert.equal(metrics.unexpectedAcks, 0);
+  for (const c of [r, f, p]) assert.equal(c.closed, null);
 });
 
 test('LINK is refused on relayed sessions (4008) and with a spoofed sender or acker (4003)', async () => {

@@ -122,7 +122,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     const slow2 = await rawMember(url, 'flood', 'slow2');
     const flooder = await rawMember(url, 'flood', 'flood');
     slow2.pause();
-    const session = localSession(relay, 'r:flood', slow2.id());
+    const session = localSession(relay, 'g:flood', slow2.id());
     let maxHeld = 0;
     let seq = 0;
     // Bounded by what the relay wrote (the kernel's buffers for the socket fill first; see
