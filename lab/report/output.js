@@ -18,6 +18,7 @@ import { SOURCE_LEGEND, carRuns, compareNumbers, groupRuns, mdData, runsOf, show
 import { LOSS_LIMIT_PCT, RT_LIMIT_MS, supportedBySource, supportedClients } from './supported.js';
 import { renderRecordingTables } from './recording-tables.js';
 import { renderFreshnessTable } from './freshness-table.js';
+import { renderSceneTable } from './scene-table.js';
 import { renderSlowdownTable } from './slowdown-table.js';
 import { renderFleetTable, renderScaleOutTable } from './scale-out-tables.js';
 
@@ -189,6 +190,8 @@ export function renderTables(results) {
   }
   const fresh = renderFreshnessTable(runs);
   if (fresh) out.push(fresh);
+  const scene = renderSceneTable(runs);
+  if (scene) out.push(scene);
   const slowdown = renderSlowdownTable(runs);
   if (slowdown) out.push(slowdown);
   const recordings = renderRecordingTables(results);

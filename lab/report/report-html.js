@@ -16,6 +16,7 @@ import { isLabRun } from './browsers-tables.js';
 import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTables, supportedRow, tableRow } from './output.js';
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
 import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
+import { SCENE_COLUMNS, SCENE_LEGEND, sceneRow, sceneRuns } from './scene-table.js';
 import { SCALE_OUT_COLUMNS, SCALE_OUT_LEGEND, scaleOutRow } from './scale-out-tables.js';
 import {
   DEVICE_COLUMNS,
@@ -270,6 +271,8 @@ export function freshnessSectionsHtml(runs) {
 <div class="card scroll">${htmlTable(columns, rows, { numeric: columns.map((_, i) => i >= 3 + shift) })}</div>
 </section>`);
   }
+  const scene = sceneSectionHtml(runs);
+  if (scene) out.push(scene);
   const slow = slowdownRuns(runs);
   if (slow.length) {
     out.push(`<section id="slowdown">
@@ -287,6 +290,28 @@ export function freshnessSectionsHtml(runs) {
 </section>`);
   }
   return out;
+}
+
+/**
+ * The "Shared scene" section (runs with an edit workload), or '' when none edited.
+ * @param {Run[]} runs
+ * @returns {string}
+ */
+export function sceneSectionHtml(runs) {
+  const scene = sceneRuns(runs);
+  if (!scene.length) return '';
+  const rows = scene.map((run) => {
+    const s = /** @type {any} */ (run).scene;
+    const classes = SCENE_COLUMNS.map(() => '');
+    if ((s.unconverged ?? 0) > 0) classes[10] = 'bad';
+    if ((s.atEnd?.disagreeing ?? 0) > 0) classes[14] = 'bad';
+    return { cells: sceneRow(run), classes };
+  });
+  return `<section id="scene">
+<h2>Shared scene</h2>
+<p class="legend">${escapeHtml(SCENE_LEGEND)} Red: an edit that never converged, or a member whose scene differed from its group's at the end.</p>
+<div class="card scroll">${htmlTable([...SCENE_COLUMNS], rows, { numeric: SCENE_COLUMNS.map((_, i) => i >= 3) })}</div>
+</section>`;
 }
 
 /**
