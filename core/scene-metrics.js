@@ -15,6 +15,8 @@ import { summarize } from './metrics.js';
  * @property {number} to ms since 1970: its measured time ended (it left, or the run did)
  * @property {SceneLogEntry[]} log every change of what it held, in order
  * @property {number} [digest] its scene digest at the end, where it stayed to the end
+ * @property {boolean} [stayed] it was still in the group when the run ended (default: its `to` is
+ *   the latest of the group's; runners whose members stop one after another say it themselves)
  */
 
 /**
@@ -46,6 +48,16 @@ function heldAt(entries, edit) {
     if (wins(e.record, h, edit.r, edit.h)) return e.at;
   }
   return null;
+}
+
+/**
+ * Which members were still there when the run ended.
+ * @param {SceneMember[]} members
+ * @returns {boolean[]}
+ */
+function stayedToTheEnd(members) {
+  const runEnd = Math.max(...members.map((m) => m.to));
+  return members.map((m) => m.stayed ?? m.to >= runEnd);
 }
 
 /**
@@ -81,7 +93,7 @@ export function measureSceneGroup(members) {
     return map;
   });
   const edits = members.flatMap((m) => m.log.filter((e) => e.local)).map((e) => ({ at: e.at, ...ranked(e.record) }));
-  const runEnd = Math.max(...members.map((m) => m.to));
+  const stayed = stayedToTheEnd(members);
   /** @type {SceneMeasures} */
   const out = { edits: edits.length, converged: 0, unconverged: 0, convergenceMs: [], memberMs: 0, disagreeMs: 0, joinSyncMs: [] };
   /** @type {[number, number][][]} per member: when it lacked an edit */
@@ -95,7 +107,7 @@ export function measureSceneGroup(members) {
       const from = Math.max(edit.at, m.from);
       lacking[k].push([from, Math.min(at ?? m.to, m.to)]);
       if (m.from > edit.at) return; // a late joiner: counted in joinSyncMs
-      if (at === null) { if (m.to >= runEnd) complete = false; return; }
+      if (at === null) { if (stayed[k]) complete = false; return; }
       last = Math.max(last, at);
     });
     if (complete) { out.converged++; out.convergenceMs.push(last - edit.at); } else out.unconverged++;
@@ -136,8 +148,8 @@ export function groupScene(members) {
  */
 export function checkSceneAtEnd(members) {
   const group = groupScene(members);
-  const runEnd = Math.max(...members.map((m) => m.to));
-  const stayed = members.filter((m) => m.to >= runEnd);
+  const flags = stayedToTheEnd(members);
+  const stayed = members.filter((_, k) => flags[k]);
   let agreeing = 0;
   for (const m of stayed) {
     /** @type {Map<number, SceneRecord>} */

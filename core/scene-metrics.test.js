@@ -70,3 +70,14 @@ test('a tie on version goes the same way for the measure as for the members (wri
   assert.deepEqual(m.convergenceMs, [10, 30], 'low is satisfied by high at once on member 1; high reached member 0 at 140');
   assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 2 });
 });
+
+test('members that stopped one after another all stayed when they say so (pages of a bench stop in turn)', () => {
+  const e = rec(4, 1, 1);
+  const members = [
+    { from: 0, to: 1000, stayed: true, log: [entry(100, e, true)] },
+    { from: 0, to: 990, stayed: true, log: [entry(150, e)] },
+    { from: 0, to: 500, stayed: false, log: [] },
+  ];
+  assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 2 });
+  assert.equal(measureSceneGroup(members).converged, 1);
+});

@@ -18,6 +18,8 @@ import { namespaceWrapperScript } from '../net/commands.js';
 import { reportPeriodMs } from '../shared/flags.js';
 import { ipPath } from '../net/network.js';
 import { aggregateRun } from '../report/aggregate.js';
+import { sceneRecord } from '../report/scene-record.js';
+import { SCENE_SETTLE_S } from '../shared/edits.js';
 import { reportFields, sumReportTallies } from '../report/tallies.js';
 import { startServerChild } from '../target/server-process.js';
 import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
@@ -66,6 +68,7 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {number} warmupS
  * @property {number} updates
  * @property {number} ackTimeoutMs
+ * @property {number} [editsPerMinute] every peer edits the shared scene this often (lab/shared/edits.js; 0: never)
  * @property {string[]} browsers fleet mix; pages take them in turn
  * @property {number} peersPerPage
  * @property {number} pagesPerBrowser
@@ -319,6 +322,7 @@ export async function openPages(o, { layout, browsers, baseUrls, runId, pageHost
       autostart: '0', name: `${host.name[0]}`, reports: String(reportPeriodMs(point.reportsIntervalS ?? 0) / 1000),
     });
     if (indices) q.set('indices', indices.join(','));
+    if (o.editsPerMinute) q.set('edits', String(o.editsPerMinute));
     if (pageHost) q.set('server', baseUrls[p % baseUrls.length]);
     await page.goto(`${pageHost ?? baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
@@ -463,7 +467,15 @@ export async function runBenchPoint(o) {
       : [];
     const windowStart = performance.now();
     const trackingFrom = tracker ? await sampleTracking(tracker) : null;
-    await watchPhase(o, pages, started, 'measuring', o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS);
+    const measuringS = o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS;
+    if (o.editsPerMinute) {
+      // the edits stop before the window ends, so that the end-of-run check sees a settled scene
+      await watchPhase(o, pages, started, 'measuring', measuringS - SCENE_SETTLE_S);
+      await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.editsStop())));
+      await watchPhase(o, pages, started, 'measuring', SCENE_SETTLE_S);
+    } else {
+      await watchPhase(o, pages, started, 'measuring', measuringS);
+    }
     const windowMs = performance.now() - windowStart;
     const tracking = tracker && trackingFrom ? trackingFigures(trackingFrom, await sampleTracking(tracker)) : null;
     const browserUsage = sampler.stop();
@@ -506,6 +518,7 @@ export async function runBenchPoint(o) {
         stoppedEarly: Boolean(o.shouldStop?.()),
         ...slowdownFields(point, o.browsers),
         ...(o.tracking ? { tracking } : {}),
+        ...(o.editsPerMinute ? { scene: sceneRecord(clients, o.editsPerMinute) } : {}),
       },
     });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too

@@ -6,6 +6,7 @@ import { LAB_FLAGS_HELP, parseNameList, parseNumberList, reportsIntervalOf } fro
 import { MAX_CPU_SLOWDOWN, slowdownCheck } from '../bench/throttle.js';
 import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench/bench.js';
 import { runLabCommand } from './sweep.js';
+import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { ensureLabPages } from '../pages/build.js';
 import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet/fleet-bench.js';
 
@@ -40,6 +41,7 @@ Phone-speed peers (docs/bench.md):
                        Emulation.setCPUThrottlingRate), each N a point of its own, innermost:
                        --cpu-slowdown 1,4 measures both side by side. Firefox and WebKit cannot be
                        throttled: in a mixed fleet their peers run at full speed (the run says so)
+${EDITS_FLAG_HELP}
   --tracking           add one AR page tracking the synthetic camera (ar.html?source=synthetic) in
                        a Chromium of the fleet, in a group of its own and throttled like the
                        peers; its frame rate, ms per frame and marker-found % go in the run's
@@ -71,6 +73,7 @@ export const benchCommand = {
     'pages-port': { type: 'string' },
     'cpu-slowdown': { type: 'string' },
     tracking: { type: 'boolean', default: false },
+    'edits-per-minute': { type: 'string' },
     ...FLEET_FLAGS,
   },
   help: benchHelp,
@@ -93,6 +96,9 @@ export const benchCommand = {
       o[key] = n;
     }
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
+    const edits = validateEdits(o);
+    if (edits) return edits;
+    if (o.editsPerMinute && o.values.agents !== undefined) return '--edits-per-minute is not carried to carlab agents yet: run it on one machine';
     const problem = slowdownProblem(o);
     if (problem) return problem;
     o.pagesPort = Number(o.values['pages-port'] ?? 0);
@@ -123,7 +129,7 @@ export const benchCommand = {
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
-    tracking: options.tracking,
+    tracking: options.tracking, editsPerMinute: options.editsPerMinute ?? 0,
   })),
 };
 

@@ -3,7 +3,8 @@
 // `carlab bench` (lab/commands/sweep.js); the point runner is lab/sim/sim.js.
 
 import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../shared/flags.js';
-import { BASELINES, SCENE_SETTLE_S, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
+import { BASELINES, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
+import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
 
@@ -29,11 +30,7 @@ ${LAB_FLAGS_HELP}
                        start it again on the same port: clients reconnect, the run
                        reports the outage and the updates lost in it
   --restart-down MS    keep it down this long before restarting (default 0)
-  --edits-per-minute N every client edits the group's shared scene N times a minute (adds, moves,
-                       turns and removes objects of the palette; members edit the same objects and
-                       different ones), stopping ${'${SCENE_SETTLE_S}'} s before the window ends. Runs record
-                       scene { edits, convergenceMs, disagreementPct, joinSyncMs, atEnd }; a member
-                       whose scene differs from its group's at the end fails the run (exit 1)
+${EDITS_FLAG_HELP}
   --start-cluster LIST measure the product as it runs: the server under test is a real
                        \`carlab start --http\` process, 1: plain (one process, no NATS),
                        N >= 2: \`carlab start --cluster N\` (a primary routing each group to one of
@@ -70,29 +67,6 @@ Examples:
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.liveHeapGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
-/** Most edits a minute a client may be asked for: one per cycle of 167 ms is 360. */
-export const EDITS_PER_MINUTE_MAX = 360;
-
-/**
- * --edits-per-minute: checked, and the end-of-run scene check added to the run's conditions.
- * @param {Record<string, any>} o the command's options (changed in place)
- * @returns {string | null} what is wrong
- */
-export function validateEdits(o) {
-  const raw = o.values['edits-per-minute'];
-  if (raw === undefined) return null;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || n > EDITS_PER_MINUTE_MAX) return `--edits-per-minute: "${raw}" is not a number 0..${EDITS_PER_MINUTE_MAX}`;
-  o.editsPerMinute = n;
-  if (n === 0) return null;
-  const baselines = o.transports.filter((/** @type {string} */ t) => BASELINES.includes(t));
-  if (baselines.length) return `--edits-per-minute: the baselines (${baselines.join(', ')}) carry no shared scene`;
-  if (o.updates > 0) return '--edits-per-minute needs a window of --duration seconds, not --updates';
-  if (o.durationS <= SCENE_SETTLE_S + 1) return `--edits-per-minute needs --duration over ${SCENE_SETTLE_S + 1} s (edits stop ${SCENE_SETTLE_S} s before the end)`;
-  o.failIf = [...o.failIf, { path: 'scene.atEnd.disagreeing', op: '>', value: 0, text: 'every member holds its group\'s scene at the end' }];
-  return null;
-}
-
 /** @type {import('./sweep.js').LabCommand} */
 export const simCommand = {
   name: 'sim',
@@ -126,7 +100,7 @@ export const simCommand = {
       if (!Number.isFinite(n) || n < min) return `--${flag}: "${raw}" is not a number >= ${min}`;
       o[key] = n;
     }
-    const edits = validateEdits(o);
+    const edits = validateEdits(o, BASELINES);
     if (edits) return edits;
     o.liveHeap = Boolean(o.values['live-heap']);
     if (o.liveHeap && (o.startClusters || o.relays.some((/** @type {number} */ n) => n > 0))) {

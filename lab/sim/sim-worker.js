@@ -15,7 +15,7 @@ import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../core/client
 import { scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
-import { startEditing } from './edits.js';
+import { startEditing } from '../shared/edits.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
@@ -249,7 +249,7 @@ function withSceneMember(c, endedAt) {
   if (!job.editsPerMinute) return stats;
   // A client that lost its session for good ended when it closed; its log says until when it listened.
   const to = c.closedWith ? Math.min(endedAt, c.sceneLog.at(-1)?.at ?? endedAt) : endedAt;
-  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? endedAt, to, log: c.sceneLog, digest: c.scene.digest } };
+  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? endedAt, to, log: c.sceneLog, digest: c.scene.digest, stayed: !c.closedWith } };
 }
 
 /** @type {ReturnType<typeof setInterval> | undefined} */

@@ -5,7 +5,8 @@
 // stability figures in timeline.js, the relay cluster or `carlab start` seen as
 // one server in lab/target/point-server.js.
 
-import { summarizeScene } from '../../core/scene-metrics.js';
+import { sceneRecord } from '../report/scene-record.js';
+import { SCENE_SETTLE_S } from '../shared/edits.js';
 import { NODE_TRANSPORTS } from '../../core/transports.js';
 import { aggregateRun } from '../report/aggregate.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
@@ -208,29 +209,6 @@ async function measure(o, run, asProcesses, restart) {
   const cpuUsed = process.cpuUsage(cpuStart);
   const childCpuUsed = asProcesses ? await childCpuMicros(run.workers) - childCpuStart : 0;
   return { timeline: timeline.buckets, rssWarm, windowMs, clientCpuMicros: cpuUsed.user + cpuUsed.system + childCpuUsed };
-}
-
-/** Seconds before the window's end the clients stop editing, so that the end-of-run check sees a settled scene. */
-export const SCENE_SETTLE_S = 3;
-
-/**
- * The scene measures of a run (core/scene-metrics.js), groups as the clients named them.
- * @param {any[]} stats every client's stats, each with its sceneMember (lab/sim/sim-worker.js)
- * @param {number} editsPerMinute
- */
-export function sceneRecord(stats, editsPerMinute) {
-  /** @type {Map<string, import('../../core/scene-metrics.js').SceneMember[]>} */
-  const groups = new Map();
-  for (const s of stats) {
-    if (!s.sceneMember) continue;
-    const list = groups.get(s.group) ?? [];
-    list.push(s.sceneMember);
-    groups.set(s.group, list);
-  }
-  const summary = summarizeScene([...groups.values()]);
-  const repairs = stats.reduce((n, s) => n + (s.scene?.repairs ?? 0), 0);
-  const repairRecords = stats.reduce((n, s) => n + (s.scene?.repairRecordsSent ?? 0), 0);
-  return { editsPerMinute, settleS: SCENE_SETTLE_S, ...summary, atEnd: { ...summary.atEnd, disagreeing: summary.atEnd.members - summary.atEnd.agreeing }, repairs, repairRecords };
 }
 
 /**

@@ -20,11 +20,13 @@
 //              straight to it, so it must allow this page's origin (--allowed-origins)
 //   indices    the population indices of this page's peers, comma-separated (a fleet agent's
 //              share, lab/fleet/fleet.js); instead of offset and stride
+//   edits      edits of the shared scene per minute and peer (lab/shared/edits.js; 0 or absent: none);
+//              editsStop() ends them, and stats() then carries each peer's scene log (sceneMember)
 //   reports    seconds between each peer's client reports (POST /reports, core/report.js), sent as
 //              the phone app sends them: periodic ones with fetch keepalive, the last one with
 //              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
 //              (the bench passes lab/shared/flags.js reportPeriodMs of --reports)
-// window.carlab exposes ready (a promise), start(), stop(), stats(), finishReports(), reportCounts(), close().
+// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
@@ -33,6 +35,7 @@ import { summarize } from '../../../core/metrics.js';
 import { Reporter, overSession, tallyReports } from '../../../core/report.js';
 import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
+import { startEditing } from '../../shared/edits.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
 
 const q = new URLSearchParams(location.search);
@@ -57,6 +60,7 @@ const settings = {
   maxUpdates: num('updates', 0),
   autostart: q.get('autostart') !== '0',
   discard: num('discard', 0),
+  editsPerMinute: num('edits', 0),
   name: q.get('name') ?? 'peer',
   reportsS: num('reports', 0),
 };
@@ -89,7 +93,7 @@ async function boot() {
       pose: () => scriptedPose(index, performance.now()),
     });
     clients.push(client);
-    joins.push(client.connect());
+    joins.push(client.connect().then((w) => { joinedAt.set(client, performance.timeOrigin + performance.now()); return w; }));
   }
   await Promise.all(joins);
   return { joinMs: performance.now() - t0 };
@@ -183,14 +187,42 @@ function fmt(v) {
   return v === null ? '–' : v.toFixed(1);
 }
 
+/** @type {Map<CarClient, number>} when each peer joined (ms since 1970): its scene log's start */
+const joinedAt = new Map();
+/** @type {{ stop: () => void } | null} the edit workload (edits=N) */
+let editing = null;
+/** @type {number | null} when the peers stopped (ms since 1970): the end of their scene logs */
+let stoppedAt = null;
+
+/**
+ * A peer's stats, and with the edit workload its scene as the measures see it (core/scene-metrics.js).
+ * @param {CarClient} c
+ */
+function statsOf(c) {
+  const stats = c.stats();
+  if (!settings.editsPerMinute) return stats;
+  const end = stoppedAt ?? performance.timeOrigin + performance.now();
+  const to = c.closedWith ? Math.min(end, c.sceneLog.at(-1)?.at ?? end) : end;
+  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? end, to, log: c.sceneLog, digest: c.scene.digest, stayed: !c.closedWith } };
+}
+
 const ready = boot();
 window.carlab = {
   settings,
   clients,
   ready,
-  start() { for (const c of clients) c.start(); startReports(); },
-  stop() { for (const c of clients) c.stop(); },
-  stats() { return clients.map((c) => c.stats()); },
+  start() {
+    for (const c of clients) c.start();
+    if (settings.editsPerMinute > 0) editing = startEditing(clients, settings.editsPerMinute);
+    startReports();
+  },
+  editsStop() { editing?.stop(); },
+  stop() {
+    editing?.stop();
+    stoppedAt = performance.timeOrigin + performance.now();
+    for (const c of clients) c.stop();
+  },
+  stats() { return clients.map(statsOf); },
   /**
    * Ends the reports: no more periodic ones, the ones in flight answered (at
    * most 3 s), then every peer's last report by beacon. Resolves with what

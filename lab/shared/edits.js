@@ -1,4 +1,5 @@
-// The edit workload of `carlab sim --edits-per-minute N`: every client edits
+// The edit workload of `carlab sim` and `carlab bench --edits-per-minute N`
+// (Node clients and the bench's pages alike): every client edits
 // its group's shared scene N times a minute on average (exponential gaps, so
 // members' edits fall at random against each other), as a person would:
 // adds an object of the palette while the scene is nearly empty, otherwise
@@ -7,6 +8,9 @@
 // sometimes removes one.
 import { CAR_ID } from '../../core/scene.js';
 import { SCENE_KINDS } from '../../core/protocol.js';
+
+/** Seconds before the window's end the clients stop editing, so that the end-of-run check sees a settled scene. */
+export const SCENE_SETTLE_S = 3;
 
 /** Objects (besides the car) a group keeps about: below it an edit adds one. */
 export const WORKLOAD_OBJECTS = 6;
