@@ -278,23 +278,23 @@ function writeSceneBlock(w, scene) {
 
 /** @param {Writer} w @param {SceneRecord} record */
 function writeSceneRecord(w, record) {
-  w.u32(record.id);
-  w.u32(record.version);
-  w.u32(record.writer);
-  w.u8(record.kind);
-  w.u8(record.removed ? SceneRecordFlag.REMOVED : 0);
-  w.pose(record.pose);
+  w.ensure(SCENE_RECORD_BYTES);
+  writeSceneRecordBytes(w.view, w.pos, record);
+  w.pos += SCENE_RECORD_BYTES;
 }
 
 /**
- * One scene record's 42 wire bytes (§15.1): what a scene's digest hashes.
- * @param {SceneRecord} record
- * @returns {Uint8Array}
+ * One scene record's 42 wire bytes (§15.1) at `offset` of a view: the codec writes them, and a
+ * scene's digest hashes them (core/scene.js recordHash).
+ * @param {DataView} view @param {number} offset @param {SceneRecord} record
  */
-export function sceneRecordBytes(record) {
-  const w = new Writer(SCENE_RECORD_BYTES);
-  writeSceneRecord(w, record);
-  return w.result();
+export function writeSceneRecordBytes(view, offset, record) {
+  view.setUint32(offset, record.id >>> 0);
+  view.setUint32(offset + 4, record.version >>> 0);
+  view.setUint32(offset + 8, record.writer >>> 0);
+  view.setUint8(offset + 12, record.kind);
+  view.setUint8(offset + 13, record.removed ? SceneRecordFlag.REMOVED : 0);
+  for (let i = 0; i < 7; i++) view.setFloat32(offset + 14 + 4 * i, record.pose[i]);
 }
 
 /** @param {Writer} w @param {AckMsg} m */

@@ -7,7 +7,7 @@
 // on the wire and about 1.5 µs to apply, against 53 bytes and 16 µs for Yjs and
 // 157-186 bytes and 30-641 µs for Loro and Automerge (measured, see the issue
 // 36 note), and a scene of a few dozen poses needs nothing but a register.
-import { SCENE_KINDS, SCENE_RECORDS_MAX, sceneRecordBytes } from './protocol.js';
+import { SCENE_KINDS, SCENE_RECORDS_MAX, SCENE_RECORD_BYTES, writeSceneRecordBytes } from './protocol.js';
 
 /** Live objects a member may add up to: its own adds beyond it are refused. */
 export const SCENE_OBJECTS_MAX = 64;
@@ -20,7 +20,7 @@ export const SCENE_OBJECTS_HARD_MAX = 2 * SCENE_OBJECTS_MAX;
 export const SCENE_TOMBSTONES_MAX = 192;
 /** The legacy single object (the toy car of old links) is the record with this id. */
 export const CAR_ID = 0;
-/** Consecutive UPDATEs whose digest differs from ours before a neighbour counts as out of step. */
+/** Consecutive UPDATEs whose digest differs from ours (over IN_FLIGHT_MS at least) before a neighbour counts as out of step. */
 export const MISMATCHES_BEFORE_REPAIR = 2;
 /**
  * A neighbour's digest that equals one we held this recently is behind by what is still in
@@ -56,10 +56,16 @@ export class SceneError extends Error {
  * @param {SceneRecord} record
  */
 export function recordHash(record) {
+  writeSceneRecordBytes(HASH_VIEW, 0, record);
   let h = 0x811c9dc5;
-  for (const b of sceneRecordBytes(record)) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  for (let i = 0; i < SCENE_RECORD_BYTES; i++) h = Math.imul(h ^ HASH_BYTES[i], 0x01000193) >>> 0;
   return h;
 }
+
+/** Scratch for recordHash: a record's bytes without a buffer per hash (every apply hashes). */
+const HASH_BYTES = new Uint8Array(SCENE_RECORD_BYTES);
+const HASH_VIEW = new DataView(HASH_BYTES.buffer);
+
 
 /**
  * The last-writer-wins order: higher version, then higher writer id, then the higher hash (two
@@ -117,6 +123,8 @@ export class SharedScene {
     this.mismatches = new Map();
     /** @type {Map<number, number>} by neighbour id: the digest of its latest UPDATE */
     this.lastDigests = new Map();
+    /** @type {Map<number, number>} by neighbour id: since when (our clock) its digests differ from ours */
+    this.mismatchSince = new Map();
     /** @type {number[] | null} ids still to push in the repair going on, most recently changed first */
     this.repairQueue = null;
     /** Records sent to repair, and repairs started: what anti-entropy costs. */
@@ -126,12 +134,11 @@ export class SharedScene {
     this.put({ id: CAR_ID, version: 0, writer: 0, kind: 0, removed: false, pose: [0, 0, 0, 0, 0, 0, 1] }, -Infinity);
   }
 
-  /** @param {SceneRecord} record @param {number} changedAt */
-  put(record, changedAt) {
+  /** @param {SceneRecord} record @param {number} changedAt @param {number} [hash] recordHash(record), when known */
+  put(record, changedAt, hash = recordHash(record)) {
     this.recentDigests.push({ digest: this.digest, until: this.now() + this.inFlightMs });
     if (this.recentDigests.length > 64) this.recentDigests.shift();
     const before = this.held.get(record.id);
-    const hash = recordHash(record);
     if (before) {
       this.digest = (this.digest - before.hash) >>> 0;
       if (!before.record.removed) this.live--;
@@ -213,16 +220,19 @@ export class SharedScene {
    */
   apply(record) {
     const mine = this.held.get(record.id);
+    // Most records lose or win on version alone (a repeat, an older copy): no hash needed for that.
+    if (mine && (record.version < mine.record.version || (record.version === mine.record.version && record.writer < mine.record.writer))) return false;
     const hash = recordHash(record);
     if (mine && !wins(record, hash, mine.record, mine.hash)) return false;
     if (!mine && !record.removed && this.live >= SCENE_OBJECTS_HARD_MAX) return false;
-    this.put(record, this.now());
+    this.put(record, this.now(), hash);
     this.onChange(record, false);
     return true;
   }
 
   /**
-   * A neighbour's UPDATE said its digest: two in a row that differ from ours start a repair. While
+   * A neighbour's UPDATE said its digest: two in a row that differ from ours, over at least
+   * inFlightMs, start a repair. While
    * we hold edits not sent yet, or when its digest is one we held less than inFlightMs ago, the
    * neighbour may just not have had what is in flight yet: such a comparison counts for nothing.
    * @param {number} from neighbour id
@@ -232,12 +242,18 @@ export class SharedScene {
     this.lastDigests.set(from, digest);
     if (digest === this.digest) {
       this.mismatches.delete(from);
+      this.mismatchSince.delete(from);
       return;
     }
     if (this.pending.size > 0 || this.heldLately(digest)) return;
     const n = (this.mismatches.get(from) ?? 0) + 1;
     this.mismatches.set(from, n);
-    if (n >= MISMATCHES_BEFORE_REPAIR) this.startRepair();
+    const now = this.now();
+    const since = this.mismatchSince.get(from) ?? now;
+    this.mismatchSince.set(from, since);
+    // Under load, members hold different sets of the edits in flight for a while: a difference
+    // that lasts longer than anything in flight does is a loss.
+    if (n >= MISMATCHES_BEFORE_REPAIR && now - since >= this.inFlightMs) this.startRepair();
   }
 
   /** @param {number} digest @returns {boolean} we held this digest less than inFlightMs ago */
@@ -263,12 +279,14 @@ export class SharedScene {
   joined(id) {
     this.lastDigests.delete(id);
     this.mismatches.delete(id);
+    this.mismatchSince.delete(id);
     this.startRepair();
   }
 
   /** @param {number} id a neighbour that left */
   forget(id) {
     this.mismatches.delete(id);
+    this.mismatchSince.delete(id);
     this.lastDigests.delete(id);
   }
 

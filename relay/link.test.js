@@ -103,6 +103,29 @@ test('one group whatever the transport: relayed and p2p members exchange updates
   for (const c of [r, f, p]) assert.equal(c.closed, null);
 });
 
+test('malformed scene data closes only its sender, with 4000 and the reason; a good scene block is forwarded byte for byte', async () => {
+  const { url } = await startRelay();
+  const good = await client(url, 'scene', HelloFlag.BATCHED);
+  const bad = await client(url, 'scene', HelloFlag.BATCHED);
+  const other = await client(url, 'scene', HelloFlag.MEMBERSHIP_ONLY);
+  const record = { id: 9, version: 1, writer: good.id, kind: 1, removed: false, pose: POSE };
+  const frame = encode({ type: MsgType.UPDATE, sender: good.id, seq: 1, sendTime: 1, pose: POSE, object: null, scene: { digest: 7, held: 2, records: [record] } });
+  good.ws.send(frame);
+  await until(() => other.got.some((m) => m.type === MsgType.UPDATE));
+  const got = /** @type {import('../core/protocol.js').UpdateMsg} */ (other.got.find((m) => m.type === MsgType.UPDATE));
+  assert.deepEqual(got.scene, { digest: 7, held: 2, records: [record] });
+  // the same block with a record of kind 9
+  const broken = encode({ type: MsgType.UPDATE, sender: bad.id, seq: 1, sendTime: 1, pose: POSE, object: null, scene: { digest: 7, held: 2, records: [{ ...record, writer: bad.id }] } });
+  broken[47 + 7 + 12] = 9;
+  bad.ws.send(broken);
+  await until(() => bad.closed !== null);
+  assert.equal(bad.closed?.code, CloseCode.BAD_FRAME);
+  assert.match(bad.closed?.reason ?? '', /scene record of unknown kind 9/);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(good.closed, null);
+  assert.equal(other.closed, null);
+});
+
 test('LINK is refused on relayed sessions (4008) and with a spoofed sender or acker (4003)', async () => {
   const { url } = await startRelay();
   const relayed = await client(url, 'h', HelloFlag.BATCHED);

@@ -199,10 +199,10 @@ function batchThenSpoofCase({ r, id, join, joinGood }) {
     bin({ type: MsgType.BATCH, messages: [...valid, updateMsg(r, id + 7, 99)] })]);
 }
 
-/** UPDATE flags other than OBJECT. @param {RelayCaseContext} x */
+/** UPDATE flags other than OBJECT and SCENE (docs/protocol.md §15). @param {RelayCaseContext} x */
 function badUpdateFlagsCase({ r, id, join }) {
   const full = encode(updateMsg(r, id, 1));
-  full[46] = r.pick([2, 3, 4, 0x80, 0xff]);
+  full[46] = r.pick([4, 5, 6, 0x80, 0xff]);
   return relayFrames('bad-update-flags', [join, { bytes: full.subarray(0, full[46] & 1 ? full.length : 47) }]);
 }
 
