@@ -31,6 +31,8 @@ export const EnvelopeKind = Object.freeze({
   DROP: 3,
   /** a JSON membership message addressed to this node (sync) */
   MEMBERSHIP: 4,
+  /** a p2p member's LINK'd UPDATE or ACK for members on this node: u16 count, u32 ids, the carried body */
+  LINK: 5,
 });
 
 const utf8Encoder = new TextEncoder();
@@ -248,4 +250,37 @@ export function parseJsonBytes(bytes) {
   } catch {
     return null;
   }
+}
+
+/**
+ * The payload of a LINK envelope: the destinations on the receiving node and the carried body
+ * (docs/protocol.md §14.1), which that node hands to each of them unchanged.
+ *
+ * @param {number[]} ids
+ * @param {Uint8Array} body
+ * @returns {Uint8Array}
+ */
+export function linkPayload(ids, body) {
+  const out = new Uint8Array(2 + 4 * ids.length + body.length);
+  const view = new DataView(out.buffer);
+  view.setUint16(0, ids.length);
+  ids.forEach((id, i) => view.setUint32(2 + 4 * i, id));
+  out.set(body, 2 + 4 * ids.length);
+  return out;
+}
+
+/**
+ * Reads a LINK payload.
+ *
+ * @param {Uint8Array} payload
+ * @returns {{ ids: number[], body: Uint8Array } | null}
+ */
+export function readLinkPayload(payload) {
+  if (payload.length < 2) return null;
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.length);
+  const count = view.getUint16(0);
+  const start = 2 + 4 * count;
+  if (count === 0 || payload.length <= start) return null;
+  const ids = Array.from({ length: count }, (_, i) => view.getUint32(2 + 4 * i));
+  return { ids, body: payload.subarray(start) };
 }

@@ -18,7 +18,7 @@ import { CloseCode, MsgType, ProtocolError, decode, encode, frameOfBody } from '
 import { NodeDirectory } from './cluster-nodes.js';
 import {
   EnvelopeBatcher, EnvelopeKind, MEMBERSHIP_SUBJECT, ackPayload, dropPayload, encodeEnvelope, readAckPayload,
-  groupSubject, jsonBytes, nodeSubject, parseJsonBytes, readDropPayload, unpackEnvelopes,
+  groupSubject, jsonBytes, linkPayload, nodeSubject, parseJsonBytes, readDropPayload, readLinkPayload, unpackEnvelopes,
 } from './cluster-wire.js';
 
 export { HEARTBEAT_MS, NODE_TIMEOUT_MS, NodeDirectory } from './cluster-nodes.js';
@@ -79,6 +79,8 @@ export class RemoteMember {
  * @property {number} acksRouted ACKs sent back to a sender's node
  * @property {number} acksReceived ACKs from other nodes for senders here
  * @property {number} dropsRouted
+ * @property {number} linksRouted LINK envelopes sent to other nodes (a p2p member's LINK naming members there)
+ * @property {number} linksReceived LINK envelopes from other nodes handed to members here
  * @property {number} unknownSender UPDATEs for a sender this node does not know (dropped)
  * @property {number} idConflicts a remote member claimed an id a local member holds
  * @property {number} nodesLost nodes declared gone (timeout) since start
@@ -124,7 +126,7 @@ export class ClusterLink {
   /** @returns {ClusterStats} */
   static zeroStats() {
     return {
-      updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0,
+      updatesPublished: 0, updatesReceived: 0, acksRouted: 0, acksReceived: 0, dropsRouted: 0, linksRouted: 0, linksReceived: 0,
       unknownSender: 0, idConflicts: 0, nodesLost: 0, membersLost: 0, claimsTakenOver: 0, reannounced: 0,
     };
   }
@@ -237,6 +239,24 @@ export class ClusterLink {
   }
 
   /**
+   * A p2p member's LINK'd UPDATE or ACK for members of other nodes: one envelope per node, naming
+   * its members there (docs/protocol.md §14.1).
+   *
+   * @param {import('./groups.js').Group} group
+   * @param {RemoteMember[]} dests
+   * @param {Uint8Array} body the carried message's body
+   */
+  routeLink(group, dests, body) {
+    /** @type {Map<string, number[]>} */
+    const byNode = new Map();
+    for (const d of dests) byNode.set(d.node, [...(byNode.get(d.node) ?? []), d.id]);
+    for (const [node, ids] of byNode) {
+      this.stats.linksRouted++;
+      this.batcher.add(nodeSubject(node), encodeEnvelope(EnvelopeKind.LINK, group.key, linkPayload(ids, body)));
+    }
+  }
+
+  /**
    * A local destination will never ACK a remote sender's update.
    *
    * @param {RemoteMember} sender
@@ -319,6 +339,7 @@ export class ClusterLink {
         case EnvelopeKind.ACK: this.onRemoteAck(envelope.groupKey, envelope.payload); break;
         case EnvelopeKind.DROP: this.onRemoteDrop(envelope.groupKey, envelope.payload); break;
         case EnvelopeKind.MEMBERSHIP: this.onMembership(parseJsonBytes(envelope.payload)); break;
+        case EnvelopeKind.LINK: this.onRemoteLink(envelope.groupKey, envelope.payload); break;
         default: break; // a newer node's kind: ignore
       }
     }
@@ -354,6 +375,27 @@ export class ClusterLink {
     const withBody = /** @type {import('../core/protocol.js').AckMsg & { body: Uint8Array }} */ (
       Object.defineProperty(ack, 'body', { get: () => encode(ack).subarray(1) }));
     this.groups.ack(acker, withBody);
+  }
+
+  /**
+   * A p2p member of another node LINK'd an UPDATE or ACK to members here: each gets the body
+   * itself, and an UPDATE buys it the credit for its ACK, as on one node (relay/link.js).
+   *
+   * @param {string} groupKey
+   * @param {Uint8Array} payload
+   */
+  onRemoteLink(groupKey, payload) {
+    const link = readLinkPayload(payload);
+    const group = this.groups.groups.get(groupKey);
+    if (!link || !group) return;
+    this.stats.linksReceived++;
+    const isUpdate = link.body[0] === MsgType.UPDATE;
+    for (const id of link.ids) {
+      const d = group.members.get(id);
+      if (!d || d instanceof RemoteMember || d.closed || !d.ready) continue;
+      d.push(link.body);
+      if (isUpdate) d.ackCredit++;
+    }
   }
 
   /** @param {string} groupKey @param {Uint8Array} payload */

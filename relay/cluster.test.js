@@ -8,7 +8,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
-import { CloseCode, MsgType, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 import { connectNatsBroker, ERR_BROKER_UNREACHABLE } from './broker.js';
 import { HEARTBEAT_MS, NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
 import { CarClient } from '../core/client.js';
@@ -77,6 +77,29 @@ async function spreadClients(nodes, o) {
   }
   await until(() => clients.every((c) => c.members.size === o.size - 1));
   return clients;
+}
+
+/**
+ * A raw client of one node: joins with `flags`, records every message.
+ * @param {string} url @param {string} group @param {number} flags
+ */
+async function rawClient(url, group, flags) {
+  const ws = new WebSocket(url);
+  /** @type {import('../core/protocol.js').Message[]} */
+  const got = [];
+  const c = { ws, got, id: 0 };
+  ws.on('message', (data) => {
+    const m = decode(/** @type {Buffer} */ (data));
+    if (m instanceof Error) throw m;
+    for (const x of m.type === MsgType.BATCH ? m.messages : [m]) {
+      if (x.type === MsgType.WELCOME) c.id = x.clientId;
+      got.push(x);
+    }
+  });
+  await once(ws, 'open');
+  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
+  await until(() => c.id !== 0);
+  return c;
 }
 
 describe('a cluster of 3 relays through nats-server', () => {
@@ -218,6 +241,32 @@ describe('a cluster of 3 relays through nats-server', () => {
     assert.ok(nodes.some((n) => (n.relay.cluster?.snapshot().nodesLost ?? 0) >= 1), 'the loss was noticed');
     for (const c of [...stay, doomed]) c.close();
   });
+
+  test('one group over the nodes whatever each member picked: a p2p member reaches relayed members of other nodes through LINK, and they reach it', async () => {
+    const p = await rawClient(nodes[0].url, 'mixed-span', HelloFlag.MEMBERSHIP_ONLY);
+    const r = await rawClient(nodes[1].url, 'mixed-span', HelloFlag.BATCHED);
+    const f = await rawClient(nodes[2].url, 'mixed-span', 0);
+    await until(() => p.got.filter((m) => m.type === MsgType.MEMBER_JOINED).length === 2);
+    // relayed -> p2p across nodes; the p2p member's LINK'd ACK goes back to the sender's node
+    r.ws.send(encode({ type: MsgType.UPDATE, sender: r.id, seq: 1, sendTime: 1, pose: pose(), object: null }));
+    await until(() => p.got.some((m) => m.type === MsgType.UPDATE));
+    await until(() => f.got.some((m) => m.type === MsgType.UPDATE));
+    f.ws.send(encode({ type: MsgType.ACK, sender: r.id, seq: 1, acker: f.id }));
+    p.ws.send(encode({ type: MsgType.LINK, peers: [r.id], message: { type: MsgType.ACK, sender: r.id, seq: 1, acker: p.id } }));
+    await until(() => r.got.some((m) => m.type === MsgType.ACKED_ALL));
+    const all = /** @type {import('../core/protocol.js').AckedAllMsg} */ (r.got.find((m) => m.type === MsgType.ACKED_ALL));
+    assert.deepEqual([all.acked, all.dropped], [2, 0]);
+    // p2p -> relayed on two other nodes; their ACKs come back to the p2p member
+    p.ws.send(encode({ type: MsgType.LINK, peers: [r.id, f.id], message: { type: MsgType.UPDATE, sender: p.id, seq: 1, sendTime: 2, pose: pose(), object: null } }));
+    const fromP = (/** @type {typeof p} */ c) => c.got.filter((m) => m.type === MsgType.UPDATE && m.sender === p.id).length;
+    await until(() => fromP(r) === 1 && fromP(f) === 1);
+    r.ws.send(encode({ type: MsgType.ACK, sender: p.id, seq: 1, acker: r.id }));
+    f.ws.send(encode({ type: MsgType.ACK, sender: p.id, seq: 1, acker: f.id }));
+    await until(() => p.got.filter((m) => m.type === MsgType.ACK).length === 2);
+    assert.ok((nodes[0].relay.cluster?.snapshot().linksRouted ?? 0) >= 2, 'one LINK envelope per node');
+    for (const c of [p, r, f]) c.ws.close();
+    await until(() => nodes.every((n) => n.relay.groups.memberCount === 0));
+  });
 });
 
 test('a client whose relay died rejoins another with its old id before the death is noticed', { timeout: 30_000 }, async () => {
@@ -289,4 +338,14 @@ test('remote members are what the registry needs of a session', () => {
   assert.equal(m.pending.size, 0);
   m.push(new Uint8Array(1));
   assert.equal(m.remote, true);
+});
+
+test('a LINK envelope carries its destinations and the body unchanged; an empty or cut one is refused', async () => {
+  const { linkPayload, readLinkPayload } = await import('./cluster-wire.js');
+  const body = Uint8Array.of(6, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3);
+  const back = readLinkPayload(linkPayload([7, 9], body));
+  assert.deepEqual(back && { ids: back.ids, body: [...back.body] }, { ids: [7, 9], body: [...body] });
+  assert.equal(readLinkPayload(linkPayload([], body)), null);
+  assert.equal(readLinkPayload(linkPayload([7], body).subarray(0, 6)), null);
+  assert.equal(readLinkPayload(Uint8Array.of(0)), null);
 });

@@ -17,7 +17,7 @@ import { onLink } from './link.js';
  * real registry and endpoint, tests pass fakes.
  * @typedef {object} IntakeDeps
  * @property {import('./index.js').RelayContext} ctx options, stats and closeSession
- * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget'>} groups
+ * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget' | 'cluster'>} groups
  * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
  * @property {import('./index.js').ReportSink} [reports] where client reports sent as STATS go
  */

@@ -50,6 +50,7 @@ function setup(o = {}) {
       update: (_s, m) => { calls.push(`update ${m.seq}`); },
       ack: (_s, m) => { calls.push(`ack ${m.sender}/${m.seq}`); },
       budget: newBudgetCounters(),
+      cluster: null,
     },
     udp: {
       available: o.udpAvailable ?? true,

@@ -1,6 +1,7 @@
 // LINK (docs/protocol.md §14.1): the relay carries one p2p link's UPDATEs and
 // ACKs when the two phones cannot reach each other directly (UDP blocked, no
-// TURN, ICE failed). Only membership-only (p2p) sessions send it; the carried
+// TURN, ICE failed, or the other member is relayed), to this node's members
+// and, through the cluster (relay/cluster.js routeLink), to other nodes'. Only membership-only (p2p) sessions send it; the carried
 // message is checked like one sent to the relay directly (the sender's own id
 // in UPDATE `sender` / ACK `acker`) and forwarded, as a plain UPDATE or ACK
 // with its bytes unchanged, to each named member of the sender's group. No pending entry, no RTS, no ACKED_ALL:
@@ -12,6 +13,7 @@
 import { CloseCode, MsgType } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare } from './budget.js';
 import { Session } from './session.js';
+import { RemoteMember } from './cluster.js';
 
 /**
  * What the relay carried for p2p links since it started (relay metrics `links`).
@@ -22,6 +24,7 @@ import { Session } from './session.js';
  * @property {number} unknownPeer copies not made: the named member is not here (left, another node, itself)
  * @property {number} shed LINK'd UPDATEs over the sender's fan-out share, not forwarded
  * @property {number} acksToRelayed LINK'd ACKs for updates of relayed members, handled as plain ACKs
+ * @property {number} forwardedRemote copies for members of other cluster nodes, handed to their node
  */
 
 /** @type {WeakMap<object, LinkCounters>} */
@@ -35,7 +38,7 @@ const countersByRegistry = new WeakMap();
 export function linkCounters(registry) {
   let c = countersByRegistry.get(registry);
   if (!c) {
-    c = { in: 0, updates: 0, forwarded: 0, unknownPeer: 0, shed: 0, acksToRelayed: 0 };
+    c = { in: 0, updates: 0, forwarded: 0, unknownPeer: 0, shed: 0, acksToRelayed: 0, forwardedRemote: 0 };
     countersByRegistry.set(registry, c);
   }
   return c;
@@ -43,7 +46,7 @@ export function linkCounters(registry) {
 
 /**
  * One LINK from a joined session.
- * @param {{ ctx: import('./index.js').RelayContext, groups: Pick<import('./groups.js').GroupRegistry, 'budget' | 'ack'> }} deps
+ * @param {{ ctx: import('./index.js').RelayContext, groups: Pick<import('./groups.js').GroupRegistry, 'budget' | 'ack' | 'cluster'> }} deps
  * @param {Session} s
  * @param {import('../core/protocol.js').LinkMsg} m as decode() returns it (the carried message has its `body`)
  * @returns {[number, string] | null} a close code and reason if the client misbehaved
@@ -59,25 +62,31 @@ export function onLink(deps, s, m) {
   if (inner.type === MsgType.ACK && ackForRelayedSender(deps, s, group, m.peers, inner)) return null;
   /** @type {Session[]} */
   const dests = [];
+  /** @type {import('./cluster.js').RemoteMember[]} members of other cluster nodes: their node hands it on */
+  const remote = [];
   for (const id of new Set(m.peers)) {
     const d = group.members.get(id);
-    // A member of another cluster node is not reached (LINK is not carried between nodes).
+    if (d instanceof RemoteMember && d.ready && deps.groups.cluster) { remote.push(d); continue; }
     if (!(d instanceof Session) || d === s || d.closed || !d.ready) { c.unknownPeer++; continue; }
     dests.push(d);
   }
-  if (dests.length === 0) return null;
+  if (dests.length + remote.length === 0) return null;
   if (inner.type === MsgType.UPDATE) {
     c.updates++;
     // The same fan-out share as a relayed UPDATE (GroupRegistry.update): shed, never closed.
     const share = s.share;
     share.rate = forwardShare(deps.ctx.options.maxGroupForwardsPerSecond, group.members.size);
     share.burst = SHARE_BURST_SECONDS * share.rate;
-    if (!share.take(dests.length)) {
+    if (!share.take(dests.length + remote.length)) {
       c.shed++;
       deps.groups.budget.shedUpdates++;
-      deps.groups.budget.shedForwards += dests.length;
+      deps.groups.budget.shedForwards += dests.length + remote.length;
       return null;
     }
+  }
+  if (remote.length > 0) {
+    deps.groups.cluster?.routeLink(group, remote, inner.body);
+    c.forwardedRemote += remote.length;
   }
   // The receiver gets the carried message itself: a membership-only session
   // gets no other UPDATE or ACK, and its sender/acker was checked above.

@@ -71,7 +71,7 @@ test('LINK carries an UPDATE to the named members and their ACK back, bytes unch
   await new Promise((r) => setTimeout(r, 30));
   assert.equal(c.got.filter((m) => m.type === MsgType.UPDATE).length, 0, 'only the named member gets it');
   const links = /** @type {any} */ (relay.metrics()).links;
-  assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0, acksToRelayed: 0 });
+  assert.deepEqual(links, { in: 2, updates: 1, forwarded: 2, unknownPeer: 1, shed: 0, acksToRelayed: 0, forwardedRemote: 0 });
   assert.equal(a.closed ?? b.closed, null);
 });
 
