@@ -24,6 +24,8 @@ import { summarize } from './metrics.js';
  * @property {number} edits local edits made in the group(s)
  * @property {number} converged edits every member present then came to hold (or a newer one)
  * @property {number} unconverged edits some member present then and to the end never held
+ * @property {number} lostWithMember edits of a member that left before any member that stayed held them
+ *   (they never left its phone, or died with its relay): not counted in the measures
  * @property {number[]} convergenceMs per converged edit: until the last such member held it
  * @property {number} memberMs member-time measured
  * @property {number} disagreeMs member-time a member's scene differed from the group's latest
@@ -92,10 +94,12 @@ export function measureSceneGroup(members) {
     }
     return map;
   });
-  const edits = members.flatMap((m) => m.log.filter((e) => e.local)).map((e) => ({ at: e.at, ...ranked(e.record) }));
   const stayed = stayedToTheEnd(members);
+  const all = members.flatMap((m, k) => m.log.filter((e) => e.local).map((e) => ({ at: e.at, author: k, ...ranked(e.record) })));
+  // An edit whose author left before any member that stayed held it (or a newer one) died with it.
+  const edits = all.filter((e) => stayed[e.author] || members.some((m, k) => stayed[k] && heldAt(byObject[k].get(e.r.id) ?? [], e) !== null));
   /** @type {SceneMeasures} */
-  const out = { edits: edits.length, converged: 0, unconverged: 0, convergenceMs: [], memberMs: 0, disagreeMs: 0, joinSyncMs: [] };
+  const out = { edits: edits.length, converged: 0, unconverged: 0, lostWithMember: all.length - edits.length, convergenceMs: [], memberMs: 0, disagreeMs: 0, joinSyncMs: [] };
   /** @type {[number, number][][]} per member: when it lacked an edit */
   const lacking = members.map(() => []);
   for (const edit of edits) {
@@ -142,14 +146,16 @@ export function groupScene(members) {
 }
 
 /**
- * The end-of-run check: every member that stayed to the end holds the group's scene.
+ * The end-of-run check: every member that stayed to the end holds the group's scene: the merge of
+ * everything the members that stayed ever held (so every edit that reached one of them).
  * @param {SceneMember[]} members
  * @returns {{ members: number, agreeing: number }} agreeing: members whose final holdings equal the group's
  */
 export function checkSceneAtEnd(members) {
-  const group = groupScene(members);
   const flags = stayedToTheEnd(members);
   const stayed = members.filter((_, k) => flags[k]);
+  // What reached the members that stayed: an edit that died with a member that left is no part of it.
+  const group = groupScene(stayed);
   let agreeing = 0;
   for (const m of stayed) {
     /** @type {Map<number, SceneRecord>} */
@@ -178,6 +184,7 @@ export function summarizeScene(groups) {
     edits: all.reduce((s, g) => s + g.edits, 0),
     converged: all.reduce((s, g) => s + g.converged, 0),
     unconverged: all.reduce((s, g) => s + g.unconverged, 0),
+    lostWithMember: all.reduce((s, g) => s + g.lostWithMember, 0),
     convergenceMs: summarize(convergenceMs),
     disagreementPct: memberMs > 0 ? (100 * disagreeMs) / memberMs : 0,
     joinSyncMs: summarize(all.flatMap((g) => g.joinSyncMs)),

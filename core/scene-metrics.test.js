@@ -81,3 +81,23 @@ test('members that stopped one after another all stayed when they say so (pages 
   assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 2 });
   assert.equal(measureSceneGroup(members).converged, 1);
 });
+
+test('an edit that died with its member (it left before anyone who stayed held it) counts nowhere, and says so', () => {
+  const mine = rec(5, 3, 1);
+  const lost = rec(5, 3, 9); // wins over mine (writer 9), but never left member 9
+  const members = [
+    { from: 0, to: 1000, log: [entry(100, mine, true)] },
+    { from: 0, to: 1000, log: [entry(120, mine)] },
+    { from: 0, to: 300, stayed: false, log: [entry(110, lost, true)] },
+  ];
+  const m = measureSceneGroup(members);
+  assert.equal(m.edits, 1);
+  assert.equal(m.lostWithMember, 1);
+  assert.equal(m.unconverged, 0);
+  assert.equal(m.disagreeMs, 20 + 10, 'member 1 lacked the one edit that counts for 20 ms, member 2 (until its own, newer one) for 10');
+  assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 2 });
+  // had one member that stayed got it, it would count: both must hold it then
+  members[1].log.push(entry(130, lost));
+  assert.equal(measureSceneGroup(members).lostWithMember, 0);
+  assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 1 });
+});
