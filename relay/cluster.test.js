@@ -8,7 +8,8 @@ import http from 'node:http';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { createRelay } from './index.js';
-import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
+import { rawClient } from './raw-client-harness.js';
 import { connectNatsBroker, ERR_BROKER_UNREACHABLE } from './broker.js';
 import { HEARTBEAT_MS, NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
 import { CarClient } from '../core/client.js';
@@ -77,29 +78,6 @@ async function spreadClients(nodes, o) {
   }
   await until(() => clients.every((c) => c.members.size === o.size - 1));
   return clients;
-}
-
-/**
- * A raw client of one node: joins with `flags`, records every message.
- * @param {string} url @param {string} group @param {number} flags
- */
-async function rawClient(url, group, flags) {
-  const ws = new WebSocket(url);
-  /** @type {import('../core/protocol.js').Message[]} */
-  const got = [];
-  const c = { ws, got, id: 0 };
-  ws.on('message', (data) => {
-    const m = decode(/** @type {Buffer} */ (data));
-    if (m instanceof Error) throw m;
-    for (const x of m.type === MsgType.BATCH ? m.messages : [m]) {
-      if (x.type === MsgType.WELCOME) c.id = x.clientId;
-      got.push(x);
-    }
-  });
-  await once(ws, 'open');
-  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
-  await until(() => c.id !== 0);
-  return c;
 }
 
 describe('a cluster of 3 relays through nats-server', () => {

@@ -5,8 +5,8 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { once } from 'node:events';
-import WebSocket from 'ws';
-import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
+import { rawClient } from './raw-client-harness.js';
 import { createRelay } from './index.js';
 import { frameCost } from './budget.js';
 import { waitFor as until } from '../lab/shared/loop-stall.js';
@@ -29,29 +29,8 @@ async function startRelay(options = {}) {
 /** @type {import('../core/protocol.js').Pose} */
 const POSE = [0, 0, 0, 0, 0, 0, 1];
 
-/**
- * A raw client: joins with `flags`, records every message and its close.
- * @param {string} url @param {string} group @param {number} flags
- */
-async function client(url, group, flags) {
-  const ws = new WebSocket(url);
-  /** @type {import('../core/protocol.js').Message[]} */
-  const got = [];
-  const c = { ws, got, id: 0, closed: /** @type {{ code: number, reason: string } | null} */ (null) };
-  ws.on('close', (code, reason) => { c.closed = { code, reason: reason.toString() }; });
-  ws.on('message', (data) => {
-    const m = decode(/** @type {Buffer} */ (data));
-    if (m instanceof Error) throw m;
-    for (const x of m.type === MsgType.BATCH ? m.messages : [m]) {
-      if (x.type === MsgType.WELCOME) c.id = x.clientId;
-      got.push(x);
-    }
-  });
-  await once(ws, 'open');
-  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
-  while (c.id === 0) await new Promise((r) => setTimeout(r, 5));
-  return c;
-}
+/** A raw client (relay/raw-client-harness.js). */
+const client = rawClient;
 
 test('LINK carries an UPDATE to the named members and their ACK back, bytes unchanged', async () => {
   const { relay, url } = await startRelay();
