@@ -124,6 +124,9 @@ export class CarClient {
     /** @type {number[]} */
     this.rtWarmup = [];
     const epochNow = options.epochNow ?? (() => performance.timeOrigin + performance.now());
+    this.epochNow = epochNow;
+    /** @type {number | null} when we joined (ms since 1970): our scene log's start */
+    this.joinedEpoch = null;
     /** @type {SceneLogEntry[]} every change of what this member holds, for convergence and disagreement */
     this.sceneLog = [];
     /** The group's shared scene; the legacy single object is its car (CAR_ID). */
@@ -205,6 +208,7 @@ export class CarClient {
     );
     this.welcome(welcome); // idempotent: transports that called onWelcome already did this
     this.connected = true;
+    this.joinedEpoch ??= this.epochNow();
     /** @type {[import('./protocol.js').UpdateMsg, number][]} */
     const early = this.early ?? [];
     this.early = null;
@@ -398,6 +402,17 @@ export class CarClient {
   mergeLegacyObject(incoming, from) {
     if (incoming.version === 0 || !incoming.pose.every(Number.isFinite)) return;
     this.scene.apply({ id: CAR_ID, version: incoming.version, writer: from, kind: 0, removed: false, pose: incoming.pose });
+  }
+
+  /**
+   * This member as the scene measures see it (core/scene-metrics.js SceneMember): its log from its
+   * join until `endedAt` (ms since 1970), or until its last change if its session closed for good.
+   * @param {number} endedAt
+   * @returns {import('./scene-metrics.js').SceneMember}
+   */
+  sceneMember(endedAt) {
+    const to = this.closedWith ? Math.min(endedAt, this.sceneLog.at(-1)?.at ?? endedAt) : endedAt;
+    return { from: this.joinedEpoch ?? endedAt, to, log: this.sceneLog, digest: this.scene.digest, stayed: !this.closedWith };
   }
 
   /**

@@ -119,12 +119,10 @@ export class SharedScene {
     this.live = 0;
     /** @type {Map<number, SceneRecord>} local edits not sent yet, by object id (a drag's moves coalesce) */
     this.pending = new Map();
-    /** @type {Map<number, number>} by neighbour id: consecutive UPDATEs whose digest was not ours */
+    /** @type {Map<number, { count: number, since: number }>} by neighbour id: consecutive UPDATEs whose digest was not ours, since when (our clock) */
     this.mismatches = new Map();
     /** @type {Map<number, number>} by neighbour id: the digest of its latest UPDATE */
     this.lastDigests = new Map();
-    /** @type {Map<number, number>} by neighbour id: since when (our clock) its digests differ from ours */
-    this.mismatchSince = new Map();
     /** @type {number[] | null} ids still to push in the repair going on, most recently changed first */
     this.repairQueue = null;
     /** Records sent to repair, and repairs started: what anti-entropy costs. */
@@ -242,18 +240,16 @@ export class SharedScene {
     this.lastDigests.set(from, digest);
     if (digest === this.digest) {
       this.mismatches.delete(from);
-      this.mismatchSince.delete(from);
       return;
     }
     if (this.pending.size > 0 || this.heldLately(digest)) return;
-    const n = (this.mismatches.get(from) ?? 0) + 1;
-    this.mismatches.set(from, n);
     const now = this.now();
-    const since = this.mismatchSince.get(from) ?? now;
-    this.mismatchSince.set(from, since);
+    let m = this.mismatches.get(from);
+    if (!m) this.mismatches.set(from, (m = { count: 0, since: now }));
+    m.count++;
     // Under load, members hold different sets of the edits in flight for a while: a difference
     // that lasts longer than anything in flight does is a loss.
-    if (n >= MISMATCHES_BEFORE_REPAIR && now - since >= this.inFlightMs) this.startRepair();
+    if (m.count >= MISMATCHES_BEFORE_REPAIR && now - m.since >= this.inFlightMs) this.startRepair();
   }
 
   /** @param {number} digest @returns {boolean} we held this digest less than inFlightMs ago */
@@ -279,20 +275,18 @@ export class SharedScene {
   joined(id) {
     this.lastDigests.delete(id);
     this.mismatches.delete(id);
-    this.mismatchSince.delete(id);
     this.startRepair();
   }
 
   /** @param {number} id a neighbour that left */
   forget(id) {
     this.mismatches.delete(id);
-    this.mismatchSince.delete(id);
     this.lastDigests.delete(id);
   }
 
   /** @returns {boolean} some neighbour's digest differs from ours, two UPDATEs running */
   outOfStep() {
-    for (const n of this.mismatches.values()) if (n >= MISMATCHES_BEFORE_REPAIR) return true;
+    for (const m of this.mismatches.values()) if (m.count >= MISMATCHES_BEFORE_REPAIR) return true;
     return false;
   }
 

@@ -303,8 +303,8 @@ export function sceneSectionHtml(runs) {
   const rows = scene.map((run) => {
     const s = /** @type {any} */ (run).scene;
     const classes = SCENE_COLUMNS.map(() => '');
-    if ((s.unconverged ?? 0) > 0) classes[10] = 'bad';
-    if ((s.atEnd?.disagreeing ?? 0) > 0) classes[14] = 'bad';
+    if ((s.unconverged ?? 0) > 0) classes[SCENE_COLUMNS.indexOf('Unconverged')] = 'bad';
+    if ((s.atEnd?.disagreeing ?? 0) > 0) classes[SCENE_COLUMNS.indexOf('Agree at end')] = 'bad';
     return { cells: sceneRow(run), classes };
   });
   return `<section id="scene">

@@ -29,8 +29,6 @@ const port = inChildProcess
 
 /** @type {CarClient[]} */
 const clients = [];
-/** @type {Map<CarClient, number>} when each client joined (ms since 1970): its scene log's start */
-const joinedAt = new Map();
 /** @type {{ stop: () => void } | null} the edit workload (--edits-per-minute) */
 let editing = null;
 
@@ -99,7 +97,6 @@ async function connectAll() {
       });
       clients.push(client);
       await client.connect();
-      joinedAt.set(client, performance.timeOrigin + performance.now());
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, one));
@@ -246,10 +243,7 @@ async function finishReports() {
  */
 function withSceneMember(c, endedAt) {
   const stats = c.stats();
-  if (!job.editsPerMinute) return stats;
-  // A client that lost its session for good ended when it closed; its log says until when it listened.
-  const to = c.closedWith ? Math.min(endedAt, c.sceneLog.at(-1)?.at ?? endedAt) : endedAt;
-  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? endedAt, to, log: c.sceneLog, digest: c.scene.digest, stayed: !c.closedWith } };
+  return job.editsPerMinute ? { ...stats, sceneMember: c.sceneMember(endedAt) } : stats;
 }
 
 /** @type {ReturnType<typeof setInterval> | undefined} */

@@ -93,7 +93,7 @@ async function boot() {
       pose: () => scriptedPose(index, performance.now()),
     });
     clients.push(client);
-    joins.push(client.connect().then((w) => { joinedAt.set(client, performance.timeOrigin + performance.now()); return w; }));
+    joins.push(client.connect());
   }
   await Promise.all(joins);
   return { joinMs: performance.now() - t0 };
@@ -187,8 +187,6 @@ function fmt(v) {
   return v === null ? '–' : v.toFixed(1);
 }
 
-/** @type {Map<CarClient, number>} when each peer joined (ms since 1970): its scene log's start */
-const joinedAt = new Map();
 /** @type {{ stop: () => void } | null} the edit workload (edits=N) */
 let editing = null;
 /** @type {number | null} when the peers stopped (ms since 1970): the end of their scene logs */
@@ -200,10 +198,7 @@ let stoppedAt = null;
  */
 function statsOf(c) {
   const stats = c.stats();
-  if (!settings.editsPerMinute) return stats;
-  const end = stoppedAt ?? performance.timeOrigin + performance.now();
-  const to = c.closedWith ? Math.min(end, c.sceneLog.at(-1)?.at ?? end) : end;
-  return { ...stats, sceneMember: { from: joinedAt.get(c) ?? end, to, log: c.sceneLog, digest: c.scene.digest, stayed: !c.closedWith } };
+  return settings.editsPerMinute ? { ...stats, sceneMember: c.sceneMember(stoppedAt ?? performance.timeOrigin + performance.now()) } : stats;
 }
 
 const ready = boot();
