@@ -50,8 +50,8 @@ test.describe('a study with four phones', () => {
     const fx = await firefox.launch(firefoxLaunchOptions());
     const feed = watchFeed(server.baseURL);
     try {
-      const reliable = await Promise.all(['relay', 'relay-faithful'].map((transport) => comeAndGo({ browser, fx, base: server.baseURL, transport })));
-      const measured = await studyRound({ browser, fx, base: server.baseURL, transport: 'p2p', testInfo });
+      const reliable = await Promise.all(['relay', 'relay-faithful'].map((transport) => comeAndGo({ browser, fx, base: server.baseURL, transport, feed })));
+      const measured = await studyRound({ browser, fx, base: server.baseURL, transport: 'p2p', testInfo, feed });
       const seen = feed.stop();
       for (const group of reliable) {
         const rows = seen.filter((row) => row.group === group);
@@ -62,6 +62,7 @@ test.describe('a study with four phones', () => {
       const recording = await readRecording(dir);
       expect(recording.counts.invalid).toBe(0);
       expect(recording.sessions.length).toBe(10);
+      expect(recording.sessions.filter((s) => !s.r.final).map((s) => `${s.r.group} ${s.r.name}`), 'sessions whose final report is missing').toEqual([]);
       const out = path.join(dir, 'results');
       expect(await runReport([dir, '--out', out], { stdout: sink(), stderr: sink() })).toBe(0);
       const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
@@ -72,7 +73,7 @@ test.describe('a study with four phones', () => {
           .toEqual(['Chrome Android', 'Firefox desktop', 'Safari iOS', 'all']);
         for (const run of runs) {
           expect(run.updates.expected, `${group} ${run.browser}: expected`).toBeGreaterThan(20);
-          expect([run.updates.lost, run.lossPct], `${group} ${run.browser}: lost, loss %`).toEqual([0, 0]);
+          expect([run.updates.lost, run.lossPct], `${group} ${run.browser}: lost, loss %\n${streamsOf(recording.sessions, group)}`).toEqual([0, 0]);
         }
       }
       const html = readFileSync(path.join(out, 'report.html'), 'utf8');
@@ -86,41 +87,66 @@ test.describe('a study with four phones', () => {
   });
 });
 
+/**
+ * What each session of `group` last reported, one line each: enough to tell
+ * a missing report from a miscount when a loss assertion fails.
+ * @param {import('../lab/report/recording.js').RecordedSession[]} sessions @param {string} group
+ */
+function streamsOf(sessions, group) {
+  return sessions.filter((s) => s.r.group === group).map(({ r }) => {
+    const recv = Object.fromEntries(Object.entries(r.recv).map(([id, stream]) => [id, stream.received]));
+    return `${r.name} #${r.clientId} seq ${r.seq} final ${r.final} sentTo ${JSON.stringify(r.sentTo)} pendingTo ${JSON.stringify(r.pendingTo)} `
+      + `takenBack ${r.updates.takenBack} received ${JSON.stringify(recv)} acksFrom ${JSON.stringify(r.acksFrom)}`;
+  }).join('\n');
+}
+
 /** Three of the phones: one of each browser family. */
 const TRIO = [PHONES[0], PHONES[2], PHONES[3]];
 
 /**
  * Three phones on a reliable `transport` join a second apart and leave a
  * second apart (first in, first out), sending all along: each leaves while
- * the others' updates are on their way to it (unread in its socket).
- * @param {{ browser: import('@playwright/test').Browser, fx: import('@playwright/test').Browser, base: string, transport: string }} o
+ * the others' updates are on their way to it (unread in its socket). A phone
+ * leaves as a person closes a tab: the page goes, the browser stays, so the
+ * final report (a beacon) is delivered; the browser contexts close only once
+ * the server has every final report (the dashboard marks the three left).
+ * Closing a context at once tears its network down, and under a loaded suite
+ * that could drop a beacon still on its way: the page's last periodic report
+ * then stood for it, and the ACKs of the page's last second counted as lost.
+ * @param {{ browser: import('@playwright/test').Browser, fx: import('@playwright/test').Browser, base: string,
+ *   transport: string, feed: ReturnType<typeof watchFeed> }} o
  * @returns {Promise<string>} the group
  */
-async function comeAndGo({ browser, fx, base, transport }) {
+async function comeAndGo({ browser, fx, base, transport, feed }) {
   const group = `come-and-go-${transport}-${Date.now().toString(36)}`;
   /** @type {{ context: import('@playwright/test').BrowserContext, page: import('@playwright/test').Page }[]} */
   const phones = [];
-  for (const phone of TRIO) {
-    const context = await (phone.engine === 'firefox' ? fx : browser).newContext({ ...phone.device, baseURL: base });
-    const page = await context.newPage();
-    const q = new URLSearchParams({ group, name: phone.name, transport, source: 'none', pose: '0.1,0.05,0.4,0,0,0,1', dpr: '1' });
-    await page.goto(`/ar.html?${q}`);
-    await page.evaluate(() => window.carlab.ready.then(() => true));
-    phones.push({ context, page });
-    await sleep(1000);
-  }
-  // all three in, each has reported what it received from the other two
-  for (const { page } of phones) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 3, null, { timeout: 20_000 });
-  for (const { context, page } of phones) {
-    // A page that unloads is busy: the others' updates of its last 400 ms
-    // reach it but are never read, then it leaves (as on pagehide).
-    await page.evaluate(() => {
-      const end = performance.now() + 400;
-      while (performance.now() < end) { /* busy, as an unloading page */ }
-      window.carlab.leave();
-    });
-    await context.close();
-    await sleep(1000);
+  try {
+    for (const phone of TRIO) {
+      const context = await (phone.engine === 'firefox' ? fx : browser).newContext({ ...phone.device, baseURL: base });
+      const page = await context.newPage();
+      phones.push({ context, page });
+      const q = new URLSearchParams({ group, name: phone.name, transport, source: 'none', pose: '0.1,0.05,0.4,0,0,0,1', dpr: '1' });
+      await page.goto(`/ar.html?${q}`);
+      await page.evaluate(() => window.carlab.ready.then(() => true));
+      await sleep(1000);
+    }
+    // all three in, each has reported what it received from the other two
+    for (const { page } of phones) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 3, null, { timeout: 20_000 });
+    for (const { page } of phones) {
+      // A page that unloads is busy: the others' updates of its last 400 ms
+      // reach it but are never read, then it leaves (as on pagehide).
+      await page.evaluate(() => {
+        const end = performance.now() + 400;
+        while (performance.now() < end) { /* busy, as an unloading page */ }
+        window.carlab.leave();
+      });
+      await page.close();
+      await sleep(1000);
+    }
+    await feed.untilLeft(group, TRIO.length);
+  } finally {
+    for (const { context } of phones) await context.close();
   }
   return group;
 }
@@ -134,10 +160,15 @@ function watchFeed(base) {
   const abort = new AbortController();
   /** @type {{ group: string, name: string, lossPct: number | null }[]} */
   const rows = [];
+  /** Per group, the members whose final report the server has. @type {Map<string, Set<string>>} */
+  const left = new Map();
   /** @param {any} view */
   const take = (view) => {
     for (const g of view.groups ?? []) {
-      for (const m of g.members) if (!m.left) rows.push({ group: g.group, name: m.name, lossPct: m.lossPct });
+      for (const m of g.members) {
+        if (!m.left) rows.push({ group: g.group, name: m.name, lossPct: m.lossPct });
+        else left.set(g.group, (left.get(g.group) ?? new Set()).add(m.name));
+      }
     }
   };
   const reading = (async () => {
@@ -157,6 +188,17 @@ function watchFeed(base) {
     }
   })().catch((err) => { if (!abort.signal.aborted) throw err; });
   return {
+    /**
+     * Resolves once the feed has shown `n` members of `group` as left (their final reports are in).
+     * @param {string} group @param {number} n
+     */
+    async untilLeft(group, n) {
+      const end = Date.now() + 20_000;
+      while ((left.get(group)?.size ?? 0) < n) {
+        if (Date.now() > end) throw new Error(`${group}: the dashboard shows ${left.get(group)?.size ?? 0} of ${n} final reports after 20 s`);
+        await sleep(100);
+      }
+    },
     /** Ends the feed; the rows seen. */
     stop() {
       abort.abort();
@@ -170,9 +212,9 @@ function watchFeed(base) {
  * Four phones in one group on `transport`: joined, exchanging, watched on the
  * dashboard, stopped, measured from their own pages, gone.
  * @param {{ browser: import('@playwright/test').Browser, fx: import('@playwright/test').Browser, base: string,
- *   transport: string, testInfo: import('@playwright/test').TestInfo }} o
+ *   transport: string, testInfo: import('@playwright/test').TestInfo, feed: ReturnType<typeof watchFeed> }} o
  */
-async function studyRound({ browser, fx, base, transport, testInfo }) {
+async function studyRound({ browser, fx, base, transport, testInfo, feed }) {
   const group = `study-${transport}-${Date.now().toString(36)}`;
   const contexts = [];
   const pages = [];
@@ -197,7 +239,11 @@ async function studyRound({ browser, fx, base, transport, testInfo }) {
   const stats = [];
   for (const page of pages) stats.push(await page.evaluate(() => window.carlab.client.stats()));
   const families = new Map(stats.map((s, i) => [s.id, PHONES[i].family]));
-  for (const page of pages) await page.evaluate(() => window.carlab.leave());
+  for (const page of pages) {
+    await page.evaluate(() => window.carlab.leave());
+    await page.close();
+  }
+  await feed.untilLeft(group, PHONES.length); // the final reports are in: the browsers may go (see comeAndGo)
   for (const context of contexts) await context.close();
   return { stats, families, group };
 }
