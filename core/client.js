@@ -21,7 +21,13 @@ import { CAR_ID, SharedScene } from './scene.js';
  *   STATS on the client's relay session: false when no session is open to take it
  * @property {() => object | null} channelInfo live channel parameters, null where there is no channel
  * @property {() => object | null} [setupInfo] setup delays, where the transport measures them
+ * @property {ServerClock | null} [serverClock] the server's clock as estimated at the join
+ *   (web/src/transport/relay-connection.js): study reports put scene times on it
  * @property {() => void} close
+ *
+ * @typedef {object} ServerClock
+ * @property {number} offsetMs server epoch ms = local epochNow() + offsetMs
+ * @property {number} errorMs give or take (half the round trip it was measured over)
  *
  * @typedef {object} JoinParams
  * @property {string} group

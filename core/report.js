@@ -13,6 +13,7 @@
 
 import { REPORT_LIMITS } from './defaults.js';
 import { percentile } from './metrics.js';
+import { MARK_FIELDS, sceneReport, sceneReportProblem } from './scene-report.js';
 
 export { REPORT_LIMITS };
 
@@ -185,6 +186,8 @@ export { percentile };
  * @property {{ reconnects: number, outageMs: number }} connection
  * @property {TrackingCounts | null} tracking
  * @property {string | null} effectiveType
+ * @property {import('./scene-report.js').SceneReport | null} [scene] the shared scene: the marks of the
+ *   member's scene log since the previous report, on the server's clock (absent from older pages)
  */
 
 /**
@@ -193,10 +196,10 @@ export { percentile };
  *
  * @param {import('./client.js').CarClient} client
  * @param {{ session: string, seq: number, final: boolean, kind: ClientReport['kind'], uptimeMs: number,
- *   rt: RtHistogram, extras?: ReportExtras }} at
+ *   rt: RtHistogram, extras?: ReportExtras, scene?: import('./scene-report.js').SceneReport | null }} at
  * @returns {ClientReport}
  */
-export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, extras = {} }) {
+export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, extras = {}, scene = null }) {
   const s = client.stats();
   return {
     v: REPORT_VERSION,
@@ -228,6 +231,7 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     connection: { reconnects: s.reconnects, outageMs: Math.round(s.outageMs) },
     tracking: extras.tracking ?? null,
     effectiveType: extras.effectiveType ?? null,
+    scene,
   };
 }
 
@@ -338,6 +342,8 @@ export class Reporter {
     this.timer = null;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.startTimer = null;
+    /** Index in the client's scene log of the first mark no report has carried yet. */
+    this.sceneFrom = 0;
   }
 
   /**
@@ -371,9 +377,11 @@ export class Reporter {
     const rts = this.client.rt;
     for (; this.rtSeen < rts.length; this.rtSeen++) this.rt.add(rts[this.rtSeen]);
     this.seq++;
+    const scene = sceneReport(this.client, this.sceneFrom);
+    if (scene) this.sceneFrom = scene.from + scene.log.length / MARK_FIELDS;
     return buildReport(this.client, {
       session: this.session, seq: this.seq, final, kind: this.kind, uptimeMs: this.now() - this.startedAt,
-      rt: this.rt, extras: this.options.extras?.() ?? {},
+      rt: this.rt, extras: this.options.extras?.() ?? {}, scene,
     });
   }
 
@@ -397,19 +405,30 @@ export class Reporter {
     this.sent++;
     try {
       const sent = /** @type {unknown} */ (deliver(report));
-      if (sent instanceof Promise) this.track(sent);
+      if (sent instanceof Promise) this.track(sent, report.scene?.from);
     } catch {
       this.failures++;
+      this.resendSceneFrom(report.scene?.from);
     }
+  }
+
+  /**
+   * A report that did not get through: the next one carries its scene marks again
+   * (the reader of a recording takes each mark once, by its index).
+   * @param {number | undefined} from
+   */
+  resendSceneFrom(from) {
+    if (from !== undefined) this.sceneFrom = Math.min(this.sceneFrom, from);
   }
 
   /**
    * Follows a delivery until it is answered.
    * @param {Promise<unknown>} sent
+   * @param {number} [sceneFrom] where its scene marks began
    */
-  track(sent) {
+  track(sent, sceneFrom) {
     /** @type {Promise<void>} */
-    const settled = sent.then(() => {}, () => { this.failures++; }).then(() => {
+    const settled = sent.then(() => {}, () => { this.failures++; this.resendSceneFrom(sceneFrom); }).then(() => {
       this.answeredAt = this.now();
       if (this.inflight === settled) this.inflight = null;
     });
@@ -574,5 +593,5 @@ function restProblem(r) {
     if (t.visibleFrames > t.frames) return 'tracking.visibleFrames exceeds tracking.frames';
   }
   if (r.effectiveType !== null && !isText(r.effectiveType, 20)) return 'effectiveType must be a short string or null';
-  return null;
+  return sceneReportProblem(r.scene);
 }

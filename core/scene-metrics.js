@@ -6,14 +6,15 @@ import { recordHash, wins } from './scene.js';
 import { summarize } from './metrics.js';
 
 /** @typedef {import('./client.js').SceneLogEntry} SceneLogEntry */
-/** @typedef {import('./protocol.js').SceneRecord} SceneRecord */
+/** @typedef {import('./scene-report.js').SceneMark} SceneMark */
 
 /**
  * One member as the measurements see it.
  * @typedef {object} SceneMember
  * @property {number} from ms since 1970: it joined (its scene log starts)
  * @property {number} to ms since 1970: its measured time ended (it left, or the run did)
- * @property {SceneLogEntry[]} log every change of what it held, in order
+ * @property {(SceneLogEntry | SceneMark)[]} log every change of what it held, in order: the client
+ *   core's entries (with the record), or a study report's marks (the record's hash instead)
  * @property {number} [digest] its scene digest at the end, where it stayed to the end
  * @property {boolean} [stayed] it was still in the group when the run ended (default: its `to` is
  *   the latest of the group's; runners whose members stop one after another say it themselves)
@@ -33,24 +34,35 @@ import { summarize } from './metrics.js';
  */
 
 /**
- * The key of a record's place in the last-writer-wins order.
- * @param {SceneRecord} r
+ * A log entry as the measures read it: what it held and its place in the
+ * last-writer-wins order (version, writer, hash).
+ * @param {SceneLogEntry | SceneMark} e
+ * @returns {SceneMark}
  */
-const ranked = (r) => ({ r, h: recordHash(r) });
+export function markOf(e) {
+  if (!('record' in e)) return e;
+  const r = e.record;
+  return { at: e.at, local: e.local, id: r.id, version: r.version, writer: r.writer, hash: recordHash(r) };
+}
 
 /**
  * When a member first held an edit's record or one that wins over it (null: never).
- * @param {SceneLogEntry[]} entries the member's log entries for the edit's object
- * @param {{ r: SceneRecord, h: number }} edit
+ * @param {SceneMark[]} marks the member's marks for the edit's object
+ * @param {SceneMark} edit
  */
-function heldAt(entries, edit) {
-  for (const e of entries) {
-    const h = recordHash(e.record);
-    if (h === edit.h && e.record.version === edit.r.version && e.record.writer === edit.r.writer) return e.at;
-    if (wins(e.record, h, edit.r, edit.h)) return e.at;
+function heldAt(marks, edit) {
+  for (const m of marks) {
+    if (m.hash === edit.hash && m.version === edit.version && m.writer === edit.writer) return m.at;
+    if (wins(m, m.hash, edit, edit.hash)) return m.at;
   }
   return null;
 }
+
+/**
+ * Every member's log as marks, once.
+ * @param {SceneMember[]} members
+ */
+const marksOfMembers = (members) => members.map((m) => m.log.map(markOf));
 
 /**
  * Which members were still there when the run ended.
@@ -84,20 +96,21 @@ function unionMs(intervals) {
  * @returns {SceneMeasures}
  */
 export function measureSceneGroup(members) {
-  const byObject = members.map((m) => {
-    /** @type {Map<number, SceneLogEntry[]>} */
+  const logs = marksOfMembers(members);
+  const byObject = logs.map((log) => {
+    /** @type {Map<number, SceneMark[]>} */
     const map = new Map();
-    for (const e of m.log) {
-      const list = map.get(e.record.id) ?? [];
+    for (const e of log) {
+      const list = map.get(e.id) ?? [];
       list.push(e);
-      map.set(e.record.id, list);
+      map.set(e.id, list);
     }
     return map;
   });
   const stayed = stayedToTheEnd(members);
-  const all = members.flatMap((m, k) => m.log.filter((e) => e.local).map((e) => ({ at: e.at, author: k, ...ranked(e.record) })));
+  const all = logs.flatMap((log, k) => log.filter((e) => e.local).map((e) => ({ ...e, author: k })));
   // An edit whose author left before any member that stayed held it (or a newer one) died with it.
-  const edits = all.filter((e) => stayed[e.author] || members.some((m, k) => stayed[k] && heldAt(byObject[k].get(e.r.id) ?? [], e) !== null));
+  const edits = all.filter((e) => stayed[e.author] || members.some((m, k) => stayed[k] && heldAt(byObject[k].get(e.id) ?? [], e) !== null));
   /** @type {SceneMeasures} */
   const out = { edits: edits.length, converged: 0, unconverged: 0, lostWithMember: all.length - edits.length, convergenceMs: [], memberMs: 0, disagreeMs: 0, joinSyncMs: [] };
   /** @type {[number, number][][]} per member: when it lacked an edit */
@@ -107,7 +120,7 @@ export function measureSceneGroup(members) {
     let complete = true;
     members.forEach((m, k) => {
       if (m.to < edit.at) return;
-      const at = heldAt(byObject[k].get(edit.r.id) ?? [], edit);
+      const at = heldAt(byObject[k].get(edit.id) ?? [], edit);
       const from = Math.max(edit.at, m.from);
       lacking[k].push([from, Math.min(at ?? m.to, m.to)]);
       if (m.from > edit.at) return; // a late joiner: counted in joinSyncMs
@@ -121,7 +134,7 @@ export function measureSceneGroup(members) {
     out.disagreeMs += unionMs(lacking[k]);
     const before = edits.filter((e) => e.at < m.from);
     if (before.length === 0) return;
-    const times = before.map((e) => heldAt(byObject[k].get(e.r.id) ?? [], e));
+    const times = before.map((e) => heldAt(byObject[k].get(e.id) ?? [], e));
     if (times.every((t) => t !== null)) out.joinSyncMs.push(Math.max(0, ...times.map((t) => /** @type {number} */ (t) - m.from)));
   });
   return out;
@@ -129,20 +142,19 @@ export function measureSceneGroup(members) {
 
 /**
  * The group's scene as the last writer of each object left it: what every member should hold.
- * @param {SceneMember[]} members
- * @returns {Map<number, SceneRecord>}
+ * @param {SceneMark[][]} logs the members' marks
+ * @returns {Map<number, SceneMark>}
  */
-export function groupScene(members) {
-  /** @type {Map<number, { r: SceneRecord, h: number }>} */
+export function groupScene(logs) {
+  /** @type {Map<number, SceneMark>} */
   const winners = new Map();
-  for (const m of members) {
-    for (const e of m.log) {
-      const cand = ranked(e.record);
-      const cur = winners.get(e.record.id);
-      if (!cur || wins(cand.r, cand.h, cur.r, cur.h)) winners.set(e.record.id, cand);
+  for (const log of logs) {
+    for (const e of log) {
+      const cur = winners.get(e.id);
+      if (!cur || wins(e, e.hash, cur, cur.hash)) winners.set(e.id, e);
     }
   }
-  return new Map([...winners].map(([id, w]) => [id, w.r]));
+  return winners;
 }
 
 /**
@@ -153,17 +165,17 @@ export function groupScene(members) {
  */
 export function checkSceneAtEnd(members) {
   const flags = stayedToTheEnd(members);
-  const stayed = members.filter((_, k) => flags[k]);
+  const stayed = marksOfMembers(members.filter((_, k) => flags[k]));
   // What reached the members that stayed: an edit that died with a member that left is no part of it.
   const group = groupScene(stayed);
   let agreeing = 0;
-  for (const m of stayed) {
-    /** @type {Map<number, SceneRecord>} */
+  for (const log of stayed) {
+    /** @type {Map<number, SceneMark>} */
     const held = new Map();
-    for (const e of m.log) held.set(e.record.id, e.record);
+    for (const e of log) held.set(e.id, e);
     const same = [...group].every(([id, r]) => {
       const mine = held.get(id);
-      return mine ? recordHash(mine) === recordHash(r) : r.version === 0;
+      return mine ? mine.hash === r.hash : r.version === 0;
     });
     if (same) agreeing++;
   }

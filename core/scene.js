@@ -70,8 +70,8 @@ const HASH_VIEW = new DataView(HASH_BYTES.buffer);
 /**
  * The last-writer-wins order: higher version, then higher writer id, then the higher hash (two
  * members that reused one client id after a restart cannot tie on different content).
- * @param {SceneRecord} a @param {number} aHash
- * @param {SceneRecord} b @param {number} bHash
+ * @param {{ version: number, writer: number }} a @param {number} aHash
+ * @param {{ version: number, writer: number }} b @param {number} bHash
  * @returns {boolean} a wins over b
  */
 export function wins(a, aHash, b, bHash) {

@@ -155,6 +155,7 @@ export function createP2PTransport(options) {
     },
     // reports (docs/study.md) go on the membership session, the client's own relay session
     sendStats: (stats) => membership.sendStats?.(stats) ?? false,
+    get serverClock() { return membership.serverClock ?? null; },
     linkPaths: () => mesh.linkPaths(),
     // `links`: per neighbour, how its updates travel now (direct, turn, relay, connecting).
     channelInfo: () => ({ ...summarizeChannels(mesh.openChannels(), mode), links: mesh.linkPaths() }),

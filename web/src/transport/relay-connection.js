@@ -28,6 +28,14 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {FirstJoin | null} first the connect() call's join; null for a rejoin
  * @property {boolean} welcomed
  * @property {ReturnType<typeof setTimeout> | null} giveUp a rejoin's wait for its WELCOME
+ * @property {number | null} helloAt when its HELLO went (epochNow)
+ */
+
+/**
+ * The server's clock as this client estimates it (Cristian's algorithm on
+ * HELLO -> WELCOME): server time = local epoch ms + offsetMs, give or take
+ * errorMs (half the round trip the estimate came from).
+ * @typedef {import('../../../core/client.js').ServerClock} ServerClock
  */
 
 /**
@@ -41,6 +49,8 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {(m: import('../../../core/protocol.js').SignalMsg) => void} [onSignal]
  * @property {boolean | import('./relay-reconnect.js').ReconnectOptions} [reconnect]
  * @property {number} [rejoinTimeoutMs] how long a rejoin waits for WELCOME (default REJOIN_WELCOME_TIMEOUT_MS)
+ * @property {() => number} [epochNow] ms since 1970 on the clock the client core logs its scene with
+ *   (default performance.timeOrigin + performance.now()): the server clock estimate is against it
  */
 
 /**
@@ -68,6 +78,9 @@ export class RelayConnection {
     this.counters = { reconnects: 0, attempts: 0, lastCloseCode: /** @type {number | null} */ (null) };
     /** Which of several relay URLs the current socket went to. */
     this.urlIndex = 0;
+    /** @type {ServerClock | null} the best estimate so far (the one from the shortest round trip) */
+    this.serverClock = null;
+    this.epochNow = options.epochNow ?? (() => performance.timeOrigin + performance.now());
   }
 
   /**
@@ -107,7 +120,7 @@ export class RelayConnection {
     const socket = new this.options.WebSocket(this.nextUrl(first === null));
     this.ws = socket;
     /** @type {SocketAttempt} */
-    const attempt = { socket, first, welcomed: false, giveUp: /** @type {ReturnType<typeof setTimeout> | null} */ (null) };
+    const attempt = { socket, first, welcomed: false, giveUp: /** @type {ReturnType<typeof setTimeout> | null} */ (null), helloAt: /** @type {number | null} */ (null) };
     if (!first) {
       // Unanswered: closed here, and the close event plans the next attempt as for any other.
       attempt.giveUp = setTimeout(() => { if (this.ws === socket && !attempt.welcomed) socket.close(); }, this.options.rejoinTimeoutMs ?? REJOIN_WELCOME_TIMEOUT_MS);
@@ -116,6 +129,7 @@ export class RelayConnection {
       // A rejoin keeps its id, so its neighbours' streams from it go on; a
       // new one only if the old one stays taken.
       const clientId = first ? join.clientId ?? 0 : this.policy.rejoinId(this.myId);
+      attempt.helloAt = this.epochNow();
       socket.send(encode(helloMessage(this.options, join, clientId)));
     };
     listenForFrames(socket, (data) => this.onFrame(attempt, data));
@@ -154,6 +168,7 @@ export class RelayConnection {
     attempt.welcomed = true;
     if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     this.myId = m.clientId;
+    this.takeClockSample(attempt.helloAt, m.serverTime);
     if (attempt.first) {
       h.onWelcome?.(m);
       attempt.first.resolve(m);
@@ -163,6 +178,19 @@ export class RelayConnection {
       h.onReconnected?.(m);
     }
     h.onConnectionStatus?.({ state: 'connected', part: 'relay' });
+  }
+
+  /**
+   * Keeps a WELCOME's server time as the clock estimate when its round trip
+   * was the shortest yet (a rejoin over a quieter network sharpens it).
+   * @param {number | null} helloAt @param {number} serverTime
+   */
+  takeClockSample(helloAt, serverTime) {
+    if (helloAt === null || !(serverTime > 0)) return;
+    const at = this.epochNow();
+    const errorMs = Math.max(0, at - helloAt) / 2;
+    if (this.serverClock && this.serverClock.errorMs <= errorMs) return;
+    this.serverClock = { offsetMs: serverTime + errorMs - at, errorMs };
   }
 
   /**

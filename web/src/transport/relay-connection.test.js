@@ -187,3 +187,33 @@ test('with several relay URLs, a rejoin moves on to the next one (failover), rou
   assert.equal(fake.instances[2].url, 'ws://home/relay?g=g', 'and back round');
   connection.close();
 });
+
+test('the server clock: estimated from HELLO to WELCOME, the shortest round trip kept', async () => {
+  const fake = fakeWebSocketClass();
+  let epoch = 1_000_000;
+  const connection = new RelayConnection({
+    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => 7, reconnect: { random: () => 0 }, epochNow: () => epoch,
+  });
+  made.push(connection);
+  const { handlers } = setup();
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  const clock = () => connection.serverClock;
+  assert.equal(clock(), null, 'none before a WELCOME');
+  fake.instances[0].open(); // HELLO at 1 000 000
+  epoch += 80; // WELCOME 80 ms later, stamped 1 500 040 by the server
+  fake.instances[0].receive({ type: MsgType.WELCOME, clientId: 5, serverTime: 1_500_040, members: [] });
+  await joined;
+  assert.deepEqual(clock(), { offsetMs: 1_500_040 + 40 - 1_000_080, errorMs: 40 });
+  // a rejoin with a longer round trip is not kept; one with a shorter one is
+  for (const [rtt, serverTime] of [[200, 2_000_000], [20, 1_700_000]]) {
+    fake.instances.at(-1)?.drop(1001, 'restart');
+    await settle();
+    const ws = /** @type {import('./relay-fakes.js').FakeWebSocket} */ (fake.instances.at(-1));
+    ws.open();
+    const sentAt = epoch;
+    epoch += rtt;
+    ws.receive({ type: MsgType.WELCOME, clientId: 5, serverTime, members: [] });
+    if (rtt === 20) assert.deepEqual(clock(), { offsetMs: serverTime + 10 - (sentAt + 20), errorMs: 10 });
+    else assert.equal(clock()?.errorMs, 40);
+  }
+});

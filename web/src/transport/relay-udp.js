@@ -88,6 +88,7 @@ export function createRelayUdpTransport(options) {
     name: 'relay-udp',
     counters: session.counters,
     get ws() { return session.membership.ws; },
+    get serverClock() { return session.membership.serverClock ?? null; },
     /** The live data channel, or null. */
     get channel() { return session.openChannel; },
     get peerConnection() { return session.current?.pc ?? null; },

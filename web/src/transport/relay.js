@@ -63,6 +63,7 @@ export function createRelayTransport(options) {
   return {
     name: options.name ?? (batched ? 'relay' : 'relay-faithful'),
     get ws() { return connection.ws; },
+    get serverClock() { return connection.serverClock; },
     connect: (join, h) => connection.connect(join, h),
     sendUpdate(update) { outbox.send(update); },
     sendAck(sender, seq, acker) { outbox.send({ type: MsgType.ACK, sender, seq, acker }); },
