@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { CYCLE_MODES } from '../../core/cycle.js';
-import { transportInfo } from '../../core/transports.js';
 import { describeUserAgent } from '../../server/user-agent.js';
 import { aggregateRun } from './aggregate.js';
+import { recordingScene } from './recording-scene.js';
 import { compareTransports } from './format.js';
 
 /** @typedef {import('./recording.js').RecordedSession} RecordedSession */
@@ -113,15 +113,6 @@ export function groupInstances(sessions) {
   }
   for (const s of sessions) if (!out.has(s)) out.set(s, '-');
   return out;
-}
-
-/**
- * Which clients share one id space: the relay transports (relay, relay-faithful,
- * relay-udp) one, the membership-only p2p transports another (docs/protocol.md §5.1).
- * @param {string} transport
- */
-function idSpaceOf(transport) {
-  return transportInfo(transport)?.path ?? `other:${transport}`;
 }
 
 /**
@@ -246,14 +237,14 @@ function deviceRow(c, sourceName) {
  */
 export function recordingToResults(recording, { now = new Date() } = {}) {
   const sourceName = path.basename(path.resolve(recording.dir));
-  // Streams are matched inside one id space and group name, whatever the transport.
+  // Streams are matched inside one group name, whatever each member's transport: the relay
+  // gives every member of a group its id from one space, p2p members too (docs/protocol.md §5.1).
   /** @type {Map<string, RecordedSession[]>} */
   const spaces = new Map();
   for (const s of recording.sessions) {
-    const key = JSON.stringify([idSpaceOf(s.r.transport), s.r.group]);
-    const list = spaces.get(key);
+    const list = spaces.get(s.r.group);
     if (list) list.push(s);
-    else spaces.set(key, [s]);
+    else spaces.set(s.r.group, [s]);
   }
   /** @type {SessionClient[]} */
   const clients = [];
@@ -301,7 +292,10 @@ export function recordingToResults(recording, { now = new Date() } = {}) {
     for (const family of families) {
       runs.push(recordingRun({ transport, groupName, group, population, sourceName, only: (c) => c.transport === transport && c.family === family, browser: family, family }));
     }
-    runs.push(recordingRun({ transport, groupName, group, population, sourceName, only: (c) => c.transport === transport, browser: 'all', families }));
+    const all = recordingRun({ transport, groupName, group, population, sourceName, only: (c) => c.transport === transport, browser: 'all', families });
+    // The scene is the group's, whatever each member's transport: every transport's run of the group shows it.
+    const scene = recordingScene(population);
+    runs.push(scene ? { ...all, scene } : all);
   }
 
   const span = spanOf(recording.sessions);

@@ -32,6 +32,8 @@ export const MAX_PROBLEMS = 20;
  * @property {number} startAt when the session began, server clock: its first report's `at` less its uptime
  * @property {number} reports valid report lines of the session
  * @property {string} segment the segment file of the newest report
+ * @property {import('../../core/scene-report.js').SceneReport[]} sceneParts the scene parts of all its
+ *   reports (each carries the marks since the one before: core/scene-report.js assembleSceneLog)
  */
 
 /**
@@ -94,7 +96,7 @@ export function isRecordingDir(dir) {
  * torn last line of a killed server), a line that is not a record and a
  * report that reportProblem() refuses are skipped and counted, never fatal.
  * Of each session only the report with the highest seq is kept (on a tie,
- * the later line).
+ * the later line), and the scene parts of all its reports.
  *
  * @param {string} dir
  * @returns {Promise<Recording>}
@@ -161,10 +163,12 @@ export async function readRecording(dir) {
         sessions.set(r.session, {
           at: record.at, node: String(record.node ?? ''), ua: String(record.ua ?? ''), r,
           firstAt: record.at, lastAt: record.at, startAt: record.at - r.uptimeMs, reports: 1, segment: file,
+          sceneParts: r.scene ? [r.scene] : [],
         });
         continue;
       }
       known.reports++;
+      if (r.scene) known.sceneParts.push(r.scene);
       counts.superseded++;
       if (record.at < known.firstAt) {
         known.firstAt = record.at;

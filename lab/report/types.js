@@ -152,6 +152,8 @@ export {};
  * @property {OutageFigures} [outage] clients that reconnected (lab/report/aggregate.js outageOf)
  * @property {ClusterFigures | null} [cluster] runs on several relays joined through NATS (lab/target/cluster.js)
  * @property {FailoverFigures | null} [failover] a relay killed mid-run (lab/target/cluster.js)
+ * @property {Record<string, any>} [scene] the shared scene's measures (lab/report/scene-record.js for sim
+ *   and bench, lab/report/recording-scene.js for a study recording)
  * @property {number | null} [peersPerPage] bench: client peers per browser page
  * @property {string} [experiment] `carlab browsers`: the experiment (lab/browsers/)
  * @property {string} [pair] `carlab browsers`: the browser pair, e.g. `C-F`
