@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { devices, expect, firefox, test } from '@playwright/test';
 
 import { aggregateStreams } from '../core/metrics.js';
+import { summarizeScene } from '../core/scene-metrics.js';
 import { freshnessOf } from '../lab/report/aggregate.js';
 import { run as runReport } from '../lab/commands/report.js';
 import { firefoxLaunchOptions } from '../lab/bench/launch.js';
@@ -67,6 +68,7 @@ test.describe('a study with four phones', () => {
       expect(await runReport([dir, '--out', out], { stdout: sink(), stderr: sink() })).toBe(0);
       const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
       compareRuns(results.runs, 'p2p', measured);
+      compareScene(results.runs, measured);
       for (const group of reliable) {
         const runs = results.runs.filter((/** @type {any} */ r) => r.groupName === group);
         expect(runs.map((/** @type {any} */ r) => r.browser).sort(), `${group}: a run per browser family, and all`)
@@ -231,8 +233,11 @@ async function studyRound({ browser, fx, base, transport, testInfo, feed }) {
   await expect(pages[0].locator('#study-notice')).toHaveText(/records measurements for a study; no camera images/);
   // every page has reported at least twice
   for (const page of pages) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 2, null, { timeout: 20_000 });
+  const objects = await editScene(pages);
 
-  await checkDashboard(browser, base, group, testInfo, transport);
+  await checkDashboard(browser, base, group, testInfo, transport, objects);
+  const sceneMembers = [];
+  for (const page of pages) sceneMembers.push(await page.evaluate(() => window.carlab.client.sceneMember(performance.timeOrigin + performance.now())));
 
   for (const page of pages) await page.evaluate(() => window.carlab.client.stop());
   await pages[0].waitForTimeout(1500); // the last updates and ACKs land
@@ -245,15 +250,43 @@ async function studyRound({ browser, fx, base, transport, testInfo, feed }) {
   }
   await feed.untilLeft(group, PHONES.length); // the final reports are in: the browsers may go (see comeAndGo)
   for (const context of contexts) await context.close();
-  return { stats, families, group };
+  return { stats, families, group, sceneMembers };
+}
+
+/**
+ * Every phone adds an object and moves it twice, a phone every 150 ms, and
+ * moves the next phone's once; then waits until every phone's neighbours
+ * hold its scene (the HUD's "in sync").
+ * @param {import('@playwright/test').Page[]} pages
+ * @returns {Promise<number>} the objects every phone then holds
+ */
+async function editScene(pages) {
+  /** @type {number[]} */
+  const ids = [];
+  for (const [i, page] of pages.entries()) {
+    ids.push(await page.evaluate((k) => window.carlab.client.addObject(['cube', 'sphere', 'cone', 'torus'][k % 4], [k / 10, 0, 0.1, 0, 0, 0, 1]).id, i));
+    await sleep(150);
+  }
+  for (const [i, page] of pages.entries()) {
+    await page.evaluate(([own, next, k]) => {
+      window.carlab.client.moveSceneObject(own, [k / 10, 0, 0.2, 0, 0, 0, 1]);
+      setTimeout(() => window.carlab.client.moveSceneObject(next, [k / 10, 0, 0.3, 0, 0, 0, 1]), 100);
+    }, [ids[i], ids[(i + 1) % ids.length], i]);
+    await sleep(150);
+  }
+  for (const page of pages) {
+    await page.waitForFunction((n) => window.carlab.sceneSync()?.objects === n && window.carlab.sceneSync()?.behind.length === 0, ids.length + 1, { timeout: 20_000 });
+  }
+  return ids.length + 1; // and the car
 }
 
 /**
  * The dashboard, opened with its token in a real browser, shows the four with their browsers.
  * @param {import('@playwright/test').Browser} browser @param {string} base @param {string} group
  * @param {import('@playwright/test').TestInfo} testInfo @param {string} transport
+ * @param {number} objects the shared scene's objects, every member in sync
  */
-async function checkDashboard(browser, base, group, testInfo, transport) {
+async function checkDashboard(browser, base, group, testInfo, transport, objects) {
   const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
   const page = await context.newPage();
   /** @type {string[]} */
@@ -265,6 +298,9 @@ async function checkDashboard(browser, base, group, testInfo, transport) {
   await expect(card.locator('tbody tr')).toHaveCount(4, { timeout: 20_000 });
   const text = await card.innerText();
   for (const needle of ['Chrome', 'Safari', 'Firefox', 'Android', 'iOS', XSS_NAME, transport]) expect(text).toContain(needle);
+  // the shared scene: every member in sync once their reports after the edits are in, the edits measured
+  await expect(card.locator('.scene-line')).toHaveText(new RegExp(`^Shared scene: ${objects} objects · 4 of 4 in sync · convergence p50 \\d+ ms, p99 \\d+ ms \\(12 edits in 5 min\\) · disagreement [0-9.]+ %$`), { timeout: 20_000 });
+  await expect(card.locator('td[data-label="Scene"]')).toHaveText(Array(4).fill(`${objects} · in sync`));
   expect(await page.locator('img').count()).toBe(0);
   expect(dialogs).toEqual([]);
   const shot = testInfo.outputPath(`dashboard-${transport}.png`);
@@ -306,6 +342,26 @@ function compareRuns(runs, transport, m) {
     const fresh = freshnessOf(own);
     expect(run.freshness).toEqual(fresh);
   }
+}
+
+/**
+ * The recording's shared scene equals what the pages measured from their own
+ * logs (one machine: one clock), within the phones' clock estimates' error.
+ * @param {any[]} runs @param {{ group: string, sceneMembers: import('../core/scene-metrics.js').SceneMember[] }} m
+ */
+function compareScene(runs, m) {
+  const run = runs.find((r) => r.groupName === m.group && r.browser === 'all');
+  const own = summarizeScene([m.sceneMembers]);
+  const scene = run?.scene;
+  expect(scene, 'the group\'s run has its scene').toBeTruthy();
+  expect([scene.members, scene.membersIncomplete, scene.edits, scene.unconverged]).toEqual([4, 0, own.edits, 0]);
+  expect(own.edits).toBe(12);
+  const slack = 2 * scene.clockErrorMs.max + 2;
+  for (const k of /** @type {const} */ (['p50', 'p99', 'max'])) {
+    expect(Math.abs(scene.convergenceMs[k] - /** @type {number} */ (own.convergenceMs[k])), `convergence ${k}: ${scene.convergenceMs[k]} against the pages' ${own.convergenceMs[k]} (±${slack} ms)`).toBeLessThanOrEqual(slack);
+  }
+  expect(scene.disagreementPct).toBeGreaterThan(0);
+  expect(scene.atEnd.disagreeing).toBe(0);
 }
 
 /** A sink for a command's output. */

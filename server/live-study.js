@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 
 import { FREEZE_MS, expectedAt, summarizeFreshness } from '../core/metrics.js';
 import { REPORT_LIMITS, RtHistogram, reportProblem } from '../core/report.js';
+import { createLiveScene } from './live-scene.js';
 import { describeUserAgent } from './user-agent.js';
 
 /** Earlier reports per session whose counts are kept to read a sender's count at a receiver's report time (~20 s). */
@@ -68,6 +69,8 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {{ fps: number | null, msPerFrame: number | null, visiblePct: number | null } | null} tracking
  * @property {number} lastReportAgoMs at the snapshot's (delta's) `at`
  * @property {boolean} left the member's final report arrived
+ * @property {{ objects: number, inStep: boolean } | null} scene the shared scene as its newest report
+ *   says: objects held, and whether its neighbours' digests equalled its own (the HUD's "in sync")
  */
 
 /**
@@ -96,6 +99,8 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {string} group
  * @property {MemberRow[]} members sorted by client id
  * @property {SeriesPoint[]} series oldest first
+ * @property {import('./live-scene.js').SceneView | null} scene the group's shared scene (server/live-scene.js),
+ *   null when no member reported one
  */
 
 /**
@@ -218,6 +223,7 @@ export function createLiveStudy({
   const leaving = new Map();
   /** @type {Map<string, Group>} */
   const groups = new Map();
+  const scenes = createLiveScene();
   /** Groups to put in the next delta. @type {Set<Group>} */
   const changed = new Set();
   /** Members no longer shown since the previous delta: key -> group. @type {Map<string, string>} */
@@ -272,6 +278,7 @@ export function createLiveStudy({
     hide(e);
     const g = e.group;
     g.entries.delete(e.session);
+    scenes.forget(g.name, e.key);
     const id = e.rec.r.clientId;
     if (g.holders.get(id) === e) g.holders.delete(id);
     if (g.entries.size === 0) groups.delete(g.name);
@@ -411,7 +418,9 @@ export function createLiveStudy({
       e.base = null;
     }
     const g = e.group;
-    if (before !== undefined) addToSeries(g, before, r, Number.isFinite(record.at) ? record.at : t, e.key);
+    const at = Number.isFinite(record.at) ? record.at : t;
+    if (before !== undefined) addToSeries(g, before, r, at, e.key);
+    if (r.scene) scenes.add(g.name, e.key, r.scene, at, r.final);
     if (r.clientId > 0) {
       if (!r.final) g.holders.set(r.clientId, e);
       else if (g.holders.get(r.clientId) === e) g.holders.delete(r.clientId);
@@ -499,7 +508,7 @@ export function createLiveStudy({
     sweep(t);
     /** @type {GroupView[]} */
     const out = [];
-    for (const g of groups.values()) if (g.visible > 0) out.push({ group: g.name, members: rowsOf(g, t), series: pointsOf(g, t, true) });
+    for (const g of groups.values()) if (g.visible > 0) out.push({ group: g.name, members: rowsOf(g, t), series: pointsOf(g, t, true), scene: scenes.view(g.name) });
     out.sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
     return { at: t, sessions: sessions.size, members: shown, groups: out };
   }
@@ -525,7 +534,7 @@ export function createLiveStudy({
         if (g.listed) removedGroups.push(g.name);
         g.listed = false;
       } else {
-        out.push({ group: g.name, members: rowsOf(g, t), series: pointsOf(g, t, !g.listed) });
+        out.push({ group: g.name, members: rowsOf(g, t), series: pointsOf(g, t, !g.listed), scene: scenes.view(g.name) });
         g.listed = true;
       }
       g.seriesFrom = null;
@@ -578,6 +587,7 @@ function baseRow(e) {
         visiblePct: t.frames > 0 ? round((t.visibleFrames / t.frames) * 100, 1) : null,
       }
       : null,
+    scene: r.scene ? { objects: r.scene.objects, inStep: r.scene.inStep } : null,
   };
 }
 

@@ -396,3 +396,19 @@ test('cost: 1000 members (ingest, snapshot, delta)', (t) => {
     + `(${(JSON.stringify(all).length / 1024).toFixed(0)} KB), delta after 200 reported ${deltaPartMs.toFixed(1)} ms `
     + `(${(JSON.stringify(part).length / 1024).toFixed(0)} KB), delta with nothing new ${deltaNoneMs.toFixed(2)} ms`);
 });
+
+test('the shared scene: each member\'s row says what it holds, its group\'s view measures convergence (server/live-scene.js)', () => {
+  const { clock, study, ingest } = clocked();
+  const t0 = clock.t - 3000;
+  /** @param {number[][]} marks [ms since t0, id, version, writer, hash, local] @param {boolean} inStep */
+  const scene = (marks, inStep) => ({ t0, clockErrorMs: 4, objects: 2, digest: 9, inStep, from: 0, total: marks.length, log: marks.flat() });
+  ingest(report({ session: A, clientId: 1, scene: scene([[100, 5, 1, 1, 7, 1], [400, 6, 1, 1, 8, 1]], true) }));
+  ingest(report({ session: B, clientId: 2, name: 'b', scene: scene([[180, 5, 1, 1, 7, 0], [430, 6, 1, 1, 8, 0]], false) }));
+  const g = study.snapshot().groups[0];
+  assert.deepEqual(g.members.map((m) => m.scene), [{ objects: 2, inStep: true }, { objects: 2, inStep: false }]);
+  assert.deepEqual(g.scene && [g.scene.members, g.scene.inStep, g.scene.edits, g.scene.pending, g.scene.convergenceMs.max], [2, 1, 2, 0, 80]);
+  const d = study.delta();
+  assert.equal(d.groups[0].scene?.edits, 2, 'deltas carry it too');
+  ingest(report({ session: C, group: 'old', clientId: 3 }));
+  assert.equal(study.snapshot().groups.find((x) => x.group === 'old')?.scene, null, 'pages from before the shared scene: none');
+});

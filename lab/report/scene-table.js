@@ -20,7 +20,8 @@ export const SCENE_LEGEND = 'Every client edits its group\'s shared scene Edits/
   + 'the group then holds it; Unconverged: edits some member that stayed never got. % disagree: share of member-time a '
   + 'member\'s scene differed from the group\'s latest. Join sync: from a late joiner\'s join until it held every earlier '
   + 'edit (ms). Repairs: anti-entropy pushes started. Agree at end: members holding their group\'s scene at the end, of '
-  + 'those that stayed (docs/architecture.md "The shared scene").';
+  + 'those that stayed. A study recording\'s rows (Edits/min –) measure the people\'s own edits on the server\'s clock as '
+  + 'each phone estimated it (docs/architecture.md "The shared scene").';
 
 /**
  * One row of the table.

@@ -58,6 +58,7 @@ const COLUMNS = [
   { id: 'ups', label: 'Upd/s', title: 'fresh updates per stream per second', num: true },
   { id: 'frozen', label: 'Frozen %', title: 'share of stream time in freezes over 1 s', num: true },
   { id: 'state', label: 'State', title: 'stale: a neighbour froze for over 1 s, or the member went silent' },
+  { id: 'scene', label: 'Scene', title: 'shared scene: objects held; in sync when every neighbour\'s scene digest equalled its own' },
   { id: 'fps', label: 'fps', title: 'tracking frames per second', num: true },
   { id: 'marker', label: 'Marker %', title: 'frames with the marker visible', num: true },
   { id: 'node', label: 'Node', title: 'server node the member reports to' },
@@ -86,6 +87,7 @@ const COLUMNS = [
  * @property {SeriesPoint[]} series oldest first
  * @property {number} at server time of the newest state (the charts' 0 s)
  * @property {{ rt: LineChart, fresh: LineChart } | null} charts
+ * @property {HTMLElement} sceneLine the group's shared scene in one line
  * @property {HTMLElement} wrap the table's box (stacked when the table would not fit it)
  * @property {HTMLTableElement} table
  */
@@ -231,6 +233,7 @@ function applyGroup(g, fullSeries, at) {
   // the list is the group's whole membership
   for (const key of [...card.rows.keys()]) if (!seen.has(key)) removeRow(key);
   put(card.count, `${g.members.length} member${g.members.length === 1 ? '' : 's'}`);
+  renderScene(card, g.scene);
   mergeSeries(card, g.series, fullSeries);
   fitTable(card);
 }
@@ -255,6 +258,9 @@ function createCard(group) {
   const count = el('span', 'count');
   head.append(count);
   section.append(head);
+  const sceneLine = el('p', 'scene-line');
+  sceneLine.hidden = true;
+  section.append(sceneLine);
 
   const wrap = el('div', 'table-wrap');
   const table = el('table', 'members');
@@ -275,7 +281,7 @@ function createCard(group) {
   section.append(chartRow);
   /** @type {Card} */
   const card = {
-    group, el: section, count, tbody, rows: new Map(), names: new Map(), members: new Map(), series: [], at: Date.now(), charts: null, wrap, table,
+    group, el: section, count, tbody, rows: new Map(), names: new Map(), members: new Map(), series: [], at: Date.now(), charts: null, sceneLine, wrap, table,
   };
   card.charts = createCharts(chartRow);
 
@@ -379,11 +385,34 @@ function renderRow(view) {
   const state = stateText(m, card);
   put(c.state, state, m.left ? 'state muted' : m.stale ? 'state bad' : 'state ok');
   c.state.title = state;
+  put(c.scene, m.scene ? `${m.scene.objects} · ${m.scene.inStep ? 'in sync' : 'syncing'}` : '—', m.scene && !m.scene.inStep && !m.left ? 'warn' : '');
   put(c.fps, fmt(m.tracking?.fps), 'num');
   put(c.marker, fmt(m.tracking?.visiblePct, 0), 'num');
   put(c.node, m.node.slice(0, 8), 'node');
   c.node.title = m.node;
   renderAge(view, performance.now());
+}
+
+/**
+ * The group's shared scene in one line (server/live-scene.js): objects, members in sync,
+ * convergence time and disagreement over the window (docs/architecture.md "The shared scene").
+ * @param {Card} card @param {GroupView['scene']} scene
+ */
+function renderScene(card, scene) {
+  card.sceneLine.hidden = !scene;
+  if (!scene) return;
+  const minutes = Math.round(scene.windowMs / 60_000);
+  const conv = scene.convergenceMs.n > 0 ? `convergence p50 ${fmt(scene.convergenceMs.p50, 0)} ms, p99 ${fmt(scene.convergenceMs.p99, 0)} ms` : 'no edit yet';
+  const parts = [
+    `Shared scene: ${scene.objects} object${scene.objects === 1 ? '' : 's'}`,
+    `${scene.inStep} of ${scene.members} in sync`,
+    `${conv} (${scene.edits} edit${scene.edits === 1 ? '' : 's'} in ${minutes} min${scene.pending ? `, ${scene.pending} on their way` : ''})`,
+    `disagreement ${fmt(scene.disagreementPct, 1)} %`,
+  ];
+  if (scene.membersIncomplete) parts.push(`${scene.membersIncomplete} left out (a report missing)`);
+  put(card.sceneLine, parts.join(' · '), scene.inStep < scene.members ? 'scene-line warn' : 'scene-line');
+  card.sceneLine.title = 'Convergence: from an edit until every member holds it. Disagreement: share of member-time a member lacked an edit. '
+    + 'Times on the server\'s clock as each phone estimated it.';
 }
 
 /** @param {number | null} ms */
