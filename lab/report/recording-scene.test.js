@@ -17,7 +17,9 @@ import { Reporter } from '../../core/report.js';
 import { summarizeScene } from '../../core/scene-metrics.js';
 import { openRecorder } from '../../server/recorder.js';
 import { readRecording } from './recording.js';
+import { renderTables } from './output.js';
 import { recordingToResults } from './recording-results.js';
+import { renderReportHtml } from './report-html.js';
 
 const BASE = Date.UTC(2026, 10, 29, 9, 0, 0);
 const CYCLE_MS = 50;
@@ -134,6 +136,13 @@ test('a recording\'s scene: convergence and disagreement as the clients\' own lo
   }
   assert.equal(scene.joinSyncMs.n, 1, 'the late joiner');
   assert.equal(scene.clockErrorMs.max, 2);
+  const tables = renderTables(results);
+  const section = tables.slice(tables.indexOf('## Shared scene'));
+  assert.ok(tables.includes('## Shared scene'), 'tables.md has the scene table');
+  const rows = section.split('\n').filter((line) => line.startsWith('| recording'));
+  assert.deepEqual(rows.map((line) => line.split('|')[1].trim().split(' · ')[1] + ' ' + line.split('|')[2].trim()).sort(), ['gap relay', 'mix p2p', 'mix relay'],
+    'a row per transport of mix, one of gap, each named by its group');
+  assert.match(renderReportHtml(results), /<section id="scene">/);
   const gapRun = /** @type {any} */ (results.runs.find((r) => r.groupName === 'gap' && r.browser === 'all'));
   assert.deepEqual([gapRun.scene.members, gapRun.scene.membersIncomplete], [1, 1], 'a member whose report was lost is left out, and counted');
 });

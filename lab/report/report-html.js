@@ -16,7 +16,7 @@ import { isLabRun } from './browsers-tables.js';
 import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTables, supportedRow, tableRow } from './output.js';
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
 import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
-import { SCENE_COLUMNS, SCENE_LEGEND, sceneRow, sceneRuns } from './scene-table.js';
+import { SCENE_LEGEND, sceneColumns, sceneRow, sceneRuns } from './scene-table.js';
 import { SCALE_OUT_COLUMNS, SCALE_OUT_LEGEND, scaleOutRow } from './scale-out-tables.js';
 import {
   DEVICE_COLUMNS,
@@ -300,17 +300,20 @@ export function freshnessSectionsHtml(runs) {
 export function sceneSectionHtml(runs) {
   const scene = sceneRuns(runs);
   if (!scene.length) return '';
+  const columns = sceneColumns(scene);
+  const withSource = columns[0] === 'Source';
   const rows = scene.map((run) => {
     const s = /** @type {any} */ (run).scene;
-    const classes = SCENE_COLUMNS.map(() => '');
-    if ((s.unconverged ?? 0) > 0) classes[SCENE_COLUMNS.indexOf('Unconverged')] = 'bad';
-    if ((s.atEnd?.disagreeing ?? 0) > 0) classes[SCENE_COLUMNS.indexOf('Agree at end')] = 'bad';
-    return { cells: sceneRow(run), classes };
+    const classes = columns.map(() => '');
+    if ((s.unconverged ?? 0) > 0) classes[columns.indexOf('Unconverged')] = 'bad';
+    if ((s.atEnd?.disagreeing ?? 0) > 0) classes[columns.indexOf('Agree at end')] = 'bad';
+    return { cells: sceneRow(run, withSource), classes };
   });
+  const legend = withSource ? `${SCENE_LEGEND} ${SOURCE_LEGEND}` : SCENE_LEGEND;
   return `<section id="scene">
 <h2>Shared scene</h2>
-<p class="legend">${escapeHtml(SCENE_LEGEND)} Red: an edit that never converged, or a member whose scene differed from its group's at the end.</p>
-<div class="card scroll">${htmlTable([...SCENE_COLUMNS], rows, { numeric: SCENE_COLUMNS.map((_, i) => i >= 3) })}</div>
+<p class="legend">${escapeHtml(legend)} Red: an edit that never converged, or a member whose scene differed from its group's at the end.</p>
+<div class="card scroll">${htmlTable(columns, rows, { numeric: columns.map((_, i) => i >= (withSource ? 4 : 3)) })}</div>
 </section>`;
 }
 

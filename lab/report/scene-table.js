@@ -4,7 +4,7 @@
 // end-of-run check.
 
 import { NONE, fmt, isObject, markdownTable, netName } from './format.js';
-import { carRuns, modeCell, orderedRuns } from './runs.js';
+import { SOURCE_LEGEND, carRuns, modeCell, orderedRuns, showSources, sourceLabel } from './runs.js';
 
 /** @typedef {import('./types.js').Run} Run */
 
@@ -24,13 +24,25 @@ export const SCENE_LEGEND = 'Every client edits its group\'s shared scene Edits/
   + 'each phone estimated it (docs/architecture.md "The shared scene").';
 
 /**
- * One row of the table.
- * @param {Run} run
+ * The table's columns for these runs: a Source column first when they come from more than
+ * one source (several recorded groups, or a recording beside a sim run).
+ * @param {Run[]} runs the table's runs (sceneRuns)
  * @returns {string[]}
  */
-export function sceneRow(run) {
+export function sceneColumns(runs) {
+  return showSources(runs) ? ['Source', ...SCENE_COLUMNS] : [...SCENE_COLUMNS];
+}
+
+/**
+ * One row of the table.
+ * @param {Run} run
+ * @param {boolean} [withSource] with the Source cell first (sceneColumns)
+ * @returns {string[]}
+ */
+export function sceneRow(run, withSource = false) {
   const s = /** @type {any} */ (run).scene;
   return [
+    ...(withSource ? [sourceLabel(run) ?? NONE] : []),
     String(run.transport), modeCell(run), netName(run) ?? NONE, fmt(run.clients), fmt(run.group), fmt(s.editsPerMinute), fmt(s.edits),
     fmt(s.convergenceMs?.p50), fmt(s.convergenceMs?.p99), fmt(s.convergenceMs?.max), fmt(s.unconverged), fmt(s.disagreementPct, 2),
     fmt(s.joinSyncMs?.p99), fmt(s.repairs), `${fmt(s.atEnd?.agreeing)} / ${fmt(s.atEnd?.members)}`,
@@ -54,6 +66,9 @@ export function sceneRuns(runs) {
 export function renderSceneTable(runs) {
   const rs = sceneRuns(runs);
   if (!rs.length) return '';
-  return ['## Shared scene', '', SCENE_LEGEND, '',
-    markdownTable(SCENE_COLUMNS, rs.map(sceneRow), SCENE_COLUMNS.map((_, i) => (i < 3 ? 'left' : 'right'))), ''].join('\n');
+  const columns = sceneColumns(rs);
+  const withSource = columns[0] === 'Source';
+  const left = withSource ? 4 : 3;
+  return ['## Shared scene', '', withSource ? `${SCENE_LEGEND} ${SOURCE_LEGEND}` : SCENE_LEGEND, '',
+    markdownTable(columns, rs.map((run) => sceneRow(run, withSource)), columns.map((_, i) => (i < left ? 'left' : 'right'))), ''].join('\n');
 }
