@@ -27,7 +27,7 @@ function sceneMemberOf(c) {
 /**
  * The `scene` record of a recorded group's run, over every instance of the
  * group (core/scene-metrics.js summarizeScene), or null when no member
- * reported its scene (pages from before the shared scene).
+ * reported its scene (pages from before the shared scene) or nobody edited.
  * @param {SessionClient[]} population the group's clients, whatever their transport
  */
 export function recordingScene(population) {
@@ -47,6 +47,7 @@ export function recordingScene(population) {
     groups.set(c.group, list);
   }
   const summary = summarizeScene([...groups.values()]);
+  if (summary.edits === 0 && incomplete === 0) return null; // nobody edited: nothing to measure
   const errors = reporting.map((c) => Math.max(...c.session.sceneParts.map((p) => p.clockErrorMs)));
   return {
     source: 'recording',

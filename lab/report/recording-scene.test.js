@@ -93,10 +93,11 @@ test('a recording\'s scene: convergence and disagreement as the clients\' own lo
 
   const mix = [phone({ group: 'mix', transport: 'relay', skew: 7_000 }), phone({ group: 'mix', transport: 'p2p', skew: -3_000 }), phone({ group: 'mix', transport: 'relay', skew: 250 })];
   const gap = [phone({ group: 'gap', transport: 'relay', skew: 0 }), phone({ group: 'gap', transport: 'relay', skew: 40, lose: (seq) => seq === 3 })];
-  const all = [...mix, ...gap];
+  const still = [phone({ group: 'still', transport: 'relay', skew: 0 }), phone({ group: 'still', transport: 'relay', skew: 9 })];
+  const all = [...mix, ...gap, ...still];
   await join(mix[0]);
   await join(mix[1]);
-  for (const p of gap) await join(p);
+  for (const p of [...gap, ...still]) await join(p);
   const car = mix[0].client.addObject('car', at(0.1));
   gap[0].client.addObject('cube', at(0.2));
   run(all, 300);
@@ -145,4 +146,6 @@ test('a recording\'s scene: convergence and disagreement as the clients\' own lo
   assert.match(renderReportHtml(results), /<section id="scene">/);
   const gapRun = /** @type {any} */ (results.runs.find((r) => r.groupName === 'gap' && r.browser === 'all'));
   assert.deepEqual([gapRun.scene.members, gapRun.scene.membersIncomplete], [1, 1], 'a member whose report was lost is left out, and counted');
+  const stillRun = /** @type {any} */ (results.runs.find((r) => r.groupName === 'still' && r.browser === 'all'));
+  assert.ok(stillRun && stillRun.scene === undefined, 'a group nobody edited in has no scene figures');
 });
