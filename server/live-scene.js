@@ -24,6 +24,11 @@ import { summarize } from '../core/metrics.js';
 export const SCENE_WINDOW_MS = 5 * 60_000;
 /** Marks kept per member (the newest): a phone that edits without pause for five minutes stays under it. */
 export const SCENE_MARKS_PER_MEMBER = 5000;
+/**
+ * A group is measured again at most this often (ms): its members report every few seconds, and a
+ * sim of thousands of editing clients beside an open dashboard must not measure every group every tick.
+ */
+export const SCENE_REMEASURE_MS = 2000;
 
 /**
  * A group's scene on the dashboard.
@@ -54,13 +59,21 @@ export const SCENE_MARKS_PER_MEMBER = 5000;
 
 /**
  * Creates the live scene.
- * @param {{ windowMs?: number, marksPerMember?: number }} [options]
+ * @param {{ windowMs?: number, marksPerMember?: number, remeasureMs?: number, now?: () => number }} [options]
  */
-export function createLiveScene({ windowMs = SCENE_WINDOW_MS, marksPerMember = SCENE_MARKS_PER_MEMBER } = {}) {
+export function createLiveScene({
+  windowMs = SCENE_WINDOW_MS, marksPerMember = SCENE_MARKS_PER_MEMBER, remeasureMs = SCENE_REMEASURE_MS, now = Date.now,
+} = {}) {
   /** @type {Map<string, Map<string, MemberScene>>} group -> member key -> its scene */
   const groups = new Map();
-  /** @type {Map<string, SceneView | null>} group -> its view, until a member reports again */
+  /** @type {Map<string, { view: SceneView | null, at: number, dirty: boolean }>} group -> its view, measured at `at` */
   const views = new Map();
+
+  /** @param {string} group */
+  const changed = (group) => {
+    const v = views.get(group);
+    if (v) v.dirty = true;
+  };
 
   /**
    * Takes in a report's scene part.
@@ -91,21 +104,30 @@ export function createLiveScene({ windowMs = SCENE_WINDOW_MS, marksPerMember = S
     if (over) m.keptFrom = m.marks[drop + over].at;
     if (drop + over) m.marks.splice(0, drop + over);
     Object.assign(m, { lastAt: Math.max(m.lastAt, at), left: final, objects: part.objects, inStep: part.inStep });
-    views.delete(group);
+    changed(group);
   }
 
   /** A member is gone from the study (forgotten, or moved to another group). @param {string} group @param {string} key */
   function forget(group, key) {
     const members = groups.get(group);
     if (!members?.delete(key)) return;
-    if (members.size === 0) groups.delete(group);
-    views.delete(group);
+    if (members.size === 0) {
+      groups.delete(group);
+      views.delete(group);
+    } else changed(group);
   }
 
-  /** @param {string} group @returns {SceneView | null} null when no member reported its scene */
+  /**
+   * The group's view: measured again when a member reported since, at most every remeasureMs.
+   * @param {string} group @returns {SceneView | null} null when no member reported its scene
+   */
   function view(group) {
-    if (!views.has(group)) views.set(group, measure(groups.get(group)));
-    return views.get(group) ?? null;
+    const t = now();
+    const v = views.get(group);
+    if (v && (!v.dirty || t - v.at < remeasureMs)) return v.view;
+    const fresh = { view: measure(groups.get(group)), at: t, dirty: false };
+    views.set(group, fresh);
+    return fresh.view;
   }
 
   /** @param {Map<string, MemberScene> | undefined} members */

@@ -16,7 +16,7 @@ function part(t0, from, marks, o = {}) {
 }
 
 test('a group measured up to its horizon: convergence per edit, disagreement, edits still on their way', () => {
-  const live = createLiveScene();
+  const live = createLiveScene({ remeasureMs: 0 });
   // A (writer 1) edits object 5 at 1000 and at 1900; B holds the first at 1100 and reports at 2000, before the second reached it
   live.add('g', 'a', part(0, 0, [[1000, 5, 1, 1, 11, 1], [1900, 5, 2, 1, 12, 1]]), 2050, false);
   live.add('g', 'b', part(500, 0, [[1100, 5, 1, 1, 11, 0]], { inStep: false }), 2000, false);
@@ -34,7 +34,7 @@ test('a group measured up to its horizon: convergence per edit, disagreement, ed
 });
 
 test('a chunk sent twice counts once; a missing one leaves its member out; members that left are not waited on', () => {
-  const live = createLiveScene();
+  const live = createLiveScene({ remeasureMs: 0 });
   const first = part(0, 0, [[100, 5, 1, 1, 11, 1], [200, 6, 1, 1, 21, 1]]);
   live.add('g', 'a', first, 1000, false);
   live.add('g', 'a', first, 1500, false);
@@ -51,7 +51,7 @@ test('a chunk sent twice counts once; a missing one leaves its member out; membe
 });
 
 test('memory is bounded: marks older than the window, or over the cap, are dropped, and the window starts after them', () => {
-  const live = createLiveScene({ windowMs: 10_000, marksPerMember: 3 });
+  const live = createLiveScene({ windowMs: 10_000, marksPerMember: 3, remeasureMs: 0 });
   const marks = Array.from({ length: 6 }, (_, i) => [1000 + 100 * i, 5, i + 1, 1, 100 + i, 1]);
   live.add('g', 'a', part(0, 0, marks), 2000, false);
   live.add('g', 'b', part(0, 0, marks.map(([at, ...rest]) => [at + 20, ...rest.slice(0, 4), 0])), 2000, false);
@@ -62,4 +62,22 @@ test('memory is bounded: marks older than the window, or over the cap, are dropp
   live.add('g', 'b', part(0, 6, [[30_050, 5, 7, 1, 200, 0]]), 30_100, false);
   const w = /** @type {import('./live-scene.js').SceneView} */ (live.view('g'));
   assert.deepEqual([w.edits, w.convergenceMs.max], [1, 50], 'the window holds only the newest');
+});
+
+test('a group is measured again at most every remeasureMs, and only after a member reported', () => {
+  let t = 0;
+  const live = createLiveScene({ now: () => t, remeasureMs: 2000 });
+  live.add('g', 'a', part(0, 0, [[100, 5, 1, 1, 11, 1]]), 1000, false);
+  live.add('g', 'b', part(0, 0, [[150, 5, 1, 1, 11, 0]]), 1000, false);
+  const first = live.view('g');
+  assert.equal(first?.edits, 1);
+  live.add('g', 'a', part(0, 1, [[1200, 6, 1, 1, 21, 1]]), 1500, false);
+  live.add('g', 'b', part(0, 1, [[1250, 6, 1, 1, 21, 0]]), 1500, false);
+  t = 1999;
+  assert.equal(live.view('g'), first, 'within remeasureMs: the last view');
+  t = 2000;
+  assert.equal(live.view('g')?.edits, 2);
+  t = 9000;
+  const again = live.view('g');
+  assert.equal(live.view('g'), again, 'nothing new: not measured again');
 });

@@ -223,7 +223,7 @@ export function createLiveStudy({
   const leaving = new Map();
   /** @type {Map<string, Group>} */
   const groups = new Map();
-  const scenes = createLiveScene();
+  const scenes = createLiveScene({ now });
   /** Groups to put in the next delta. @type {Set<Group>} */
   const changed = new Set();
   /** Members no longer shown since the previous delta: key -> group. @type {Map<string, string>} */
