@@ -344,6 +344,12 @@ export class Reporter {
     this.startTimer = null;
     /** Index in the client's scene log of the first mark no report has carried yet. */
     this.sceneFrom = 0;
+    /**
+     * Index of the first mark the previous report carried for the first time: every report
+     * carries those again, so that one report refused or lost on its way loses no mark (a
+     * STATS report is never answered unless refused, and a refusal does not say which).
+     */
+    this.sceneResendFrom = 0;
   }
 
   /**
@@ -377,8 +383,12 @@ export class Reporter {
     const rts = this.client.rt;
     for (; this.rtSeen < rts.length; this.rtSeen++) this.rt.add(rts[this.rtSeen]);
     this.seq++;
-    const scene = sceneReport(this.client, this.sceneFrom);
-    if (scene) this.sceneFrom = scene.from + scene.log.length / MARK_FIELDS;
+    const scene = sceneReport(this.client, this.sceneResendFrom);
+    if (scene) {
+      const end = scene.from + scene.log.length / MARK_FIELDS;
+      this.sceneResendFrom = Math.min(this.sceneFrom, end);
+      this.sceneFrom = Math.max(this.sceneFrom, end);
+    }
     return buildReport(this.client, {
       session: this.session, seq: this.seq, final, kind: this.kind, uptimeMs: this.now() - this.startedAt,
       rt: this.rt, extras: this.options.extras?.() ?? {}, scene,
@@ -414,11 +424,13 @@ export class Reporter {
 
   /**
    * A report that did not get through: the next one carries its scene marks again
-   * (the reader of a recording takes each mark once, by its index).
+   * (the reader of a recording and the dashboard take each mark once, by its index).
    * @param {number | undefined} from
    */
   resendSceneFrom(from) {
-    if (from !== undefined) this.sceneFrom = Math.min(this.sceneFrom, from);
+    if (from === undefined) return;
+    this.sceneFrom = Math.min(this.sceneFrom, from);
+    this.sceneResendFrom = Math.min(this.sceneResendFrom, from);
   }
 
   /**

@@ -78,30 +78,39 @@ test('no scene part before the join or without a server clock', async () => {
   assert.equal(sceneReport(client, 0), null);
 });
 
-test('the Reporter sends each mark once, and again after a delivery that failed', async () => {
+test('the Reporter sends each mark in two reports (one lost on its way loses nothing), and again after a delivery that failed', async () => {
   const { client, tick } = await joined();
   /** @type {any[]} */
   const delivered = [];
   let fail = false;
+  let drop = false;
   const reporter = new Reporter({
     client, intervalMs: 0, minGapMs: 0,
-    send: (r) => (fail ? Promise.reject(new Error('offline')) : (delivered.push(r), Promise.resolve())),
+    send: (r) => {
+      if (fail) return Promise.reject(new Error('offline'));
+      if (!drop) delivered.push(r); // dropped: "sent", as a refused STATS report is
+      return Promise.resolve();
+    },
   });
+  const report = async () => { reporter.send(false); await reporter.idle(); };
   edit(client, 3, tick);
-  reporter.send(false);
-  await reporter.idle();
+  await report(); // marks 0..2
   fail = true;
   edit(client, 2, tick);
-  reporter.send(false);
-  await reporter.idle();
+  await report(); // 0..4, failed: sent again
   fail = false;
   edit(client, 1, tick);
-  reporter.send(false);
-  await reporter.idle();
-  assert.deepEqual(delivered.map((r) => [r.scene.from, r.scene.log.length / MARK_FIELDS]), [[0, 3], [3, 3]]);
+  await report(); // 0..5
+  drop = true;
+  edit(client, 2, tick);
+  await report(); // 0..7 (new: 6, 7), lost
+  drop = false;
+  edit(client, 1, tick);
+  await report(); // 6..8: the lost one's new marks again, and the new one
+  assert.deepEqual(delivered.map((r) => [r.scene.from, r.scene.log.length / MARK_FIELDS]), [[0, 3], [0, 6], [6, 3]]);
   const whole = assembleSceneLog(delivered.map((r) => r.scene));
   assert.equal(whole.complete, true);
-  assert.equal(whole.marks.length, 6);
+  assert.equal(whole.marks.length, 9);
   for (const r of delivered) assert.equal(reportProblem(r), null);
 });
 
