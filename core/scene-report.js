@@ -1,6 +1,6 @@
 // The shared scene's part of a study report (docs/study.md "What a report
-// holds"): the member's scene log on the server's clock, a chunk per report,
-// so that `carlab report` and the dashboard can measure convergence time and
+// holds"): the member's scene log on the server's clock, a chunk per report
+// (each repeating the previous one's new marks: core/report.js Reporter), so that `carlab report` and the dashboard can measure convergence time and
 // disagreement (docs/architecture.md "The shared scene") over phones whose
 // own clocks differ. One mark per change of what the member held: when, which
 // object, its version and writer, the record's hash, and whether it was the
