@@ -11,9 +11,10 @@
 // The Chromium phone beside it is Playwright's (the project's browser).
 import { writeFileSync } from 'node:fs';
 
-import { devices, expect, test } from '@playwright/test';
+import { devices, expect, firefox, test } from '@playwright/test';
 import { By, Origin } from 'selenium-webdriver';
 
+import { firefoxLaunchOptions } from '../lab/bench/launch.js';
 import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/bench/webkit.js';
 import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
@@ -348,5 +349,65 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
     await screenshot(testInfo, 'webkit-late-join-scene');
   } finally {
     for (const p of phones) await p.context.close();
+  }
+});
+
+test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what reaches it, edit the scene; a WebKit phone that joins late over the relay holds it within a second', async ({ browser, baseURL }, testInfo) => {
+  test.setTimeout(150_000);
+  const base = /** @type {string} */ (baseURL);
+  const group = unique('wk-lossy');
+  const fx = await firefox.launch(firefoxLaunchOptions());
+  /** @type {import('@playwright/test').BrowserContext[]} */
+  const contexts = [];
+  /** @type {import('@playwright/test').Page[]} */
+  const pages = [];
+  try {
+    // Chromium, Chromium, Firefox: the lab's peer page, one client core each, dropping 5 % of the
+    // p2p messages that reach it (updates with their scene blocks, and ACKs), editing twice a second
+    for (const [i, b] of [browser, browser, fx].entries()) {
+      const context = await b.newContext({ baseURL: base });
+      contexts.push(context);
+      const page = await context.newPage();
+      await page.goto(`/peer.html?group=${group}&transport=p2p&discard=0.05&edits=120&autostart=0&offset=${i}&name=lossy`);
+      await page.evaluate(() => window.carlab.ready.then(() => true));
+      pages.push(page);
+    }
+    for (const page of pages) await page.waitForFunction(() => window.carlab.clients[0].members.size === 2, null, { timeout: 30_000 });
+    for (const page of pages) await page.evaluate(() => window.carlab.start());
+    await pages[0].waitForTimeout(4000);
+    for (const page of pages) await page.evaluate(() => window.carlab.editsStop());
+    // the three agree (the digests repair what the drops lost)
+    const digests = () => Promise.all(pages.map((p) => p.evaluate(() => {
+      const c = window.carlab.clients[0];
+      return c.scene.notAgreeing(c.members.keys()).length === 0 ? c.scene.digest : null;
+    })));
+    await expect.poll(async () => new Set(await digests()).size === 1 && !(await digests()).includes(null), { timeout: 20_000 }).toBe(true);
+    const target = (await digests())[0];
+    const discarded = await Promise.all(pages.map((p) => p.evaluate(() => /** @type {any} */ (window.carlab.clients[0].transport).counters.discarded)));
+    expect(discarded.every((n) => n > 0), `messages dropped on arrival: ${discarded.join(', ')}`).toBe(true);
+    const edits = await Promise.all(pages.map((p) => p.evaluate(() => window.carlab.clients[0].sceneLog.filter((/** @type {{ local: boolean }} */ e) => e.local).length)));
+    expect(edits.reduce((a, b) => a + b, 0), `edits made: ${edits.join(', ')}`).toBeGreaterThan(10);
+    const ids = await pages[0].evaluate(() => window.carlab.clients[0].scene.objects().map((/** @type {{ id: number }} */ r) => r.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b));
+    // WebKit joins late over the relay
+    await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
+    await inWebKit(() => window.carlab.ready.then(() => true));
+    const joinedAt = Date.now();
+    let syncedAt = null;
+    while (Date.now() - joinedAt < 10_000) {
+      if (await inWebKit(() => window.carlab.sceneSync()?.digest) === target) { syncedAt = Date.now(); break; }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const syncMs = syncedAt === null ? null : syncedAt - joinedAt;
+    console.log(`webkit late join after lossy p2p edits (C, C, F; ${edits.join('+')} edits; dropped ${discarded.join(', ')}): the scene in ${syncMs} ms`);
+    expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
+    expect(/** @type {number} */ (syncMs)).toBeLessThan(1000);
+    const held = /** @type {{ id: number }[]} */ (await inWebKit(() => window.carlab.sceneObjects()));
+    expect(held.map((o) => o.id).sort((a, b) => a - b)).toEqual(ids);
+    await inWebKit(() => window.carlab.trackingReady.then(() => true));
+    await expect.poll(() => inWebKit(() => document.querySelector('[data-field="scene"]')?.textContent), { timeout: 5_000 }).toBe(`${ids.length} objects · in sync`);
+    await screenshot(testInfo, 'webkit-late-join-lossy-scene');
+  } finally {
+    for (const context of contexts) await context.close();
+    await fx.close();
   }
 });
