@@ -44,16 +44,17 @@ export function editOnce(c, random) {
  * @param {Editor[]} clients
  * @param {number} editsPerMinute
  * @param {() => number} [random]
+ * @param {() => number} [clock] ms, monotonic (tests give their own)
  * @returns {{ stop: () => void, edits: () => number }}
  */
-export function startEditing(clients, editsPerMinute, random = Math.random) {
+export function startEditing(clients, editsPerMinute, random = Math.random, clock = () => performance.now()) {
   const meanMs = 60_000 / editsPerMinute;
   const gap = () => -Math.log(1 - random()) * meanMs;
-  const start = performance.now();
+  const start = clock();
   const due = clients.map(() => start + gap());
   let edits = 0;
   const timer = setInterval(() => {
-    const now = performance.now();
+    const now = clock();
     clients.forEach((c, k) => {
       if (due[k] > now) return;
       due[k] = now + gap();
