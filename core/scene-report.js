@@ -106,28 +106,42 @@ export function sceneReportProblem(s) {
 }
 
 /**
- * A member's scene log put back together from its reports' chunks, each
- * mark once (by its index): a chunk sent again after a failed delivery
- * overlaps the next one. Complete when no index up to the newest `total`
- * is missing (a refused or lost report leaves a gap).
+ * A member's scene log as its reports' chunks arrive: each mark once, by its index.
+ * @typedef {object} SceneLog
+ * @property {SceneMark[]} marks
+ * @property {number} next index of the next mark expected
+ * @property {boolean} complete no chunk was missing so far
+ */
+
+/**
+ * Adds one chunk to a member's log: what it holds past `next` is appended (a chunk
+ * sent again after a failed delivery, or repeated by the next report, overlaps);
+ * a chunk that starts past `next` leaves a gap.
+ * @param {SceneLog} log
+ * @param {SceneReport} part
+ */
+export function addScenePart(log, part) {
+  const count = part.log.length / MARK_FIELDS;
+  if (part.from + count <= log.next) return;
+  if (part.from > log.next) log.complete = false;
+  log.marks.push(...marksOfReport(part).slice(Math.max(0, log.next - part.from)));
+  log.next = part.from + count;
+}
+
+/**
+ * A member's scene log put back together from all its reports' chunks.
+ * Complete when no index up to the newest `total` is missing (two reports
+ * in a row refused or lost leave a gap).
  * @param {SceneReport[]} parts in any order
  * @returns {{ marks: SceneMark[], complete: boolean, total: number }}
  */
 export function assembleSceneLog(parts) {
-  const sorted = parts.slice().sort((a, b) => a.from - b.from || b.log.length - a.log.length);
-  /** @type {SceneMark[]} */
-  const marks = [];
-  let next = 0;
-  let complete = true;
+  /** @type {SceneLog} */
+  const log = { marks: [], next: 0, complete: true };
   let total = 0;
-  for (const part of sorted) {
+  for (const part of parts.slice().sort((a, b) => a.from - b.from || b.log.length - a.log.length)) {
     total = Math.max(total, part.total);
-    const count = part.log.length / MARK_FIELDS;
-    if (part.from + count <= next) continue;
-    if (part.from > next) complete = false;
-    const chunk = marksOfReport(part);
-    marks.push(...chunk.slice(Math.max(0, next - part.from)));
-    next = part.from + count;
+    addScenePart(log, part);
   }
-  return { marks, complete: complete && next >= total, total };
+  return { marks: log.marks, complete: log.complete && log.next >= total, total };
 }

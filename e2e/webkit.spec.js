@@ -304,6 +304,23 @@ for (const transport of ['relay', 'relay-faithful']) {
   });
 }
 
+/**
+ * WebKit joins `group` late over the relay (WebKit has no WebRTC here: relay is what it offers);
+ * ms from its join until it holds the scene digest `target` (polled every 50 ms over WebDriver),
+ * null when it did not within 10 s.
+ * @param {string} base @param {string} group @param {number} target
+ */
+async function joinLateInWebKit(base, group, target) {
+  await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
+  await inWebKit(() => window.carlab.ready.then(() => true));
+  const joinedAt = Date.now();
+  while (Date.now() - joinedAt < 10_000) {
+    if (await inWebKit(() => window.carlab.sceneSync()?.digest) === target) return Date.now() - joinedAt;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return null;
+}
+
 test('a WebKit phone that joins late over the relay holds the scene two Chromium phones on p2p edited, within a second; the AR view draws it', async ({ browser, baseURL }, testInfo) => {
   const base = /** @type {string} */ (baseURL);
   const group = unique('wk-scene');
@@ -327,16 +344,7 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
     const target = await phones[1].page.evaluate(() => window.carlab.sceneSync().digest);
     await expect.poll(() => phones[0].page.evaluate(() => window.carlab.sceneSync().digest), { timeout: 10_000 }).toBe(target);
 
-    // WebKit joins late over the relay (WebKit has no WebRTC here: relay is what it offers)
-    await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
-    await inWebKit(() => window.carlab.ready.then(() => true));
-    const joinedAt = Date.now();
-    let syncedAt = null;
-    while (Date.now() - joinedAt < 10_000) {
-      if (await inWebKit(() => window.carlab.sceneSync()?.digest) === target) { syncedAt = Date.now(); break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const syncMs = syncedAt === null ? null : syncedAt - joinedAt;
+    const syncMs = await joinLateInWebKit(base, group, target);
     console.log(`webkit late join: the scene in ${syncMs} ms after joining (polled every 50 ms over WebDriver)`);
     expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
     expect(/** @type {number} */ (syncMs)).toBeLessThan(1000);
@@ -388,16 +396,7 @@ test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what re
     const edits = await Promise.all(pages.map((p) => p.evaluate(() => window.carlab.clients[0].sceneLog.filter((/** @type {{ local: boolean }} */ e) => e.local).length)));
     expect(edits.reduce((a, b) => a + b, 0), `edits made: ${edits.join(', ')}`).toBeGreaterThan(10);
     const ids = await pages[0].evaluate(() => window.carlab.clients[0].scene.objects().map((/** @type {{ id: number }} */ r) => r.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b));
-    // WebKit joins late over the relay
-    await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
-    await inWebKit(() => window.carlab.ready.then(() => true));
-    const joinedAt = Date.now();
-    let syncedAt = null;
-    while (Date.now() - joinedAt < 10_000) {
-      if (await inWebKit(() => window.carlab.sceneSync()?.digest) === target) { syncedAt = Date.now(); break; }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const syncMs = syncedAt === null ? null : syncedAt - joinedAt;
+    const syncMs = await joinLateInWebKit(base, group, target);
     console.log(`webkit late join after lossy p2p edits (C, C, F; ${edits.join('+')} edits; dropped ${discarded.join(', ')}): the scene in ${syncMs} ms`);
     expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
     expect(/** @type {number} */ (syncMs)).toBeLessThan(1000);

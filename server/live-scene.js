@@ -17,7 +17,7 @@
  */
 
 import { measureSceneGroup } from '../core/scene-metrics.js';
-import { MARK_FIELDS, marksOfReport } from '../core/scene-report.js';
+import { addScenePart } from '../core/scene-report.js';
 import { summarize } from '../core/metrics.js';
 
 /** The dashboard's scene figures cover this much time (ms). */
@@ -89,12 +89,7 @@ export function createLiveScene({
       m = { t0: part.t0, next: 0, complete: true, marks: [], keptFrom: 0, lastAt: at, left: false, objects: 0, inStep: true };
       members.set(key, m);
     }
-    const count = part.log.length / MARK_FIELDS;
-    if (part.from > m.next) m.complete = false;
-    if (part.from + count > m.next) {
-      m.marks.push(...marksOfReport(part).slice(Math.max(0, m.next - part.from)));
-      m.next = part.from + count;
-    }
+    addScenePart(m, part);
     if (part.total > m.next && final) m.complete = false;
     const cut = at - windowMs;
     let drop = 0;
