@@ -110,7 +110,8 @@ test('a rejoin that is never answered is given up after its timeout and tried ag
   assert.equal(fake.instances[0].closedWith, null, 'the first join is not timed out once welcomed');
   fake.instances[0].drop(1006, 'worker died');
   await settle();
-  assert.equal(fake.instances.length, 2);
+  // at least the rejoin; a loaded machine may already have timed it out (30 ms) and made the next
+  assert.ok(fake.instances.length >= 2, 'a rejoin is attempted');
   // accepted and then silent (a server process that died holding the connection): closed, and another made
   await until(() => fake.instances.length >= 3, 2000);
   assert.ok(fake.instances[1].closedWith !== null, 'the silent attempt was closed');
