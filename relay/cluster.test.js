@@ -11,7 +11,7 @@ import { createRelay } from './index.js';
 import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
 import { rawClient } from './raw-client-harness.js';
 import { connectNatsBroker, ERR_BROKER_UNREACHABLE } from './broker.js';
-import { HEARTBEAT_MS, NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
+import { NODE_TIMEOUT_MS, RemoteMember } from './cluster.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { createRelayUdpTransport } from '../web/src/transport/relay-udp.js';
@@ -207,8 +207,11 @@ describe('a cluster of 3 relays through nats-server', () => {
     for (const c of [...stay, doomed]) c.start();
     await until(() => stay.every((c) => c.cycle.completed >= 10));
     await spare.crash();
-    // Without a goodbye, the others notice the silence within NODE_TIMEOUT_MS plus a heartbeat.
-    await until(() => stay.every((c) => c.members.size === 1), NODE_TIMEOUT_MS + 3 * HEARTBEAT_MS);
+    // Without a goodbye, the others notice the silence: within NODE_TIMEOUT_MS plus a heartbeat of
+    // their running time (cluster-nodes.test.js, on its own clock). Waited for with the default
+    // bound, not that one in wall-clock time: a node's late ticks (a loaded machine) lengthen the
+    // silence it waits out by design (NodeDirectory.tick), so a slow machine is late, not wrong.
+    await until(() => stay.every((c) => c.members.size === 1));
     const at = stay.map((c) => c.cycle.completed);
     await until(() => stay.every((c, i) => c.cycle.completed >= at[i] + 10));
     for (const c of stay) {

@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { CloseCode, HelloFlag, MsgType, decode, encode, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
 import { RELAY_DEFAULTS, createRelay } from './index.js';
+import { waitFor } from '../lab/shared/loop-stall.js';
 
 /** @type {(() => Promise<void>)[]} */
 const cleanups = [];
@@ -160,7 +161,8 @@ describe('fair rate limits: two members flood, three behave', () => {
     assert.equal(flooder.closed?.code, CloseCode.RATE_LIMITED);
     assert.match(String(flooder.closed?.reason), /over 50 UPDATEs\/s/);
     a.send(1);
-    await new Promise((r) => setTimeout(r, 100));
+    // until it arrived, not a fixed 100 ms: after a stall the sleep's timer runs before the socket is read
+    await waitFor(() => (b.arrivals.get(a.id) ?? []).length >= 1, 15_000, 'a\'s update at b');
     assert.equal(a.closed, null);
     assert.equal(b.closed, null);
     assert.equal((b.arrivals.get(a.id) ?? []).length, 1);

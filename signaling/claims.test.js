@@ -45,11 +45,8 @@ async function peer(base, query) {
     get closed() { return closed; },
     /** @param {string} type */
     async next(type) {
-      const end = Date.now() + 5000;
-      while (!messages.some((m) => m.type === type)) {
-        if (Date.now() > end) throw new Error(`no ${type}: ${JSON.stringify(messages)}`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      // until(): a deadline checked after a stall would come before the socket's waiting message is read
+      if (!(await until(() => messages.some((m) => m.type === type), 5000, 5))) throw new Error(`no ${type}: ${JSON.stringify(messages)}`);
       return messages.find((m) => m.type === type);
     },
   };

@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { CHROMIUM_PATH, chromiumArgs } from './launch.js';
 import { CdpConnection, CdpError, launchChromium, sweepStaleProfiles } from './cdp.js';
 import { processTree } from '../shared/proctree.js';
+import { until } from '../shared/loop-stall.js';
 
 /** Renderer processes under a browser (each page, and a startup tab if there were one, has one). @param {number} pid */
 function renderers(pid) {
@@ -66,14 +67,16 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
     assert.equal(await page.evaluate(() => /** @type {TestWindow} */ (window).answer), 42);
     assert.deepEqual(await page.evaluate(() => new Promise((r) => setTimeout(() => r({ a: [1, 'x'] }), 5))), { a: [1, 'x'] });
     await assert.rejects(page.evaluate(() => { throw new Error('thrown by evaluate'); }), { code: CdpError.EVALUATE, message: /thrown by evaluate/ });
-    for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => errors.length > 0, 10_000); // the page's 10 ms timer and the event's way back: late on a loaded machine
     assert.equal(errors.length, 1);
     assert.match(errors[0], /boom in page/);
     // A second navigation waits for its own document, not the first one's load.
     await page.goto('data:text/html,<script>window.second = true</script>');
     assert.deepEqual(await page.evaluate(() => [/** @type {TestWindow} */ (window).answer, /** @type {TestWindow} */ (window).second]), [null, true]);
     // --cpu-slowdown: the same work takes several times longer once throttled 4x (fastest of 5 each:
-    // load from beside only lengthens a run, so the fastest is the page's own speed)
+    // load from beside only lengthens a run, so the fastest is the page's own speed). Load that
+    // lasts through all five full-speed runs and eases off for the throttled ones would still
+    // make them look alike: up to three rounds, each side's fastest reading of all kept.
     const fastestWorkMs = () => page.evaluate(() => {
       let fastest = Infinity;
       for (let run = 0; run < 5; run++) {
@@ -84,10 +87,14 @@ test('a real Chromium: navigate, evaluate (awaiting promises), page errors, clos
       }
       return fastest;
     });
-    const full = await fastestWorkMs();
-    await page.throttleCpu(4);
-    const throttled = await fastestWorkMs();
-    await page.throttleCpu(1);
+    let full = Infinity;
+    let throttled = Infinity;
+    for (let round = 0; round < 3 && !(throttled > 2 * full); round++) {
+      full = Math.min(full, await fastestWorkMs());
+      await page.throttleCpu(4);
+      throttled = Math.min(throttled, await fastestWorkMs());
+      await page.throttleCpu(1);
+    }
     assert.ok(throttled > 2 * full, `4x throttled: ${throttled.toFixed(1)} ms against ${full.toFixed(1)} ms at full speed`);
     // Pages live in separate browser contexts: no shared storage.
     const other = await browser.newPage();

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { CloseCode, HelloFlag, MsgType } from '../../../core/protocol.js';
 import { RelayConnection } from './relay-connection.js';
 import { fakeWebSocketClass, settle } from './relay-fakes.js';
-import { until } from '../../../lab/shared/loop-stall.js';
 
 /** Every test's connections: closed after it, so that none goes on rejoining (each attempt times out and tries again). @type {RelayConnection[]} */
 const made = [];
@@ -100,30 +99,39 @@ test('after the relay went away it rejoins with the same id, then reports the re
   assert.deepEqual(connection.counters, { reconnects: 1, attempts: 1, lastCloseCode: 1001 });
 });
 
-test('a rejoin that is never answered is given up after its timeout and tried again; a welcomed one keeps its socket', async () => {
+test('a rejoin that is never answered is given up after its timeout and tried again; a welcomed one keeps its socket', async (t) => {
+  // On the test's own clock: with real timers a loaded machine ran the 30 ms timeout (and the
+  // next attempt) between any two of the test's steps, so no count or socket was known for sure.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  /** Lets the fake's close event (a microtask) arrive. */
+  const closeEvents = async () => { for (let i = 0; i < 5; i++) await Promise.resolve(); };
   const { fake, connection, events, handlers } = setup({ random: () => 0 }, 30);
   const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
   fake.instances[0].open();
   fake.instances[0].receive(welcome(5));
   await joined;
-  await new Promise((r) => setTimeout(r, 60));
+  t.mock.timers.tick(60);
   assert.equal(fake.instances[0].closedWith, null, 'the first join is not timed out once welcomed');
   fake.instances[0].drop(1006, 'worker died');
-  await settle();
-  // at least the rejoin; a loaded machine may already have timed it out (30 ms) and made the next
-  assert.ok(fake.instances.length >= 2, 'a rejoin is attempted');
+  t.mock.timers.tick(1); // the backoff: 0 ms with random() = 0
+  assert.equal(fake.instances.length, 2, 'a rejoin is attempted');
   // accepted and then silent (a server process that died holding the connection): closed, and another made
-  await until(() => fake.instances.length >= 3, 2000);
-  assert.ok(fake.instances[1].closedWith !== null, 'the silent attempt was closed');
-  const ws = /** @type {import('./relay-fakes.js').FakeWebSocket} */ (fake.instances.at(-1));
+  fake.instances[1].open();
+  t.mock.timers.tick(29);
+  assert.equal(fake.instances[1].closedWith, null, 'not before its timeout');
+  t.mock.timers.tick(1);
+  assert.notEqual(fake.instances[1].closedWith, null, 'the silent attempt was closed at its timeout');
+  await closeEvents();
+  t.mock.timers.tick(1);
+  assert.equal(fake.instances.length, 3, 'and another attempt made');
+  const ws = fake.instances[2];
   ws.open();
   ws.receive(welcome(5));
-  const attempts = connection.counters.attempts;
-  await new Promise((r) => setTimeout(r, 60));
+  t.mock.timers.tick(60);
+  await closeEvents();
   assert.equal(ws.closedWith, null, 'a welcomed rejoin keeps its socket');
-  assert.equal(connection.counters.attempts, attempts, 'and no attempt follows it');
-  assert.equal(connection.counters.reconnects, 1);
-  assert.ok(attempts >= 2);
+  assert.equal(fake.instances.length, 3, 'and no attempt follows it');
+  assert.deepEqual(connection.counters, { reconnects: 1, attempts: 2, lastCloseCode: 1005 });
   assert.equal(events.at(-1), 'status connected');
 });
 
