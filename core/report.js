@@ -187,7 +187,8 @@ export { percentile };
  * @property {TrackingCounts | null} tracking
  * @property {string | null} effectiveType
  * @property {import('./scene-report.js').SceneReport | null} [scene] the shared scene: the marks of the
- *   member's scene log since the previous report, on the server's clock (absent from older pages)
+ *   member's scene log since the previous report, and again those the previous report brought (so one
+ *   lost report leaves no gap), on the server's clock (absent from older pages)
  */
 
 /**

@@ -200,6 +200,16 @@ export function summarizeScene(groups) {
     convergenceMs: summarize(convergenceMs),
     disagreementPct: memberMs > 0 ? (100 * disagreeMs) / memberMs : 0,
     joinSyncMs: summarize(all.flatMap((g) => g.joinSyncMs)),
-    atEnd: { groups: groups.length, members: ends.reduce((s, e) => s + e.members, 0), agreeing: ends.reduce((s, e) => s + e.agreeing, 0) },
+    atEnd: atEndOf(groups.length, ends),
   };
+}
+
+/**
+ * Members holding their group's scene at the end, over all groups.
+ * @param {number} groups @param {{ members: number, agreeing: number }[]} ends one per group (checkSceneAtEnd)
+ */
+function atEndOf(groups, ends) {
+  const members = ends.reduce((s, e) => s + e.members, 0);
+  const agreeing = ends.reduce((s, e) => s + e.agreeing, 0);
+  return { groups, members, agreeing, disagreeing: members - agreeing };
 }

@@ -55,7 +55,7 @@ test('a late joiner: its sync time, and its disagreement from its join only', ()
   assert.deepEqual(checkSceneAtEnd(members), { members: 2, agreeing: 2 });
   const s = summarizeScene([members]);
   assert.equal(s.disagreementPct, (100 * 450) / 3000);
-  assert.equal(s.atEnd.agreeing, 2);
+  assert.deepEqual(s.atEnd, { groups: 1, members: 2, agreeing: 2, disagreeing: 0 });
 });
 
 test('a tie on version goes the same way for the measure as for the members (writer id)', () => {

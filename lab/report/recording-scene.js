@@ -55,6 +55,5 @@ export function recordingScene(population) {
     membersIncomplete: incomplete,
     clockErrorMs: summarize(errors),
     ...summary,
-    atEnd: { ...summary.atEnd, disagreeing: summary.atEnd.members - summary.atEnd.agreeing },
   };
 }

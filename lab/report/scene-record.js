@@ -22,6 +22,6 @@ export function sceneRecord(stats, editsPerMinute) {
   const summary = summarizeScene([...groups.values()]);
   const repairs = stats.reduce((n, s) => n + (s.scene?.repairs ?? 0), 0);
   const repairRecords = stats.reduce((n, s) => n + (s.scene?.repairRecordsSent ?? 0), 0);
-  return { editsPerMinute, settleS: SCENE_SETTLE_S, ...summary, atEnd: { ...summary.atEnd, disagreeing: summary.atEnd.members - summary.atEnd.agreeing }, repairs, repairRecords };
+  return { editsPerMinute, settleS: SCENE_SETTLE_S, ...summary, repairs, repairRecords };
 }
 
