@@ -31,13 +31,14 @@ export const TRACKING_LIMITS = Object.freeze({
  * Renders a synthetic camera video and reads back its true poses.
  * @param {string} marker 'pattern' | 'barcode-N'
  * @param {number} [seconds]
+ * @param {number} [fps] frames a second (the camera's rate; tracking follows it)
  */
-export function makeVideo(marker = 'pattern', seconds = LOOP_MS / 1000) {
+export function makeVideo(marker = 'pattern', seconds = LOOP_MS / 1000, fps = DEFAULT_VIDEO.fps) {
   const dir = mkdtempSync(path.join(tmpdir(), 'carlab-e2e-'));
   const file = path.join(dir, `${marker}.y4m`);
   const poses = path.join(dir, `${marker}.poses.json`);
   writeVideo({
-    out: file, poses, fps: DEFAULT_VIDEO.fps, frames: Math.round(seconds * DEFAULT_VIDEO.fps),
+    out: file, poses, fps, frames: Math.round(seconds * fps),
     width: 640, height: 480, marker: parseMarkerKind(marker), size: DEFAULT_MARKER_SIZE_M,
   });
   return { dir, file, truth: JSON.parse(readFileSync(poses, 'utf8')) };

@@ -18,6 +18,7 @@ import { Reporter } from '../../core/report.js';
 import { freePort } from '../../server/nats-process.js';
 import { createLabTransport } from '../sim/transports.js';
 import { readRecording } from './recording.js';
+import { recordingToResults } from './recording-results.js';
 import { run as runReport } from '../commands/report.js';
 import { waitFor } from '../shared/loop-stall.js';
 
@@ -160,7 +161,11 @@ test('--cluster 2: a group\'s reports reach both nodes, one study holds them all
 
   const members = ['p', 'q', 'r', 's'].map((name) => member(base, 'cluster-g', name));
   for (const m of members) await m.client.connect();
-  for (const m of members) { m.client.start(0); m.reporter.send(false); }
+  // each adds an object to the shared scene: its reports carry scene marks across the nodes too
+  for (const [i, m] of members.entries()) m.client.addObject('cube', [0.05 * i, 0, 0, 0, 0, 0, 1]);
+  for (const m of members) m.client.start(0);
+  await until(() => members.every((m) => m.client.scene.live === 4), 10_000);
+  for (const m of members) m.reporter.send(false);
   await until(() => members.every((m) => m.answers.some((a) => a.status === 204)), 15_000)
     .catch((err) => { throw new Error(`${err.message}: ${JSON.stringify(members.map((m) => m.answers))}\n${server.output()}`); });
 
@@ -175,16 +180,22 @@ test('--cluster 2: a group\'s reports reach both nodes, one study holds them all
     const snapshot = await dashboardSnapshot(base);
     const group = snapshot.groups.find((/** @type {any} */ g) => g.group === 'cluster-g');
     shown.push(group?.members.length ?? 0);
-    inARow = group?.members.length === 4 ? inARow + 1 : 0;
+    // every member's row, and the group's scene as four members reported it, with their four edits
+    inARow = group?.members.length === 4 && group.scene?.members === 4 && group.scene.objects === 4 ? inARow + 1 : 0;
     for (const row of group?.members ?? []) seenNodes.add(row.node);
     return inARow >= 4;
-  }, 15_000).catch((err) => { throw new Error(`${err.message}: the dashboard never showed all four 4 times in a row (${shown.join(', ')})`); });
+  }, 15_000).catch((err) => { throw new Error(`${err.message}: the dashboard never showed all four and their scene 4 times in a row (${shown.join(', ')})`); });
   assert.equal(seenNodes.size, 2, 'the reports came in on both nodes');
   await leaveAndStop(members, server);
 
   const recording = await readRecording(dir);
   assert.equal(recording.segments.length, 2, 'one segment per node');
   assert.equal(recording.sessions.length, 4, 'one study holds every member');
+  // the group's scene from the reports of both nodes: four members, their four edits, all held by all
+  const scene = recordingToResults(recording).runs.find((r) => r.groupName === 'cluster-g' && r.browser === 'all')?.scene;
+  assert.ok(scene, 'the group\'s run has its scene');
+  assert.deepEqual([scene.members, scene.membersIncomplete, scene.edits, scene.unconverged], [4, 0, 4, 0]);
+  assert.deepEqual(scene.atEnd, { groups: 1, members: 4, agreeing: 4, disagreeing: 0 });
 });
 
 /**
