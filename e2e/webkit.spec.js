@@ -384,13 +384,16 @@ test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what re
     for (const page of pages) await page.evaluate(() => window.carlab.start());
     await pages[0].waitForTimeout(4000);
     for (const page of pages) await page.evaluate(() => window.carlab.editsStop());
-    // the three agree (the digests repair what the drops lost)
-    const digests = () => Promise.all(pages.map((p) => p.evaluate(() => {
-      const c = window.carlab.clients[0];
-      return c.scene.notAgreeing(c.members.keys()).length === 0 ? c.scene.digest : null;
-    })));
-    await expect.poll(async () => new Set(await digests()).size === 1 && !(await digests()).includes(null), { timeout: 20_000 }).toBe(true);
-    const target = (await digests())[0];
+    // the three agree (the digests repair what the drops lost): the one digest they all hold, or null
+    const agreed = async () => {
+      const digests = new Set(await Promise.all(pages.map((p) => p.evaluate(() => {
+        const c = window.carlab.clients[0];
+        return c.scene.notAgreeing(c.members.keys()).length === 0 ? c.scene.digest : null;
+      }))));
+      return digests.size === 1 && !digests.has(null) ? [...digests][0] : null;
+    };
+    await expect.poll(agreed, { timeout: 20_000 }).not.toBeNull();
+    const target = /** @type {number} */ (await agreed()); // editing stopped: it stays
     const discarded = await Promise.all(pages.map((p) => p.evaluate(() => /** @type {any} */ (window.carlab.clients[0].transport).counters.discarded)));
     expect(discarded.every((n) => n > 0), `messages dropped on arrival: ${discarded.join(', ')}`).toBe(true);
     const edits = await Promise.all(pages.map((p) => p.evaluate(() => window.carlab.clients[0].sceneLog.filter((/** @type {{ local: boolean }} */ e) => e.local).length)));
