@@ -33,8 +33,8 @@ export default defineConfig({
     stdout: 'pipe',
   },
   projects: [
-    // phase 1, one test at a time (each project depends on the one before). `npm test` runs WebKit
-    // in a stage of its own, last, with nothing beside it (scripts/test.js SOLO_PROJECTS).
+    // phase 1, one test at a time (each project depends on the one before). `npm test` runs the three
+    // in one stage with nothing beside it (scripts/test.js SOLO_PROJECTS, REALTIME_PROJECTS).
     {
       // Safari's engine: WebKitGTK driven over WebDriver (lab/bench/webkit.js); Chromium is the phone beside it.
       name: 'webkit',

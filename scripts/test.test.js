@@ -13,18 +13,20 @@ test('npm test: build and type check, then each timing stage alone, then the uni
   const files = listTestFiles();
   const plan = testPlan({ files, free: 2, env: {} });
   assert.deepEqual(plan.stages.map((stage) => stage.map((s) => s.name)),
-    [['build', 'typecheck'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['e2e webkit'], ['unit heavy'], ['unit', 'e2e']]);
-  const [, realtime, quiet, timed, webkit, heavy, last] = plan.stages;
-  assert.deepEqual(realtime[0].argv.slice(-2), ['--workers', '1'], 'the real-time tests one at a time');
-  assert.deepEqual(webkit[0].argv.slice(-3), ['--project', 'webkit', '--no-deps']);
+    [['build', 'typecheck'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['unit', 'e2e']]);
+  const [, realtime, quiet, timed, last] = plan.stages;
+  assert.deepEqual(realtime[0].argv.slice(-9), ['--project', 'webkit', '--project', 'chromium-realtime', '--project', 'firefox-realtime', '--no-deps', '--workers', '1'],
+    'WebKit and the real-time tests one at a time, in one Playwright run');
   assert.deepEqual(quiet[0].argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
   assert.deepEqual(timed[0].argv.filter((a) => a.endsWith('.test.js')), [...TIMED_FILES].sort());
-  for (const stage of [realtime, webkit, [last[1]]]) assert.ok(stage[0].argv.includes('--no-deps'), 'a stage runs its own projects only');
+  for (const step of [realtime[0], last[1]]) assert.ok(step.argv.includes('--no-deps'), 'a stage runs its own projects only');
   const unitFiles = plan.stages.flat().filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  assert.deepEqual(heavy[0].argv.filter((a) => a.endsWith('.test.js')), [...LONG_FILES], 'the heavy files alone, longest first');
+  const lane = last[0].argv.filter((a) => a.endsWith('.test.js'));
+  assert.deepEqual(lane.slice(-LONG_FILES.length), [...LONG_FILES], 'the heavy files last in the lane beside the browser tests, longest first');
+  assert.ok(lane.slice(0, -LONG_FILES.length).every((f) => !LONG_FILES.includes(f)), 'the light files before them');
   const small = testPlan({ files: ['core/a.test.js'], free: 2, env: {} });
-  assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['e2e webkit'], ['unit', 'e2e']], 'no empty stage');
+  assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['unit', 'e2e']], 'no empty stage');
 });
 
 test('how much runs at once in the last stage follows the free cores, unless the environment says', () => {
@@ -33,9 +35,9 @@ test('how much runs at once in the last stage follows the free cores, unless the
     const last = /** @type {import('./test.js').Step[]} */ (plan.stages.at(-1));
     return [plan.concurrency, plan.workers, last[0].argv.find((a) => a.startsWith('--test-concurrency=')), last[1].argv.at(-1)];
   };
-  assert.deepEqual(at(2), [3, 2, '--test-concurrency=2', '2'], 'two free cores: 3 heavy files, then 2 light ones beside 2 browser workers');
-  assert.deepEqual(at(1), [2, 2, '--test-concurrency=1', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
-  assert.deepEqual(at(8), [9, 3, '--test-concurrency=8', '3'], 'browser workers at most 3');
+  assert.deepEqual(at(2), [2, 2, '--test-concurrency=2', '2'], 'two free cores: 2 unit files beside 2 browser workers');
+  assert.deepEqual(at(1), [1, 2, '--test-concurrency=1', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
+  assert.deepEqual(at(8), [8, 3, '--test-concurrency=8', '3'], 'browser workers at most 3');
   assert.deepEqual(at(2, { CARLAB_TEST_CONCURRENCY: '1', CARLAB_E2E_WORKERS: '1' }), [1, 1, '--test-concurrency=1', '1']);
   assert.equal(e2eWorkers({ CARLAB_E2E_WORKERS: 'x' }, 2), 2, 'a bad value is ignored');
 });
@@ -45,7 +47,7 @@ test('the stages name every Playwright project once, and the real-time tests onl
   assert.deepEqual([...SOLO_PROJECTS, ...REALTIME_PROJECTS, ...SHARED_PROJECTS].sort(), [...names].sort());
   for (const p of config.projects ?? []) {
     const realtime = REALTIME_PROJECTS.includes(/** @type {string} */ (p.name));
-    if (SOLO_PROJECTS.includes(/** @type {string} */ (p.name))) continue; // WebKit's spec runs whole in a stage of its own
+    if (SOLO_PROJECTS.includes(/** @type {string} */ (p.name))) continue; // WebKit's spec runs whole, in the real-time stage
     if (realtime) assert.ok(p.grep instanceof RegExp && p.grep.test('x @realtime @firefox'), `${p.name} takes @realtime tests`);
     else assert.ok(p.grepInvert instanceof RegExp && p.grepInvert.test('x @realtime'), `${p.name} leaves @realtime tests out`);
   }

@@ -16,7 +16,17 @@
 // camera is built for that size (camera-model.js) and handed to AR.js as
 // bytes, so the pixels stay square.
 
-import { ArMarkerControls, ArToolkitContext, ArToolkitSource } from '@ar-js-org/ar.js/three.js/build/ar-threex.mjs';
+/** @typedef {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArToolkitContext} ArToolkitContext */
+/** @typedef {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArMarkerControls} ArMarkerControls */
+
+/**
+ * AR.js, loaded when tracking starts rather than with the page: it is most of
+ * the page's script (ARToolKit compiled to JavaScript), and a page without a
+ * camera (source=none) never needs it. Loaded once.
+ * @type {Promise<typeof import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs')> | null}
+ */
+let arjs = null;
+const loadArjs = () => (arjs ??= import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs'));
 import { Matrix4, Quaternion, Vector3 } from 'three';
 
 import { encodeCameraPara, idealCamera } from './camera-model.js';
@@ -137,6 +147,7 @@ export function cameraParameters(camera, assets) {
  * @returns {Promise<Tracker>}
  */
 async function createTracker(element, options, assets) {
+  const { ArToolkitContext, ArMarkerControls } = await loadArjs();
   const { width, height } = processingSize(element);
   const camera = idealCamera(width, height);
   const context = new ArToolkitContext(contextOptions(options.marker, width, height, cameraParameters(camera, assets)));
@@ -429,6 +440,7 @@ async function openSource(source) {
   }
   /** @type {(() => void) | null} */
   let stopSynthetic = null;
+  const { ArToolkitSource } = await loadArjs();
   const arSource = new ArToolkitSource(source.type === 'camera'
     ? { sourceType: 'webcam', sourceWidth: 640, sourceHeight: 480 }
     : { sourceType: 'video', sourceUrl: source.type === 'video' ? source.url : '' });
