@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // `npm test`: the type check, the unit tests and the browser tests. First the
-// web build with the type check beside it; then, each with nothing else on the
-// machine, the tests that hold timing to account: the real-time and WebKit
-// browser tests (AR tracking, 250 ms delivery), the unit files that measure
-// timing and those with wall-clock bounds; last, side by side, the other unit
+// web build with the type check and the two light unit files that measure
+// timing beside it; then, each with nothing else on the machine, the tests that
+// hold timing to account: the real-time and WebKit browser tests (AR tracking,
+// 250 ms delivery) and the unit files with wall-clock bounds; last, side by side, the other unit
 // files (light, then heavy) and the other browser tests, as many at once as
 // the cores that were free when the run began allow (scripts/test-machine.js). Every
 // process a step starts carries the step's owner (scripts/owned.js): what
@@ -82,12 +82,13 @@ export function testPlan({ files, free, env = process.env }) {
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
   const stages = [
     // One build before anything serves it (a build empties the folder another process serves);
-    // the type check needs none and takes the core the build leaves idle.
-    [{ name: 'build', argv: ['scripts/build-web.js'] }, { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] }],
+    // the type check needs none and takes the core the build leaves idle, and the quiet files
+    // (a relay each, nothing served, 0.5 cores) held their bounds beside both (QUIET_FILES).
+    [{ name: 'build', argv: ['scripts/build-web.js'] }, { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] },
+      ...unit('unit quiet', quiet)],
     // --workers 1: without the dependencies between them, Playwright would run the projects side by
     // side; --no-deps: a failure in one does not skip the others.
     [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects([...SOLO_PROJECTS, ...REALTIME_PROJECTS]), '--no-deps', '--workers', '1'] }],
-    unit('unit quiet', quiet),
     unit('unit timed', timed),
     [...unit('unit', shared), { name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps', '--workers', String(workers)] }],
   ].filter((stage) => stage.length > 0);
@@ -179,9 +180,9 @@ export async function runPlan(plan) {
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Runs the web build with the type check beside it; then, each stage with
-nothing else beside it, the real-time and WebKit browser tests (one at a
-time), the unit files that measure timing and those with wall-clock bounds;
+Runs the web build with the type check and the soak and fairness unit files
+beside it; then, each stage with nothing else beside it, the real-time and
+WebKit browser tests (one at a time) and the unit files with wall-clock bounds;
 last, side by side, the other unit files (the light ones, then the heavy
 ones) and the other browser tests.
 How many of those run at once follows the machine: the cores less those

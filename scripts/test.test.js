@@ -9,12 +9,13 @@ import { LONG_FILES, QUIET_FILES, TIMED_FILES, listTestFiles } from './test-unit
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-test('npm test: build and type check, then each timing stage alone, then the unit and browser tests side by side; every unit file once', () => {
+test('npm test: build and type check with the quiet files, then each timing stage alone, then the unit and browser tests side by side; every unit file once', () => {
   const files = listTestFiles();
   const plan = testPlan({ files, free: 2, env: {} });
   assert.deepEqual(plan.stages.map((stage) => stage.map((s) => s.name)),
-    [['build', 'typecheck'], ['e2e real-time'], ['unit quiet'], ['unit timed'], ['unit', 'e2e']]);
-  const [, realtime, quiet, timed, last] = plan.stages;
+    [['build', 'typecheck', 'unit quiet'], ['e2e real-time'], ['unit timed'], ['unit', 'e2e']]);
+  const [first, realtime, timed, last] = plan.stages;
+  const quiet = [first[2]];
   assert.deepEqual(realtime[0].argv.slice(-9), ['--project', 'webkit', '--project', 'chromium-realtime', '--project', 'firefox-realtime', '--no-deps', '--workers', '1'],
     'WebKit and the real-time tests one at a time, in one Playwright run');
   assert.deepEqual(quiet[0].argv.filter((a) => a.endsWith('.test.js')), [...QUIET_FILES].sort());
@@ -26,7 +27,7 @@ test('npm test: build and type check, then each timing stage alone, then the uni
   assert.deepEqual(lane.slice(-LONG_FILES.length), [...LONG_FILES], 'the heavy files last in the lane beside the browser tests, longest first');
   assert.ok(lane.slice(0, -LONG_FILES.length).every((f) => !LONG_FILES.includes(f)), 'the light files before them');
   const small = testPlan({ files: ['core/a.test.js'], free: 2, env: {} });
-  assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['unit', 'e2e']], 'no empty stage');
+  assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['unit', 'e2e']], 'no empty step or stage');
 });
 
 test('how much runs at once in the last stage follows the free cores, unless the environment says', () => {
