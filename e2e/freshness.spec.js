@@ -1,7 +1,8 @@
 // The HUD shows per neighbour how long ago its last fresh update arrived and
 // marks it stale past 1 s: a neighbour that stops sending (its cycle stopped,
 // still a member) turns stale on the other phone, and fresh again when it
-// sends again. Two AR pages without a camera (source=none), pipelined cycle.
+// sends again. Two AR pages without a camera (source=none), pipelined cycle;
+// neither loads AR.js (web/src/ar/tracking.js loads it when tracking starts).
 import { devices, expect, test } from '@playwright/test';
 
 const PHONE = devices['Pixel 7'];
@@ -28,6 +29,12 @@ test('a neighbour that stops sending is marked stale in the HUD, and fresh again
     await expect(bobOnA.locator('.hud-age')).toHaveText(/^0\.\d s$/);
     expect(await A.page.evaluate(() => window.carlab.settings.cycleMode)).toBe('pipelined');
     await expect(A.page.locator('[data-field="transport"]')).toContainText('pipelined');
+    // AR.js is 1.6 of the 2.2 MB of script an AR page with a camera runs; three.js and the app, 0.65
+    const scriptBytes = await A.page.evaluate(() => performance.getEntriesByType('resource')
+      .filter((e) => new URL(e.name).pathname.endsWith('.js'))
+      .reduce((sum, e) => sum + /** @type {PerformanceResourceTiming} */ (e).decodedBodySize, 0));
+    expect(scriptBytes, 'a page without a camera does not load AR.js').toBeLessThan(1e6);
+    expect(scriptBytes).toBeGreaterThan(4e5);
 
     // Bob's cycle stops: he stays in the group, nothing fresh arrives from him
     await B.page.evaluate(() => window.carlab.client?.stop());
