@@ -18,9 +18,6 @@ test('every unit test file runs exactly once: with the heavy, light, timed or qu
   assert.deepEqual(filesOf(quiet), [...QUIET_FILES].sort());
   assert.ok(quiet?.args.includes(`--test-concurrency=${QUIET_FILES.length}`), 'the quiet files beside each other only');
   assert.deepEqual(filesOf(timed), [...TIMED_FILES].sort());
-  const { shared } = testRuns(files, 3, 2);
-  assert.deepEqual(filesOf(shared), [...filesOf(light), ...filesOf(heavy)], 'the lane beside the browser tests: the light files, then the heavy ones');
-  assert.ok(shared?.args.includes('--test-concurrency=2'));
   assert.ok(light?.args.includes('--test-force-exit'), 'a PeerServer\'s leftover timers do not hold a file open');
   const one = testRuns(['core/a.test.js'], 2);
   assert.deepEqual([one.timed, one.quiet], [null, null], 'no empty run');

@@ -3,9 +3,10 @@
 // web build with the type check and the two light unit files that measure
 // timing beside it; then, each with nothing else on the machine, the tests that
 // hold timing to account: the real-time and WebKit browser tests (AR tracking,
-// 250 ms delivery) and the unit files with wall-clock bounds; last, side by side, the other unit
-// files (light, then heavy) and the other browser tests, as many at once as
-// the cores that were free when the run began allow (scripts/test-machine.js). Every
+// 250 ms delivery), the unit files with wall-clock bounds, and the heavy unit
+// files (fleets, sims, clusters); last, side by side, the other unit files and
+// the other browser tests, as many at once as the cores that were free when the
+// run began allow (scripts/test-machine.js). Every
 // process a step starts carries the step's owner (scripts/owned.js): what
 // outlives its step is ended and fails the run, and the run ends with a look
 // for anything it left behind.
@@ -47,8 +48,8 @@ export const SHARED_PROJECTS = Object.freeze(['firefox', 'chromium-long', 'chrom
 /**
  * @typedef {object} TestPlan
  * @property {Step[][]} stages one after another; a stage's steps side by side, nothing else beside them
- * @property {number} concurrency unit files at once beside the browser tests in the last stage
- * @property {number} workers browser test files at once in the last stage
+ * @property {number} concurrency heavy unit files at once (the light ones beside the browser tests: one fewer)
+ * @property {number} workers browser test files at once in the shared stage
  */
 
 /**
@@ -70,13 +71,12 @@ export function e2eWorkers(env, free) {
  * @returns {TestPlan}
  */
 export function testPlan({ files, free, env = process.env }) {
-  // Beside the browser tests, one unit file at a time per free core: the light files finished in
-  // 232 of the stage's 396 s three at a time, and fewer load the browsers less. The heavy files
-  // follow them in the same lane: in a stage of their own the machine was 1.65 cores busy for
-  // 175 s, and the browser tests ran their last 130 s with no unit file beside them.
-  const concurrency = Math.max(1, testConcurrency(env, free) - 1);
+  const concurrency = testConcurrency(env, free);
   const workers = e2eWorkers(env, free);
-  const { shared, timed, quiet } = testRuns(files, concurrency, concurrency);
+  // Beside the browser tests the light files need no more than one at a time per free core: they
+  // finished in 232 of the stage's 396 s three at a time, and fewer load the browsers less. The
+  // heavy files keep a stage of their own (LONG_FILES says why).
+  const { heavy, light, timed, quiet } = testRuns(files, concurrency, Math.max(1, concurrency - 1));
   const projects = (/** @type {readonly string[]} */ names) => names.flatMap((n) => ['--project', n]);
   const unit = (/** @type {string} */ name, /** @type {import('./test-unit.js').UnitRun | null} */ run) => (run ? [{ name, argv: run.args }] : []);
   // --no-deps: each stage runs only its own projects; the ones they depend on ran in a stage before.
@@ -90,7 +90,8 @@ export function testPlan({ files, free, env = process.env }) {
     // side; --no-deps: a failure in one does not skip the others.
     [{ name: 'e2e real-time', argv: [...PLAYWRIGHT, ...projects([...SOLO_PROJECTS, ...REALTIME_PROJECTS]), '--no-deps', '--workers', '1'] }],
     unit('unit timed', timed),
-    [...unit('unit', shared), { name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps', '--workers', String(workers)] }],
+    unit('unit heavy', heavy),
+    [...unit('unit', light), { name: 'e2e', argv: [...PLAYWRIGHT, ...projects(SHARED_PROJECTS), '--no-deps', '--workers', String(workers)] }],
   ].filter((stage) => stage.length > 0);
   return { stages, concurrency, workers };
 }
@@ -182,9 +183,9 @@ const HELP = `usage: npm test  (node scripts/test.js)
 
 Runs the web build with the type check and the soak and fairness unit files
 beside it; then, each stage with nothing else beside it, the real-time and
-WebKit browser tests (one at a time) and the unit files with wall-clock bounds;
-last, side by side, the other unit files (the light ones, then the heavy
-ones) and the other browser tests.
+WebKit browser tests (one at a time), the unit files with wall-clock bounds
+and the heavy unit files; last, side by side, the other unit files and the
+other browser tests.
 How many of those run at once follows the machine: the cores less those
 already busy when the run begins (the least of four 0.5 s samples). Every step runs even when
 one before failed; each output line starts with its step's name, and the last
@@ -193,8 +194,8 @@ ended, named and fails the run; so does anything the run left behind at its
 end. Ctrl-C ends every step and everything they started.
 
 environment:
-  CARLAB_TEST_CONCURRENCY  one more than the unit test files at once beside the browser tests
-                           (default: free cores + 1, at least 2: one file per free core)
+  CARLAB_TEST_CONCURRENCY  heavy unit test files at once (default: free cores + 1, at least 2); the light
+                           ones beside the browser tests run one fewer at once
   CARLAB_E2E_WORKERS       browser test files at once in the last stage (default: free cores, 2 to 3)
 `;
 
@@ -240,7 +241,7 @@ async function main() {
   const plan = testPlan({ files: listTestFiles(), free: freeCores(cores, busy) });
   const versions = Object.entries(browserVersions()).map(([k, v]) => `${k} ${v}`).join(', ');
   process.stdout.write(`# npm test: node ${process.versions.node}; ${versions}\n`);
-  process.stdout.write(`# npm test: ${cores} cores, ${busy.toFixed(1)} busy before the run (least of four 0.5 s samples): ${plan.concurrency} unit files at once beside ${plan.workers} browser test files\n`);
+  process.stdout.write(`# npm test: ${cores} cores, ${busy.toFixed(1)} busy before the run (least of four 0.5 s samples): ${plan.concurrency} heavy unit files at once, then ${Math.max(1, plan.concurrency - 1)} light ones beside ${plan.workers} browser test files\n`);
   const done = await runPlan(plan);
   const clean = checkLeftovers();
   const failed = done.filter((d) => d.code !== 0);

@@ -13,8 +13,8 @@ test('npm test: build and type check with the quiet files, then each timing stag
   const files = listTestFiles();
   const plan = testPlan({ files, free: 2, env: {} });
   assert.deepEqual(plan.stages.map((stage) => stage.map((s) => s.name)),
-    [['build', 'typecheck', 'unit quiet'], ['e2e real-time'], ['unit timed'], ['unit', 'e2e']]);
-  const [first, realtime, timed, last] = plan.stages;
+    [['build', 'typecheck', 'unit quiet'], ['e2e real-time'], ['unit timed'], ['unit heavy'], ['unit', 'e2e']]);
+  const [first, realtime, timed, heavy, last] = plan.stages;
   const quiet = [first[2]];
   assert.deepEqual(realtime[0].argv.slice(-9), ['--project', 'webkit', '--project', 'chromium-realtime', '--project', 'firefox-realtime', '--no-deps', '--workers', '1'],
     'WebKit and the real-time tests one at a time, in one Playwright run');
@@ -23,9 +23,7 @@ test('npm test: build and type check with the quiet files, then each timing stag
   for (const step of [realtime[0], last[1]]) assert.ok(step.argv.includes('--no-deps'), 'a stage runs its own projects only');
   const unitFiles = plan.stages.flat().filter((s) => s.name.startsWith('unit')).flatMap((s) => s.argv.filter((a) => a.endsWith('.test.js')));
   assert.deepEqual([...unitFiles].sort(), files, 'each unit file exactly once');
-  const lane = last[0].argv.filter((a) => a.endsWith('.test.js'));
-  assert.deepEqual(lane.slice(-LONG_FILES.length), [...LONG_FILES], 'the heavy files last in the lane beside the browser tests, longest first');
-  assert.ok(lane.slice(0, -LONG_FILES.length).every((f) => !LONG_FILES.includes(f)), 'the light files before them');
+  assert.deepEqual(heavy[0].argv.filter((a) => a.endsWith('.test.js')), [...LONG_FILES], 'the heavy files in a stage of their own');
   const small = testPlan({ files: ['core/a.test.js'], free: 2, env: {} });
   assert.deepEqual(small.stages.map((stage) => stage.map((s) => s.name)), [['build', 'typecheck'], ['e2e real-time'], ['unit', 'e2e']], 'no empty step or stage');
 });
@@ -36,9 +34,9 @@ test('how much runs at once in the last stage follows the free cores, unless the
     const last = /** @type {import('./test.js').Step[]} */ (plan.stages.at(-1));
     return [plan.concurrency, plan.workers, last[0].argv.find((a) => a.startsWith('--test-concurrency=')), last[1].argv.at(-1)];
   };
-  assert.deepEqual(at(2), [2, 2, '--test-concurrency=2', '2'], 'two free cores: 2 unit files beside 2 browser workers');
-  assert.deepEqual(at(1), [1, 2, '--test-concurrency=1', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
-  assert.deepEqual(at(8), [8, 3, '--test-concurrency=8', '3'], 'browser workers at most 3');
+  assert.deepEqual(at(2), [3, 2, '--test-concurrency=2', '2'], 'two free cores: 3 heavy files, then 2 light ones beside 2 browser workers');
+  assert.deepEqual(at(1), [2, 2, '--test-concurrency=1', '2'], 'one core busy before the run: fewer unit files, browser workers at least 2');
+  assert.deepEqual(at(8), [9, 3, '--test-concurrency=8', '3'], 'browser workers at most 3');
   assert.deepEqual(at(2, { CARLAB_TEST_CONCURRENCY: '1', CARLAB_E2E_WORKERS: '1' }), [1, 1, '--test-concurrency=1', '1']);
   assert.equal(e2eWorkers({ CARLAB_E2E_WORKERS: 'x' }, 2), 2, 'a bad value is ignored');
 });
