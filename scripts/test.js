@@ -27,7 +27,7 @@ export const PLAYWRIGHT = Object.freeze(['node_modules/@playwright/test/cli.js',
 /**
  * The Playwright projects that run with nothing beside them: WebKitGTK under Xvfb (beside other
  * work, Chromium->WebKit p95 once reached 1439 ms against a bound of 1000 ms), one test at a time
- * in the real-time stage (one Playwright run and one web server for both: 8-20 s less than two).
+ * in the real-time stage (one Playwright run and one web server for both, not two).
  */
 export const SOLO_PROJECTS = Object.freeze(['webkit']);
 /**

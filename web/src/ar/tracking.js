@@ -16,17 +16,6 @@
 // camera is built for that size (camera-model.js) and handed to AR.js as
 // bytes, so the pixels stay square.
 
-/** @typedef {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArToolkitContext} ArToolkitContext */
-/** @typedef {import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs').ArMarkerControls} ArMarkerControls */
-
-/**
- * AR.js, loaded when tracking starts rather than with the page: it is most of
- * the page's script (ARToolKit compiled to JavaScript), and a page without a
- * camera (source=none) never needs it. Loaded once.
- * @type {Promise<typeof import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs')> | null}
- */
-let arjs = null;
-const loadArjs = () => (arjs ??= import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs'));
 import { Matrix4, Quaternion, Vector3 } from 'three';
 
 import { encodeCameraPara, idealCamera } from './camera-model.js';
@@ -34,6 +23,19 @@ import { PATTERN_RATIO } from './marker-pattern.js';
 import { CODE_CELL, DEFAULT_VIDEO, frameCodeOrigin, readFrameCode, renderFrame } from './synthetic.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
+/** @typedef {typeof import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs')} ArJs */
+/** @typedef {InstanceType<ArJs['ArToolkitContext']>} ArToolkitContext */
+/** @typedef {InstanceType<ArJs['ArMarkerControls']>} ArMarkerControls */
+
+/**
+ * AR.js, loaded when tracking starts rather than with the page: it is most of
+ * the page's script (ARToolKit compiled to JavaScript), and a page without a
+ * camera (source=none) never needs it. Loaded once.
+ * @type {Promise<ArJs> | null}
+ */
+let arjs = null;
+/** @returns {Promise<ArJs>} */
+const loadArjs = () => (arjs ??= import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs'));
 
 /**
  * @typedef {object} TrackingOptions
