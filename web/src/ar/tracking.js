@@ -30,12 +30,10 @@ import { CODE_CELL, DEFAULT_VIDEO, frameCodeOrigin, readFrameCode, renderFrame }
 /**
  * AR.js, loaded when tracking starts rather than with the page: it is most of
  * the page's script (ARToolKit compiled to JavaScript), and a page without a
- * camera (source=none) never needs it. Loaded once.
- * @type {Promise<ArJs> | null}
+ * camera (source=none) never needs it. The module loader loads it once.
+ * @returns {Promise<ArJs>}
  */
-let arjs = null;
-/** @returns {Promise<ArJs>} */
-const loadArjs = () => (arjs ??= import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs'));
+const loadArjs = () => import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs');
 
 /**
  * @typedef {object} TrackingOptions
