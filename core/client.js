@@ -42,6 +42,8 @@ import { CAR_ID, SharedScene } from './scene.js';
  * @property {(m: import('./protocol.js').UpdateMsg, arrivalTime: number) => void} onUpdate
  * @property {(m: import('./protocol.js').AckMsg) => void} onAck
  * @property {(m: import('./protocol.js').AckedAllMsg) => void} onAckedAll
+ * @property {(m: import('./protocol.js').SupersededMsg) => void} [onSuperseded] the relay replaced a
+ *   sender's queued poses by a newer one (docs/protocol.md §5.13; only relays that granted the capability)
  * @property {(m: import('./protocol.js').Member) => void} onMemberJoined
  * @property {(id: number) => void} onMemberLeft
  * @property {(m: import('./protocol.js').ErrorMsg) => void} [onServerError] an ERROR from the relay:
@@ -197,6 +199,7 @@ export class CarClient {
         onUpdate: (m, arrivalTime) => this.receiveUpdate(m, arrivalTime),
         onAck: (m) => { if (m.sender === this.id) this.cycle.ack(m.acker, m.seq); },
         onAckedAll: (m) => { if (m.sender === this.id) this.cycle.ackedAll(m.seq, m.dropped, m.acked); },
+        onSuperseded: (m) => { if (!this.early && m.sender !== this.id) this.streamOf(m.sender).supersededBy(m.seq, m.ranges); },
         onMemberJoined: (m) => this.addMember(m.id, m.name),
         onMemberLeft: (id) => this.removeMember(id),
         onServerError: (m) => this.serverError(m),
@@ -366,6 +369,20 @@ export class CarClient {
   }
 
   /**
+   * What we know of a sender's stream, started on first use.
+   * @param {number} sender
+   */
+  streamOf(sender) {
+    let stream = this.streams.get(sender);
+    if (!stream) {
+      stream = new ReceiveStream();
+      if (this.freshFrom !== null) stream.freshness.startWindow(this.freshFrom);
+      this.streams.set(sender, stream);
+    }
+    return stream;
+  }
+
+  /**
    * @param {import('./protocol.js').UpdateMsg} m
    * @param {number} arrivalTime
    */
@@ -375,12 +392,7 @@ export class CarClient {
       return;
     }
     if (m.sender === this.id) return;
-    let stream = this.streams.get(m.sender);
-    if (!stream) {
-      stream = new ReceiveStream();
-      if (this.freshFrom !== null) stream.freshness.startWindow(this.freshFrom);
-      this.streams.set(m.sender, stream);
-    }
+    const stream = this.streamOf(m.sender);
     const newest = stream.arrive(m.seq, m.sendTime, arrivalTime);
     // Every update is ACKed, also a stale one: its sender is waiting on it.
     stream.acksSent++;
@@ -439,7 +451,7 @@ export class CarClient {
       rt: this.rt,
       rtWarmup: this.rtWarmup,
       sentTo: this.cycle.sentTo,
-      pendingTo: this.cycle.pendingTo(),
+      ...this.cycle.lossRecord(now),
       takenBack: this.cycle.takenBack,
       acksFrom: this.cycle.acksFrom,
       recv,

@@ -8,6 +8,8 @@
 //   per update; a late ACK still completes its own update but never blocks a
 //   send. An update without every ACK after ackTimeoutMs is timed out.
 
+import { SeqSet } from './seqset.js';
+
 /** @typedef {'gated' | 'pipelined'} CycleMode */
 
 /** The modes, the product's default first. */
@@ -20,6 +22,23 @@ export const CYCLE_MODES = Object.freeze(/** @type {CycleMode[]} */ (['pipelined
  * misconfiguration (a tiny cycle with a long timeout).
  */
 export const MAX_PENDING = 512;
+
+/**
+ * The delivery horizon (docs/architecture.md "Loss"): an update is counted,
+ * on both ends of its stream, once it is this old. A few times the sender's
+ * RT p99 (its updates' time to the last neighbour's ACK, so at least any one
+ * neighbour's), never under HORIZON_FLOOR_MS, never over HORIZON_MAX_MS, and
+ * never the ACK timeout: an update still missing after it is lost.
+ */
+export const HORIZON_RT_FACTOR = 3;
+/** The horizon's floor, ms: a quiet LAN's RT p99 is a few ms, a phone's scheduling is not. */
+export const HORIZON_FLOOR_MS = 1000;
+/** The horizon's ceiling, ms: an overloaded run still ends and counts within this. */
+export const HORIZON_MAX_MS = 30_000;
+/** RTs the horizon's p99 is taken over (the newest). */
+const RT_WINDOW = 256;
+/** Send times kept, by seq: the cutoff is found among the newest this many updates. */
+const SENT_RING = 1024;
 
 /**
  * @typedef {object} CycleOptions
@@ -82,6 +101,23 @@ export class ActionCycle {
     /** @type {Record<string, number>} ACKs received per receiver id */
     this.acksFrom = {};
     /**
+     * Per receiver id, the seqs sent to it that count there (loss "expected",
+     * before the cutoff): what `sentTo` counts, less what was taken back.
+     * @type {Record<string, SeqSet>}
+     */
+    this.sentSeqs = {};
+    /** Per receiver id, the seqs whose ACK from it arrived (per-ACK transports). @type {Record<string, SeqSet>} */
+    this.ackedBy = {};
+    /** The seqs whose ACKED_ALL arrived (mode relay: the relay answers once for all). */
+    this.ackedAllSeqs = new SeqSet();
+    /** Send time of seq s at s % SENT_RING (the cutoff's look-up). */
+    this.sentAt = new Float64Array(SENT_RING);
+    /** The newest RTs, ring of RT_WINDOW (the horizon's p99). */
+    this.recentRts = new Float64Array(RT_WINDOW);
+    this.rtCount = 0;
+    /** Time of the last send (the end of a run waits the horizon past it). */
+    this.lastSentAt = -Infinity;
+    /**
      * Updates taken back out of `sentTo`: sent to a member that left before
      * it answered them (docs/architecture.md "Loss": not expected there).
      */
@@ -91,7 +127,7 @@ export class ActionCycle {
      * ACKs than receivers, and the receivers that may be missing. The relay
      * answers for a leaver before it announces the leave, so the leave that
      * explains them comes just after. Kept for one ACK timeout.
-     * @type {{ to: Set<number>, missing: number, at: number }[]}
+     * @type {{ to: Set<number>, missing: number, at: number, seq: number }[]}
      */
     this.unexplained = [];
   }
@@ -180,7 +216,12 @@ export class ActionCycle {
     }
     const seq = ++this.seq;
     const waiting = new Set(this.options.neighbours());
-    for (const id of waiting) this.sentTo[id] = (this.sentTo[id] ?? 0) + 1;
+    for (const id of waiting) {
+      this.sentTo[id] = (this.sentTo[id] ?? 0) + 1;
+      (this.sentSeqs[id] ??= new SeqSet()).add(seq);
+    }
+    this.sentAt[seq % SENT_RING] = now;
+    this.lastSentAt = now;
     this.updatesSent++;
     const warmup = now - this.startedAt < this.options.warmupMs;
     if (waiting.size > 0) {
@@ -197,6 +238,7 @@ export class ActionCycle {
    */
   ack(acker, seq) {
     this.acksFrom[acker] = (this.acksFrom[acker] ?? 0) + 1;
+    (this.ackedBy[acker] ??= new SeqSet()).add(seq);
     const p = this.pending.get(seq);
     if (!p || !p.waiting.delete(acker)) return;
     p.acks++;
@@ -213,6 +255,8 @@ export class ActionCycle {
    * @param {number} [acked]
    */
   ackedAll(seq, dropped = 0, acked) {
+    // The answer arrived, whatever became of the update: ACK loss counts answers, not deliveries.
+    this.ackedAllSeqs.add(seq);
     const p = this.pending.get(seq);
     if (!p) return;
     const now = this.options.now();
@@ -220,7 +264,7 @@ export class ActionCycle {
     // left before the update reached the relay. Which one, the leave tells.
     const missing = acked === undefined ? 0 : p.waiting.size - acked;
     // The set is kept as it is (p is done with): no copy on this per-update path.
-    if (missing > 0) this.keepUnexplained(p.waiting, missing, now);
+    if (missing > 0) this.keepUnexplained(p.waiting, missing, now, seq);
     // Only when nobody was dropped or missing do we know each neighbour's ACK arrived.
     else if (dropped === 0) for (const id of p.waiting) this.acksFrom[id] = (this.acksFrom[id] ?? 0) + 1;
     this.complete(p, now);
@@ -230,11 +274,12 @@ export class ActionCycle {
    * @param {Set<number>} to receivers of an update the relay answered for
    * @param {number} missing how many of them did not answer
    * @param {number} now
+   * @param {number} seq the update's seq
    */
-  keepUnexplained(to, missing, now) {
+  keepUnexplained(to, missing, now, seq) {
     this.forgetUnexplained(now);
     if (this.unexplained.length >= MAX_PENDING) this.unexplained.shift();
-    this.unexplained.push({ to, missing, at: now });
+    this.unexplained.push({ to, missing, at: now, seq });
   }
 
   /** Unexplained answers older than the ACK timeout are not a leaver's (a lagging member's). @param {number} now */
@@ -248,8 +293,8 @@ export class ActionCycle {
    * and every update it had not answered is taken back out of `sentTo`: it
    * was sent while the member was leaving or already gone (docs/architecture.md
    * "Loss"). In mode relay the sender cannot tell which of those the leaver
-   * had answered (the relay answers once for all): all are taken back, and
-   * the receiver's count is clamped to what is expected.
+   * had answered (the relay answers once for all): all are taken back. The
+   * seqs taken back leave `sentSeqs`, so the receiver's count skips them too.
    * @param {number} id
    */
   memberLeft(id) {
@@ -258,13 +303,13 @@ export class ActionCycle {
     for (const e of this.unexplained) {
       if (e.missing > 0 && e.to.delete(id)) {
         e.missing--;
-        this.takeBack(id);
+        this.takeBack(id, e.seq);
       }
     }
     for (const p of [...this.pending.values()]) {
       if (!p.waiting.delete(id)) continue;
       // past its ACK timeout it was lost while the member was still there (a stopped cycle keeps it): expected
-      if (now - p.sentAt < this.options.ackTimeoutMs) this.takeBack(id);
+      if (now - p.sentAt < this.options.ackTimeoutMs) this.takeBack(id, p.seq);
       if (p.waiting.size > 0) continue;
       // RT is the time to the last ACK that did arrive; none arrived, none recorded.
       if (p.acks > 0) this.complete(p, p.lastAckAt);
@@ -272,29 +317,64 @@ export class ActionCycle {
     }
   }
 
-  /** @param {number} id a receiver of one update that will never count as expected there */
-  takeBack(id) {
-    const n = this.sentTo[id] ?? 0;
-    if (n <= 0) return;
-    this.sentTo[id] = n - 1;
+  /**
+   * Update `seq` will never count as expected at receiver `id`.
+   * @param {number} id @param {number} seq
+   */
+  takeBack(id, seq) {
+    if (!this.sentSeqs[id]?.delete(seq)) return;
+    this.sentTo[id] = (this.sentTo[id] ?? 1) - 1;
     this.takenBack++;
   }
 
   /**
-   * Per receiver, our updates on their way to it: sent, not answered, and
-   * younger than the ACK timeout (an older one is lost, not on its way).
-   * Not expected yet (docs/architecture.md "Loss"): counted apart.
-   * @param {number} [now]
-   * @returns {Record<string, number>}
+   * The delivery horizon now, ms: HORIZON_RT_FACTOR x the p99 of the newest
+   * RTs, within [HORIZON_FLOOR_MS, HORIZON_MAX_MS].
    */
-  pendingTo(now = this.options.now()) {
-    /** @type {Record<string, number>} */
-    const out = {};
-    for (const p of this.pending.values()) {
-      if (now - p.sentAt >= this.options.ackTimeoutMs) continue;
-      for (const id of p.waiting) out[id] = (out[id] ?? 0) + 1;
-    }
-    return out;
+  horizonMs() {
+    const n = Math.min(this.rtCount, RT_WINDOW);
+    if (n === 0) return HORIZON_FLOOR_MS;
+    const sorted = this.recentRts.slice(0, n).sort();
+    const p99 = sorted[Math.min(n - 1, Math.ceil(0.99 * n) - 1)];
+    return Math.min(HORIZON_MAX_MS, Math.max(HORIZON_FLOOR_MS, HORIZON_RT_FACTOR * p99));
+  }
+
+  /**
+   * The stream's cutoff for a count taken now (docs/architecture.md "Loss"):
+   * the newest seq sent at least one horizon ago (0: none yet). Expected and
+   * received are both counted at or below it.
+   * @param {number} [now]
+   * @param {number} [horizonMs]
+   */
+  cutoffSeq(now = this.options.now(), horizonMs = this.horizonMs()) {
+    const before = now - horizonMs;
+    const oldest = Math.max(1, this.seq - SENT_RING + 1);
+    for (let s = this.seq; s >= oldest; s--) if (this.sentAt[s % SENT_RING] <= before) return s;
+    return oldest - 1;
+  }
+
+  /**
+   * What a count taken now needs from this sender: the horizon, the cutoff,
+   * and per receiver the seqs sent (`sentSeqs`) and ACKed (`ackedBy`), and
+   * the seqs the relay answered for all (`ackedAllSeqs`), as flat ranges.
+   * @param {number} [now]
+   */
+  lossRecord(now = this.options.now()) {
+    const horizonMs = this.horizonMs();
+    /** @param {Record<string, SeqSet>} sets */
+    const flat = (sets) => Object.fromEntries(Object.entries(sets).map(([id, set]) => [id, set.toJSON()]));
+    return {
+      horizonMs,
+      cutoffSeq: this.cutoffSeq(now, horizonMs),
+      sentSeqs: flat(this.sentSeqs),
+      ackedBy: flat(this.ackedBy),
+      ackedAllSeqs: this.ackedAllSeqs.toJSON(),
+    };
+  }
+
+  /** Whether a count taken now covers every update sent: the last one is a horizon old. @param {number} [now] */
+  settled(now = this.options.now()) {
+    return now - this.lastSentAt >= this.horizonMs();
   }
 
   /**
@@ -305,6 +385,7 @@ export class ActionCycle {
     this.pending.delete(p.seq);
     this.completed++;
     if (p.seq !== this.seq) this.lateAcks++;
+    this.recentRts[this.rtCount++ % RT_WINDOW] = at - p.sentAt;
     this.options.onRt(at - p.sentAt, p.warmup);
   }
 

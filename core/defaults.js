@@ -52,6 +52,11 @@ export const REPORT_LIMITS = Object.freeze({
   maxStreams: 128,
   /** buckets of one histogram */
   maxBuckets: 2048,
+  /**
+   * ranges of one seq set (sent, received, ACKed, superseded: core/seqset.js); a longer set is
+   * sent with its oldest gaps closed, so only the loss of a long, very lossy session's early part blurs
+   */
+  maxSeqRanges: 128,
   /** how deep the free-form parts (channel, setup) may nest */
   maxDepth: 8,
   /** group and name, as the landing page allows */

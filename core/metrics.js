@@ -2,6 +2,9 @@
 // duplicates, reorders, RFC 3550 interarrival jitter and freshness at the receiver. Shared by every
 // transport, the browser HUD, the Node clients and the bench aggregation.
 
+import { SeqSet, intersect } from './seqset.js';
+import { transportInfo } from './transports.js';
+
 /**
  * @typedef {object} Summary
  * @property {number | null} mean
@@ -62,9 +65,6 @@ export function jitterStep(jitter, prevTransit, transit) {
   return jitter + (d - jitter) / 16;
 }
 
-/** Sequence numbers remembered for duplicate detection, behind the newest. */
-export const DUP_WINDOW = 4096;
-
 /**
  * What a receiver knows of one sender's stream of updates.
  */
@@ -80,13 +80,12 @@ export class ReceiveStream {
     this.jitterMs = 0;
     /** @type {number | null} */
     this.lastTransit = null;
-    /**
-     * Which seqs of the duplicate window (newestSeq - DUP_WINDOW, newestSeq]
-     * arrived: bit (seq mod DUP_WINDOW). A fixed 512 bytes per stream; a Set
-     * of seen seqs grew for the first 2 x DUP_WINDOW updates (over 20 min at
-     * 167 ms), ~150 KB a stream, and slowed the load generator's GC (issue 8 soak).
-     */
-    this.seen = new Uint32Array(DUP_WINDOW / 32);
+    /** The distinct seqs that arrived: whether an update arrived is the receiver's fact (docs/architecture.md "Loss"). */
+    this.got = new SeqSet();
+    /** Seqs the relay replaced by a newer pose of the sender that did arrive here (superseded, not lost). */
+    this.superseded = new SeqSet();
+    /** A superseded mark whose newer pose has not arrived yet (at most one: a newer mark replaces it). @type {{ seq: number, ranges: number[] } | null} */
+    this.pendingMark = null;
     /** ACKs this receiver sent back to the sender. */
     this.acksSent = 0;
     /** Fresh updates applied, on the receiver's clock (see Freshness). */
@@ -101,17 +100,12 @@ export class ReceiveStream {
    * @param {number} arrivalTime receiver's clock, ms
    */
   arrive(seq, sendTime, arrivalTime) {
-    if (this.newestSeq - seq >= DUP_WINDOW || (seq <= this.newestSeq && this.hasSeen(seq))) {
+    if (!this.got.add(seq)) {
       this.duplicates++;
       return false;
     }
-    if (seq > this.newestSeq) {
-      // The window slides forward: the slots of the seqs it passes over are reused, clear them.
-      const from = Math.max(this.newestSeq + 1, seq - DUP_WINDOW + 1);
-      for (let s = from; s < seq; s++) this.markSeen(s, false);
-    }
-    this.markSeen(seq, true);
     this.received++;
+    if (this.pendingMark?.seq === seq) this.applyMark(this.pendingMark.ranges);
     const transit = arrivalTime - sendTime;
     if (this.lastTransit !== null) this.jitterMs = jitterStep(this.jitterMs, this.lastTransit, transit);
     this.lastTransit = transit;
@@ -123,17 +117,21 @@ export class ReceiveStream {
     return true;
   }
 
-  /** @param {number} seq inside the duplicate window */
-  hasSeen(seq) {
-    const slot = seq % DUP_WINDOW;
-    return (this.seen[slot >>> 5] & (1 << (slot & 31))) !== 0;
+  /**
+   * The relay says it replaced the sender's queued updates `ranges` (flat
+   * [from, to, ...]) by update `seq`: they count as superseded once `seq`
+   * is here (docs/protocol.md SUPERSEDED).
+   * @param {number} seq @param {number[]} ranges
+   */
+  supersededBy(seq, ranges) {
+    if (this.got.has(seq)) this.applyMark(ranges);
+    else this.pendingMark = { seq, ranges };
   }
 
-  /** @param {number} seq inside the duplicate window @param {boolean} seen */
-  markSeen(seq, seen) {
-    const slot = seq % DUP_WINDOW;
-    if (seen) this.seen[slot >>> 5] |= 1 << (slot & 31);
-    else this.seen[slot >>> 5] &= ~(1 << (slot & 31));
+  /** @param {number[]} ranges */
+  applyMark(ranges) {
+    this.pendingMark = null;
+    for (let i = 0; i + 1 < ranges.length; i += 2) this.superseded.addRange(ranges[i], ranges[i + 1]);
   }
 
   /**
@@ -144,6 +142,8 @@ export class ReceiveStream {
   toJSON(now) {
     return {
       received: this.received,
+      seqs: this.got.toJSON(),
+      superseded: this.superseded.toJSON(),
       duplicates: this.duplicates,
       reorders: this.reorders,
       jitterMs: this.jitterMs,
@@ -157,6 +157,8 @@ export class ReceiveStream {
  * One receiver's counters of one sender's stream (ReceiveStream.toJSON).
  * @typedef {object} StreamRecord
  * @property {number} received
+ * @property {number[]} [seqs] the distinct seqs received, flat ranges (core/seqset.js); absent in older records
+ * @property {number[]} [superseded] seqs the relay replaced by a newer pose that arrived, flat ranges
  * @property {number} duplicates
  * @property {number} reorders
  * @property {number} jitterMs
@@ -365,9 +367,14 @@ export function aggregateFreshness(clients) {
  * @property {string} group
  * @property {number[]} rt measured RTs, ms
  * @property {number[]} rtWarmup RTs of warm-up updates, reported apart
- * @property {Record<string, number>} sentTo updates sent per receiver id that count there (loss "expected",
- *   less `pendingTo`): a receiver that left before answering was taken out (core/cycle.js memberLeft)
- * @property {Record<string, number>} [pendingTo] per receiver, updates still on their way: not expected yet
+ * @property {Record<string, number>} sentTo updates sent per receiver id that count there: a receiver
+ *   that left before answering was taken out (core/cycle.js memberLeft)
+ * @property {Record<string, number[]>} [sentSeqs] per receiver id, those seqs (flat ranges; core/seqset.js)
+ * @property {number} [cutoffSeq] the count's cutoff (ActionCycle.cutoffSeq); with sentSeqs
+ * @property {Record<string, number[]>} [ackedBy] per receiver id, the seqs it ACKed (flat ranges)
+ * @property {number[]} [ackedAllSeqs] the seqs the relay answered for all (flat ranges)
+ * @property {string} [transport] the sender's transport (core/transports.js): whether ACKs are aggregated
+ * @property {Record<string, number>} [pendingTo] records from before seq sets: per receiver, updates still on their way
  * @property {Record<string, number>} acksFrom ACKs received per receiver id
  * @property {Record<string, StreamRecord>} recv per sender id
  * @property {number} updatesSent
@@ -377,8 +384,95 @@ export function aggregateFreshness(clients) {
  */
 
 /**
+ * A sender's record of its streams as a count needs it (ActionCycle.lossRecord).
+ * @typedef {object} SenderLossRecord
+ * @property {number} cutoffSeq the newest seq at least one delivery horizon old when the record was taken
+ * @property {Record<string, number>} [cutoffTo] per receiver id, an earlier cutoff to count that stream at
+ *   (a recording: the sender's cutoff when the receiver's last report was taken)
+ * @property {number} [horizonMs]
+ * @property {Record<string, number[]>} sentSeqs per receiver id, the seqs sent that count there (flat ranges)
+ * @property {Record<string, number[]>} [ackedBy] per receiver id, the seqs it ACKed (flat ranges)
+ * @property {number[]} [ackedAllSeqs] the seqs the relay answered for all (ACKED_ALL), flat ranges
+ */
+
+/**
+ * One sender->receiver stream counted as docs/architecture.md "Loss" defines
+ * it: over the seqs sent to the receiver at or below the sender's cutoff,
+ * expected = how many, received = how many of them the receiver got,
+ * superseded = how many of the rest the relay replaced by a newer pose that
+ * the receiver got; lost = the rest. inFlight = seqs sent past the cutoff
+ * (too young to count on either end). Received can never exceed expected:
+ * both are counted over the same seqs.
+ * @param {SenderLossRecord} sender
+ * @param {string} rid
+ * @param {Partial<StreamRecord> | undefined} stream the receiver's record of the sender's stream
+ */
+export function countStream(sender, rid, stream) {
+  const cutoff = sender.cutoffTo?.[rid] ?? sender.cutoffSeq;
+  const sent = new SeqSet(sender.sentSeqs[rid]);
+  const got = new SeqSet(stream?.seqs ?? []);
+  const expected = sent.countUpTo(cutoff);
+  const arrived = intersect(got, sent, cutoff);
+  const superseded = new SeqSet(stream?.superseded ?? []).countCommonExcept(sent, got, cutoff);
+  const acked = sender.ackedBy?.[rid] ? arrived.countCommon(new SeqSet(sender.ackedBy[rid])) : 0;
+  return {
+    expected,
+    received: arrived.size,
+    superseded,
+    lost: expected - arrived.size - superseded,
+    inFlight: sent.size - expected,
+    acked,
+    arrived,
+  };
+}
+
+/**
+ * ACK loss of a sender whose ACKs the relay aggregates (ACKED_ALL: `relay`,
+ * `relay-udp`), counted where it can be seen: of its updates at or below the
+ * cutoff that every receiver they were sent to got (the receivers' fact), how
+ * many had their ACKED_ALL arrive (the sender's fact). The rest lost an ACK
+ * on the way to the relay or the ACKED_ALL on the way back.
+ * @param {SenderLossRecord} sender
+ * @param {Map<string, SeqSet>} arrivedAt per receiver id, the seqs it got (countStream's `arrived`)
+ */
+export function countAggregatedAcks(sender, arrivedAt) {
+  const rids = [...arrivedAt.keys()];
+  const cutoff = Math.min(...rids.map((rid) => sender.cutoffTo?.[rid] ?? sender.cutoffSeq));
+  const sent = rids.map((rid) => ({ sent: new SeqSet(sender.sentSeqs[rid]), got: /** @type {SeqSet} */ (arrivedAt.get(rid)) }));
+  const answered = new SeqSet(sender.ackedAllSeqs ?? []);
+  const all = new SeqSet();
+  for (const s of sent) for (let i = 0; i < s.sent.flat.length; i += 2) {
+    for (let q = s.sent.flat[i]; q <= Math.min(s.sent.flat[i + 1], cutoff); q++) all.add(q);
+  }
+  let expected = 0;
+  let received = 0;
+  for (let i = 0; i < all.flat.length; i += 2) {
+    for (let q = all.flat[i]; q <= all.flat[i + 1]; q++) {
+      if (!sent.every((s) => !s.sent.has(q) || s.got.has(q))) continue;
+      expected++;
+      if (answered.has(q)) received++;
+    }
+  }
+  return { expected, received };
+}
+
+/**
+ * Whether a sender's record, taken at `senderAt` with delivery horizon
+ * `horizonMs`, may be counted against a receiver's record taken at
+ * `receiverAt` (both on one clock: the server's, when reports arrive).
+ * The sender's cutoff is a horizon before its record; what it covers landed
+ * within a third of a horizon (a horizon is 3 RT p99), so the receiver's
+ * record must be at most half a horizon older than the sender's.
+ * @param {number} senderAt @param {number} horizonMs @param {number} receiverAt
+ */
+export function countableAgainst(senderAt, horizonMs, receiverAt) {
+  return senderAt <= receiverAt + horizonMs / 2;
+}
+
+/**
  * Of a sender's count of updates sent to receiver `rid`, what is expected
- * there and what is still on its way (docs/architecture.md "Loss").
+ * there and what is still on its way, for records from before seq sets
+ * (older study recordings): sentTo less pendingTo.
  * @param {Record<string, number>} sentTo
  * @param {Record<string, number> | undefined} pendingTo
  * @param {string} rid
@@ -390,11 +484,19 @@ export function expectedAt(sentTo, pendingTo, rid) {
 }
 
 /**
+ * Whether the sender's transport answers once for all receivers (ACKED_ALL).
+ * @param {{ transport?: string }} sender
+ */
+function aggregatesAcks(sender) {
+  return sender.transport !== undefined && (transportInfo(sender.transport)?.ackedAll ?? false);
+}
+
+/**
  * Aggregates client records into the run's loss, ACK loss, duplicates,
- * reorders and jitter, exactly as docs/architecture.md defines them: per sender->receiver
- * stream, expected = what the sender reports sending to that receiver while it
- * was there, less what is still on its way (`inFlight`, counted apart),
- * received = distinct updates the receiver got; summed over the run.
+ * reorders and jitter, exactly as docs/architecture.md "Loss" defines them:
+ * every sender->receiver stream counted by {@link countStream}, summed over
+ * the run. Records from before seq sets (no `sentSeqs`) are counted the old
+ * way, received at most expected, and reported in `legacyStreams`.
  * @param {ClientStats[]} clients
  * @param {(receiver: ClientStats) => boolean} [countReceiver] only the streams
  *   into receivers it accepts (a per-browser split of a mixed fleet); streams
@@ -404,47 +506,72 @@ export function aggregateStreams(clients, countReceiver) {
   /** @type {Map<string, ClientStats>} */
   const byKey = new Map();
   for (const c of clients) byKey.set(`${c.group}\u0000${c.id}`, c);
-  let expected = 0;
-  let received = 0;
-  let inFlight = 0;
-  let acksSent = 0;
-  let acksReceived = 0;
-  let duplicates = 0;
-  let reorders = 0;
+  const t = { expected: 0, received: 0, superseded: 0, inFlight: 0, streams: 0, legacyStreams: 0, acksExpected: 0, acksReceived: 0, duplicates: 0, reorders: 0 };
   const jitters = [];
   for (const sender of clients) {
-    for (const rid of Object.keys(sender.sentTo)) {
+    /** @type {Map<string, SeqSet>} */
+    const arrivedAt = new Map();
+    for (const rid of Object.keys(sender.sentSeqs ?? sender.sentTo)) {
       const receiver = byKey.get(`${sender.group}\u0000${rid}`);
       if (countReceiver && !(receiver && countReceiver(receiver))) continue;
       const stream = receiver?.recv[String(sender.id)];
-      const at = expectedAt(sender.sentTo, sender.pendingTo, rid);
-      inFlight += at.inFlight;
-      expected += at.expected;
-      // A receiver can hold more than is expected of it (what was on its way,
-      // an update to a leaver that it did answer, an earlier life under the
-      // same id): clamp so loss never goes negative.
-      const got = Math.min(at.expected, stream?.received ?? 0);
-      received += got;
+      t.streams++;
+      if (sender.sentSeqs && sender.cutoffSeq !== undefined) {
+        const c = countStream(/** @type {SenderLossRecord} */ (sender), rid, stream);
+        t.expected += c.expected;
+        t.received += c.received;
+        t.superseded += c.superseded;
+        t.inFlight += c.inFlight;
+        arrivedAt.set(rid, c.arrived);
+        if (!aggregatesAcks(sender)) { t.acksExpected += c.received; t.acksReceived += c.acked; }
+      } else {
+        countLegacyStream(t, sender, rid, stream);
+      }
       if (stream) {
-        duplicates += stream.duplicates;
-        reorders += stream.reorders;
-        jitters.push(stream.jitterMs);
-        acksSent += stream.acksSent;
-        acksReceived += Math.min(stream.acksSent, sender.acksFrom[rid] ?? 0);
+        t.duplicates += stream.duplicates ?? 0;
+        t.reorders += stream.reorders ?? 0;
+        jitters.push(stream.jitterMs ?? 0);
       }
     }
+    if (aggregatesAcks(sender) && sender.sentSeqs && arrivedAt.size > 0) {
+      const a = countAggregatedAcks(/** @type {SenderLossRecord} */ (sender), arrivedAt);
+      t.acksExpected += a.expected;
+      t.acksReceived += a.received;
+    }
   }
+  const lost = t.expected - t.received - t.superseded;
   return {
-    expected,
-    received,
-    lost: expected - received,
-    inFlight,
-    lossPct: expected ? (100 * (expected - received)) / expected : 0,
-    acksSent,
-    acksReceived,
-    ackLossPct: acksSent ? (100 * (acksSent - acksReceived)) / acksSent : 0,
-    duplicates,
-    reorders,
+    expected: t.expected,
+    received: t.received,
+    superseded: t.superseded,
+    lost,
+    inFlight: t.inFlight,
+    streams: t.streams,
+    legacyStreams: t.legacyStreams,
+    lossPct: t.expected ? (100 * lost) / t.expected : 0,
+    acksSent: t.acksExpected,
+    acksReceived: t.acksReceived,
+    ackLossPct: t.acksExpected ? (100 * (t.acksExpected - t.acksReceived)) / t.acksExpected : 0,
+    duplicates: t.duplicates,
+    reorders: t.reorders,
     jitterMs: jitters.length ? jitters.reduce((a, b) => a + b, 0) / jitters.length : null,
   };
+}
+
+/**
+ * A stream of a record from before seq sets: expected = sentTo less
+ * pendingTo, received = what the receiver got, at most that; ACKs as counted.
+ * @param {{ expected: number, received: number, inFlight: number, legacyStreams: number, acksExpected: number, acksReceived: number }} t
+ * @param {ClientStats} sender @param {string} rid @param {Partial<StreamRecord> | undefined} stream
+ */
+function countLegacyStream(t, sender, rid, stream) {
+  const at = expectedAt(sender.sentTo, sender.pendingTo, rid);
+  t.legacyStreams++;
+  t.inFlight += at.inFlight;
+  t.expected += at.expected;
+  t.received += Math.min(at.expected, stream?.received ?? 0);
+  if (stream) {
+    t.acksExpected += stream.acksSent ?? 0;
+    t.acksReceived += Math.min(stream.acksSent ?? 0, sender.acksFrom[rid] ?? 0);
+  }
 }

@@ -46,6 +46,9 @@ const layouts = [
   ['STATS defaults', { type: MsgType.STATS, clientId: 7 }, `01 0a 00000007 00000002 7b7d`],
   ['SIGNAL', { type: MsgType.SIGNAL, from: 1, to: 0, payload: 'x' }, '01 0b 00000001 00000000 0001 78'],
   ['LINK', { type: MsgType.LINK, peers: [2], message: { type: MsgType.ACK, sender: 2, seq: 1, acker: 1 } }, '01 0c 0001 00000002 06 00000002 00000001 00000001'],
+  ['WELCOME with capabilities', { type: MsgType.WELCOME, clientId: 7, serverTime: 1, members: [], capabilities: 8 },
+    '01 02 00000007 3ff0000000000000 0000 08'],
+  ['SUPERSEDED', { type: MsgType.SUPERSEDED, sender: 3, seq: 9, ranges: [4, 5, 7, 8] }, '01 0d 00000003 00000009 02 00000004 00000005 00000007 00000008'],
 ];
 
 for (const [name, message, frame] of layouts) {
@@ -66,13 +69,13 @@ test('every type code has a writer and a reader', () => {
 });
 
 test('a type with no writer is a TypeError, matched exactly as a switch would', () => {
-  for (const type of [0, 13, 255, '5', 'constructor', undefined]) {
+  for (const type of [0, 14, 255, '5', 'constructor', undefined]) {
     assert.throws(() => encode({ type, id: 1 }), { name: 'TypeError', message: `unknown message type ${type}` });
   }
 });
 
 test('a type with no reader is UNKNOWN_TYPE', () => {
-  for (const type of [0, 13, 255]) {
+  for (const type of [0, 14, 255]) {
     const error = decode(Uint8Array.of(1, type));
     assert.ok(error instanceof ProtocolError);
     assert.equal(error.code, 'UNKNOWN_TYPE');
@@ -108,6 +111,13 @@ test('the readers\' own refusals', () => {
   assert.equal(refusal('01 08 0001 0003 08 0000').code, 'NESTED_BATCH');
   assert.equal(refusal('01 0a 00000007 00100001').message, 'STATS is too large');
   assert.equal(refusal('01 0a 00000007 00000001 7b').message, 'STATS is not valid JSON');
+  // SUPERSEDED (§5.13): 1..32 ranges, sorted, disjoint, below the seq that replaced them
+  assert.equal(refusal('01 0d 00000003 00000009 00').message, 'SUPERSEDED names 0 ranges, 1..32');
+  assert.equal(refusal('01 0d 00000003 00000009 21').message, 'SUPERSEDED names 33 ranges, 1..32');
+  for (const ranges of ['00000005 00000004', '00000004 00000009', '00000004 00000005 00000006 00000007', '00000006 00000007 00000001 00000002']) {
+    assert.equal(refusal(`01 0d 00000003 00000009 0${ranges.split(' ').length / 2} ${ranges}`).message, 'SUPERSEDED ranges are not sorted, disjoint and below its seq');
+  }
+  assert.equal(refusal('01 02 00000007 3ff0000000000000 0000 08 00').code, 'TRAILING_BYTES', 'a WELCOME\'s capabilities are one byte');
 });
 
 test('running out of bytes, bad UTF-8 and extra bytes are caught around every reader', () => {

@@ -22,6 +22,7 @@ export const MsgType = Object.freeze({
   STATS: 10,
   SIGNAL: 11,
   LINK: 12,
+  SUPERSEDED: 13,
 });
 
 /** @type {Record<number, string>} */
@@ -41,7 +42,19 @@ export const HelloFlag = Object.freeze({
    * set up with SIGNAL on this WebSocket; the rest stays on the WebSocket.
    */
   UDP: 4,
+  /**
+   * Capability (docs/protocol.md §5.13): the client understands SUPERSEDED, and
+   * a WELCOME that ends with the capabilities granted. A relay that grants it
+   * marks every queued pose it replaces by a newer one for this client.
+   */
+  SUPERSEDED_MARKS: 8,
 });
+
+/** HELLO flag bits that ask for a capability; the WELCOME to such a HELLO ends with those granted (§5.2). */
+export const CAPABILITY_FLAGS = HelloFlag.SUPERSEDED_MARKS;
+
+/** Most ranges one SUPERSEDED names (a chain of replacements with more gaps is marked in part). */
+export const SUPERSEDED_RANGES_MAX = 32;
 
 /** UPDATE flag bits. */
 export const UpdateFlag = Object.freeze({
@@ -124,7 +137,8 @@ export class ProtocolError extends Error {
  *   position x, y, z then orientation quaternion x, y, z, w
  * @typedef {{ id: number, name: string }} Member
  * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string }} HelloMsg
- * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[] }} WelcomeMsg
+ * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number }} WelcomeMsg
+ *   `capabilities`: the HELLO's capability flags the relay granted, sent only to a HELLO that asked for one
  * @typedef {{ type: 3, id: number, name: string }} MemberJoinedMsg
  * @typedef {{ type: 4, id: number }} MemberLeftMsg
  * @typedef {{ id: number, version: number, writer: number, kind: number, removed: boolean, pose: Pose }} SceneRecord
@@ -139,11 +153,14 @@ export class ProtocolError extends Error {
  * @typedef {{ type: 9, code: number, reason: string }} ErrorMsg
  * @typedef {{ type: 10, clientId: number, stats: any }} StatsMsg
  * @typedef {{ type: 11, from: number, to: number, payload: string }} SignalMsg
+ * @typedef {{ type: 13, sender: number, seq: number, ranges: number[] }} SupersededMsg
+ *   relay -> client: the relay replaced the sender's queued updates `ranges` (flat [from, to, ...],
+ *   sorted, below `seq`) by update `seq` (docs/protocol.md §5.13)
  * @typedef {{ type: 12, peers: number[], message: UpdateMsg | AckMsg }} LinkMsg
  *   client -> relay only: a p2p link's UPDATE or ACK for the members `peers` (docs/protocol.md
  *   §14.1); the relay hands each of them the carried message itself
  * @typedef {HelloMsg | WelcomeMsg | MemberJoinedMsg | MemberLeftMsg | UpdateMsg | AckMsg
- *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg} Message
+ *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg | SupersededMsg} Message
  *   Decoded messages also carry `body`: a view of their bytes without the
  *   version byte (type + payload), so a relay can forward them unchanged.
  */
@@ -240,6 +257,7 @@ function writeWelcome(w, m) {
     w.u32(member.id);
     w.str8(member.name, 'member name');
   }
+  if (m.capabilities !== undefined) w.u8(m.capabilities);
 }
 
 /** @param {Writer} w @param {MemberJoinedMsg} m */
@@ -310,6 +328,16 @@ function writeAckedAll(w, m) {
   w.u32(m.seq);
   w.u16(m.acked ?? 0);
   w.u16(m.dropped ?? 0);
+}
+
+/** @param {Writer} w @param {SupersededMsg} m */
+function writeSuperseded(w, m) {
+  const n = m.ranges.length / 2;
+  if (!Number.isInteger(n) || n < 1 || n > SUPERSEDED_RANGES_MAX) throw new RangeError(`SUPERSEDED names 1..${SUPERSEDED_RANGES_MAX} ranges`);
+  w.u32(m.sender);
+  w.u32(m.seq);
+  w.u8(n);
+  for (const seq of m.ranges) w.u32(seq);
 }
 
 /** @param {Writer} w @param {BatchMsg} m */
@@ -389,6 +417,7 @@ const BODY_WRITERS = new Map([
   writerEntry(MsgType.STATS, writeStats),
   writerEntry(MsgType.SIGNAL, writeSignal),
   writerEntry(MsgType.LINK, writeLink),
+  writerEntry(MsgType.SUPERSEDED, writeSuperseded),
 ]);
 
 /**
@@ -530,6 +559,7 @@ function readWelcome(r) {
   const m = { type: MsgType.WELCOME, clientId: r.u32(), serverTime: r.f64(), members: [] };
   const count = r.u16();
   for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
+  if (r.pos < r.end) m.capabilities = r.u8();
   return m;
 }
 
@@ -591,6 +621,22 @@ function readAck(r) {
 /** @type {BodyReader} */
 function readAckedAll(r) {
   return { type: MsgType.ACKED_ALL, sender: r.u32(), seq: r.u32(), acked: r.u16(), dropped: r.u16() };
+}
+
+/** @type {BodyReader} */
+function readSuperseded(r) {
+  const sender = r.u32();
+  const seq = r.u32();
+  const n = r.u8();
+  if (n < 1 || n > SUPERSEDED_RANGES_MAX) return new ProtocolError('BAD_VALUE', `SUPERSEDED names ${n} ranges, 1..${SUPERSEDED_RANGES_MAX}`);
+  /** @type {number[]} */
+  const ranges = [];
+  for (let i = 0; i < 2 * n; i++) ranges.push(r.u32());
+  for (let i = 0; i < ranges.length; i += 2) {
+    const ordered = ranges[i] <= ranges[i + 1] && (i === 0 || ranges[i] > ranges[i - 1] + 1);
+    if (!ordered || ranges[i + 1] >= seq) return new ProtocolError('BAD_VALUE', 'SUPERSEDED ranges are not sorted, disjoint and below its seq');
+  }
+  return { type: MsgType.SUPERSEDED, sender, seq, ranges };
 }
 
 /** @type {BodyReader} */
@@ -670,6 +716,7 @@ const BODY_READERS = new Map([
   [MsgType.STATS, readStats],
   [MsgType.SIGNAL, readSignal],
   [MsgType.LINK, readLink],
+  [MsgType.SUPERSEDED, readSuperseded],
 ]);
 
 /**

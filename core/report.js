@@ -12,6 +12,7 @@
  */
 
 import { REPORT_LIMITS } from './defaults.js';
+import { compactRanges, isSeqRanges } from './seqset.js';
 import { percentile } from './metrics.js';
 import { MARK_FIELDS, sceneReport, sceneReportProblem } from './scene-report.js';
 
@@ -175,8 +176,13 @@ export { percentile };
  *   (`takenBack`: sent to a member that left before answering, not in `sentTo`; absent from older pages)
  * @property {Record<string, number>} sentTo updates sent per receiver id that count as expected there
  *   (docs/architecture.md "Loss")
- * @property {Record<string, number>} [pendingTo] per receiver, updates of `sentTo` still on their way
- *   when the report was taken: not expected yet (absent from older pages)
+ * @property {Record<string, number>} [pendingTo] older pages: per receiver, updates of `sentTo` still on their way
+ * @property {number} [cutoffSeq] the loss count's cutoff when the report was taken (core/cycle.js
+ *   cutoffSeq; absent from older pages, which are counted the old way)
+ * @property {number} [horizonMs] the delivery horizon that cutoff is behind
+ * @property {Record<string, number[]>} [sentSeqs] per receiver id, the seqs sent that count there (flat ranges)
+ * @property {Record<string, number[]>} [ackedBy] per receiver id, the seqs it ACKed (flat ranges)
+ * @property {number[]} [ackedAllSeqs] the seqs the relay answered for all (flat ranges)
  * @property {Record<string, number>} acksFrom ACKs received per receiver id
  * @property {Record<string, import('./metrics.js').StreamRecord>} recv per sender id
  * @property {Record<string, number | null>} ages per current member: ms since its newest fresh
@@ -212,7 +218,7 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     group: s.group,
     name: s.name,
     clientId: s.id,
-    transport: s.transport,
+    transport: s.transport ?? '',
     cycleMs: client.options.cycleMs ?? 0,
     cycleMode: s.cycleMode ?? '',
     rt: rt.toJSON(),
@@ -223,9 +229,13 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
       takenBack: s.takenBack ?? 0,
     },
     sentTo: { ...s.sentTo },
-    pendingTo: { ...s.pendingTo },
+    cutoffSeq: s.cutoffSeq,
+    horizonMs: Math.round(s.horizonMs ?? 0),
+    sentSeqs: compactMap(s.sentSeqs),
+    ackedBy: compactMap(s.ackedBy),
+    ackedAllSeqs: compactRanges(s.ackedAllSeqs ?? [], REPORT_LIMITS.maxSeqRanges),
     acksFrom: { ...s.acksFrom },
-    recv: s.recv,
+    recv: compactRecv(s.recv),
     ages: Object.fromEntries([...client.freshnessAges()].map(([id, a]) => [String(id), a.ageMs === null ? null : Math.max(0, Math.round(a.ageMs))])),
     channel: s.channel ?? null,
     setup: s.setup ?? null,
@@ -234,6 +244,24 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     effectiveType: extras.effectiveType ?? null,
     scene,
   };
+}
+
+/**
+ * Per id, flat seq ranges cut to the report's bound (REPORT_LIMITS.maxSeqRanges).
+ * @param {Record<string, number[]> | undefined} map
+ */
+function compactMap(map) {
+  return Object.fromEntries(Object.entries(map ?? {}).map(([id, flat]) => [id, compactRanges(flat, REPORT_LIMITS.maxSeqRanges)]));
+}
+
+/** @param {Record<string, import('./metrics.js').StreamRecord>} recv */
+function compactRecv(recv) {
+  /** @type {Record<string, import('./metrics.js').StreamRecord>} */
+  const out = {};
+  for (const [id, st] of Object.entries(recv)) {
+    out[id] = { ...st, seqs: compactRanges(st.seqs ?? [], REPORT_LIMITS.maxSeqRanges), superseded: compactRanges(st.superseded ?? [], REPORT_LIMITS.maxSeqRanges) };
+  }
+  return out;
 }
 
 /** @param {number[]} list @returns {number | null} */
@@ -555,6 +583,26 @@ function countsProblem(r) {
     if (!isObject(r[field])) return `${field} must be an object`;
     if (!isIdMap(r[field], isCount, REPORT_LIMITS.maxStreams)) return `${field} must map client id to a count, at most ${REPORT_LIMITS.maxStreams} entries`;
   }
+  return seqSetsProblem(r);
+}
+
+/** @param {unknown} v */
+const isReportRanges = (v) => isSeqRanges(v, REPORT_LIMITS.maxSeqRanges);
+
+/**
+ * The loss record's seq sets (absent together from older pages).
+ * @param {any} r @returns {string | null}
+ */
+function seqSetsProblem(r) {
+  if (r.cutoffSeq === undefined && r.sentSeqs === undefined) return null;
+  if (!isCount(r.cutoffSeq) || !Number.isInteger(r.cutoffSeq)) return 'cutoffSeq must be a whole number >= 0';
+  if (r.horizonMs !== undefined && !isCount(r.horizonMs)) return 'horizonMs must be a number >= 0';
+  for (const field of ['sentSeqs', 'ackedBy']) {
+    if (!isObject(r[field]) || !isIdMap(r[field], isReportRanges, REPORT_LIMITS.maxStreams)) {
+      return `${field} must map client id to seq ranges [from, to, ...] (sorted, at most ${REPORT_LIMITS.maxSeqRanges})`;
+    }
+  }
+  if (!isReportRanges(r.ackedAllSeqs)) return 'ackedAllSeqs must be seq ranges [from, to, ...]';
   return null;
 }
 
@@ -565,6 +613,7 @@ function recvProblem(recv) {
   for (const id in recv) {
     const s = recv[id];
     for (const k of ['received', 'duplicates', 'reorders', 'jitterMs', 'acksSent']) if (!isCount(s[k])) return `recv.${id}.${k} must be a number >= 0`;
+    for (const k of ['seqs', 'superseded']) if (s[k] !== undefined && !isReportRanges(s[k])) return `recv.${id}.${k} must be seq ranges [from, to, ...]`;
     const f = s.fresh;
     if (f !== undefined) {
       if (!isObject(f) || !isCount(f.n) || !isCount(f.spanMs) || !isCount(f.frozenMs) || !isCount(f.maxGapMs) || !isObject(f.gaps)) return `recv.${id}.fresh is not a freshness record`;

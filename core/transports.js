@@ -20,16 +20,17 @@
  * @property {boolean} needsBrowser needs PeerJS in a browser (no Node client)
  * @property {boolean} needsWebRtc needs RTCPeerConnection and RTCDataChannel: a browser without
  *   WebRTC (Debian's WebKitGTK, some in-app browsers) cannot run it
+ * @property {boolean} ackedAll the relay answers an update once for all receivers (ACKED_ALL), not per ACK
  * @property {string} color the transport's colour in every chart
  */
 
 /** @type {readonly TransportInfo[]} */
 const REGISTRY = Object.freeze([
-  { name: 'relay', label: 'WebSocket relay, batched', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#2563eb' },
-  { name: 'relay-faithful', label: 'WebSocket relay, one frame per message', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#ea580c' },
-  { name: 'relay-udp', label: 'server over unreliable data channels', path: 'server', reliable: false, needsBrowser: false, needsWebRtc: true, color: '#16a34a' },
-  { name: 'p2p', label: 'peer-to-peer, unreliable', path: 'peer', reliable: false, needsBrowser: true, needsWebRtc: true, color: '#9333ea' },
-  { name: 'p2p-reliable', label: 'peer-to-peer, reliable', path: 'peer', reliable: true, needsBrowser: true, needsWebRtc: true, color: '#dc2626' },
+  { name: 'relay', ackedAll: true, label: 'WebSocket relay, batched', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#2563eb' },
+  { name: 'relay-faithful', ackedAll: false, label: 'WebSocket relay, one frame per message', path: 'server', reliable: true, needsBrowser: false, needsWebRtc: false, color: '#ea580c' },
+  { name: 'relay-udp', ackedAll: true, label: 'server over unreliable data channels', path: 'server', reliable: false, needsBrowser: false, needsWebRtc: true, color: '#16a34a' },
+  { name: 'p2p', ackedAll: false, label: 'peer-to-peer, unreliable', path: 'peer', reliable: false, needsBrowser: true, needsWebRtc: true, color: '#9333ea' },
+  { name: 'p2p-reliable', ackedAll: false, label: 'peer-to-peer, reliable', path: 'peer', reliable: true, needsBrowser: true, needsWebRtc: true, color: '#dc2626' },
 ].map((info) => Object.freeze(/** @type {TransportInfo} */ (info))));
 
 /**

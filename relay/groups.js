@@ -3,7 +3,7 @@
 // WebRTC relay (relay-udp) reuses it through the same Session interface, and
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
-import { CloseCode, MsgType, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { RemoteMember, tokenHash } from './cluster.js';
 
@@ -127,6 +127,8 @@ export class GroupRegistry {
       members: [...group.members.values()]
         .filter((m) => m.ready || m === session)
         .map((m) => ({ id: m.id, name: m.name })),
+      // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
+      ...(session.asked ? { capabilities: session.marks ? HelloFlag.SUPERSEDED_MARKS : 0 } : {}),
     }).subarray(1));
     return null;
   }

@@ -2,7 +2,8 @@
 // where batching (mode `relay`), packet-sized frames (relay-udp) and the
 // slow-consumer bound live; a session has one per socket it writes to.
 
-import { MsgType, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
+import { MsgType, SUPERSEDED_RANGES_MAX, encode, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
+import { SeqSet } from '../core/seqset.js';
 import { SHARE_BURST_SECONDS } from './budget.js';
 
 /**
@@ -23,7 +24,57 @@ import { SHARE_BURST_SECONDS } from './budget.js';
  * @typedef {object} OutItem
  * @property {Uint8Array} body message type + payload
  * @property {PendingUpdate | null} entry set for UPDATEs
+ * @property {number[]} [superseded] the sender's seqs this UPDATE replaced in the queue (flat
+ *   ranges): written as a SUPERSEDED just before it, for a client that asked (docs/protocol.md §5.13)
  */
+
+/**
+ * The superseded ranges of the item that replaces `old` (an UPDATE of the same
+ * sender): old's own, then old's seq. At most SUPERSEDED_RANGES_MAX ranges:
+ * past them the oldest are left unmarked (counted as lost, never hidden).
+ * @param {OutItem} old
+ * @returns {number[]}
+ */
+export function supersededBy(old) {
+  const seq = /** @type {PendingUpdate} */ (old.entry).seq;
+  const ranges = old.superseded ? old.superseded.slice() : [];
+  if (ranges.length > 0 && ranges[ranges.length - 1] === seq - 1) ranges[ranges.length - 1] = seq;
+  else ranges.push(seq, seq);
+  while (ranges.length > 2 * SUPERSEDED_RANGES_MAX) ranges.splice(0, 2);
+  return ranges;
+}
+
+/**
+ * Two lists of marks as one (sorted, disjoint), at most SUPERSEDED_RANGES_MAX ranges, the newest kept.
+ * @param {number[]} a @param {number[] | undefined} b
+ */
+function mergeMarks(a, b) {
+  if (!b) return a;
+  const union = new SeqSet(a);
+  for (let i = 0; i < b.length; i += 2) union.addRange(b[i], b[i + 1]);
+  const out = union.toJSON();
+  while (out.length > 2 * SUPERSEDED_RANGES_MAX) out.splice(0, 2);
+  return out;
+}
+
+/**
+ * The queue to write with a SUPERSEDED body before each UPDATE that replaced
+ * others (only built when some item carries marks).
+ * @param {OutItem[]} queue
+ * @returns {OutItem[]}
+ */
+function withMarks(queue) {
+  /** @type {OutItem[]} */
+  const out = [];
+  for (const item of queue) {
+    if (item.superseded && item.entry) {
+      const mark = { type: MsgType.SUPERSEDED, sender: item.entry.sender.id, seq: item.entry.seq, ranges: item.superseded };
+      out.push({ body: encode(/** @type {import('../core/protocol.js').SupersededMsg} */ (mark)).subarray(1), entry: null });
+    }
+    out.push(item);
+  }
+  return out;
+}
 
 /**
  * A token bucket: `rate` tokens per second, at most `burst` saved up.
@@ -83,7 +134,7 @@ const OPEN = 1;
  * @param {number} type
  */
 export function isDataPathType(type) {
-  return type === MsgType.UPDATE || type === MsgType.ACK || type === MsgType.ACKED_ALL;
+  return type === MsgType.UPDATE || type === MsgType.ACK || type === MsgType.ACKED_ALL || type === MsgType.SUPERSEDED;
 }
 
 /**
@@ -110,6 +161,18 @@ export class Outbox {
     this.blocked = false;
     /** False once the session closed or this socket was taken away from it. */
     this.active = true;
+    /** Some queued item carries superseded marks (the flush writes them). */
+    this.marked = false;
+  }
+
+  /**
+   * Whether replacing this queued UPDATE is marked for the receiver: it asked
+   * (HELLO capability) and the sender is in mode relay, where replacing a stale
+   * pose is the design. A relay-faithful sender's replaced pose stays a loss.
+   * @param {OutItem} old
+   */
+  marksFor(old) {
+    return this.session.marks && Boolean(old.entry?.sender.batched);
   }
 
   get ctx() { return this.session.ctx; }
@@ -129,7 +192,8 @@ export class Outbox {
       if (at !== undefined) {
         const old = this.queue[at];
         this.queuedBytes += body.length - old.body.length;
-        this.queue[at] = { body, entry };
+        this.queue[at] = this.marksFor(old) ? { body, entry, superseded: supersededBy(old) } : { body, entry };
+        if (this.queue[at].superseded) this.marked = true;
         this.ctx.stats.droppedUpdates++;
         this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), session);
         return;
@@ -165,9 +229,10 @@ export class Outbox {
       }
       return;
     }
-    const queue = this.queue;
+    const queue = this.marked ? withMarks(this.queue) : this.queue;
     this.queue = [];
     this.queuedBytes = 0;
+    this.marked = false;
     this.blocked = false;
     this.queuedUpdateBySender.clear();
     const now = performance.now();
@@ -234,15 +299,23 @@ export class Outbox {
     const seen = new Set();
     /** @type {OutItem[]} */
     const stale = [];
+    /** @type {Map<number, OutItem>} the newest queued UPDATE per sender */
+    const newest = new Map();
     for (let i = this.queue.length - 1; i >= 0; i--) {
       const item = this.queue[i];
       if (!item.entry) continue;
       if (seen.has(item.entry.sender.id)) stale.push(item);
-      else seen.add(item.entry.sender.id);
+      else { seen.add(item.entry.sender.id); newest.set(item.entry.sender.id, item); }
     }
     if (stale.length) {
       const drop = new Set(stale);
       this.queue = this.queue.filter((item) => !drop.has(item));
+      // Oldest first, so each kept item's marks are sorted.
+      for (let i = stale.length - 1; i >= 0; i--) {
+        const item = stale[i];
+        const kept = /** @type {OutItem} */ (newest.get(/** @type {PendingUpdate} */ (item.entry).sender.id));
+        if (this.marksFor(item)) { kept.superseded = mergeMarks(supersededBy(item), kept.superseded); this.marked = true; }
+      }
       for (const item of stale) {
         this.queuedBytes -= item.body.length;
         this.ctx.stats.droppedUpdates++;
@@ -260,6 +333,7 @@ export class Outbox {
     for (const item of this.queue) if (item.entry) entries.push(item.entry);
     this.queue = [];
     this.queuedBytes = 0;
+    this.marked = false;
     this.queuedUpdateBySender.clear();
     return entries;
   }
@@ -291,6 +365,10 @@ export class Session {
     this.userAgent = '';
     /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
     this.batched = false;
+    /** Its HELLO asked for a capability: its WELCOME ends with the capabilities granted. */
+    this.asked = false;
+    /** It gets SUPERSEDED marks for the queued poses the relay replaces (HELLO capability). */
+    this.marks = false;
     this.membershipOnly = false;
     /** relay-udp: updates and ACKs travel on a data channel (HELLO flag UDP). */
     this.udp = false;

@@ -80,7 +80,8 @@ describe('relay-udp: 3 groups x 5 Node clients over loopback', () => {
     env.relay.resetWindow();
     for (const c of clients) c.start();
     await until(() => clients.every((c) => c.cycle.updatesSent === UPDATES && !c.cycle.outstanding));
-    await new Promise((r) => setTimeout(r, 100)); // stragglers on the wire
+    // the count covers every update once the last one is a delivery horizon old (docs/architecture.md "Loss")
+    await until(() => clients.every((c) => c.cycle.settled()));
   });
   after(async () => {
     for (const c of clients) c.close();

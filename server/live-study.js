@@ -16,7 +16,7 @@
 
 import { createHash } from 'node:crypto';
 
-import { FREEZE_MS, expectedAt, summarizeFreshness } from '../core/metrics.js';
+import { FREEZE_MS, countStream, countableAgainst, expectedAt, summarizeFreshness } from '../core/metrics.js';
 import { REPORT_LIMITS, RtHistogram, reportProblem } from '../core/report.js';
 import { createLiveScene } from './live-scene.js';
 import { describeUserAgent } from './user-agent.js';
@@ -149,10 +149,10 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {string} key
  * @property {StudyRecord} rec its newest record
  * @property {number} heardAt local clock when `rec` arrived
- * @property {Record<string, number>} settled per receiver, what `rec` says is expected there (settledTo),
+ * @property {SenderCount} settled what `rec` says of its streams as a loss count needs it (settledTo),
  *   worked out once per report
- * @property {{ heardAt: number, settled: Record<string, number> }[]} past its earlier reports' `settled`,
- *   newest last, at most SENT_HISTORY (loss interpolation)
+ * @property {{ heardAt: number, settled: SenderCount }[]} past its earlier reports' `settled`,
+ *   newest last, at most SENT_HISTORY (the one a receiver's report is counted against)
  * @property {Group} group
  * @property {boolean} visible shown on the dashboard
  * @property {number} leftAt local clock when its final report arrived
@@ -615,20 +615,24 @@ function pathsOf(r) {
   return out;
 }
 
-/** How much earlier than a receiver's report its senders' counts are read (lossInto), ms. */
+/** For an older page (no seq sets): how much earlier than a receiver's report its senders' counts are read, ms. */
 const REPORT_SKEW_MS = 1000;
 
 /**
- * Loss of the streams into member `m` (docs/architecture.md "Loss"): per
- * sender in its group, expected = what the sender reports sending to m, less
- * what was still on its way (pendingTo), received = what m reports receiving
- * from it (clamped), summed. The two reports are up to a report interval
- * apart (more when m went silent), so a sender's count is read at the time
- * of m's report, interpolated between the sender's reports around it (and
- * rounded down): otherwise the updates sent after m's report would look lost.
- * Read REPORT_SKEW_MS before it: a report's arrival is not when it was taken
- * (each travels its own way, late on a loaded phone or server), and a sender's
- * count taken after m's would make what reached m in between look lost.
+ * A sender's report as a loss count needs it: its loss record (seq sets and
+ * cutoff), or for an older page without one, per receiver the updates
+ * expected there (sentTo less pendingTo).
+ * @typedef {{ record: import('../core/metrics.js').SenderLossRecord } | { legacy: Record<string, number> }} SenderCount
+ */
+
+/**
+ * Loss of the streams into member `m`, as docs/architecture.md "Loss" defines
+ * it (core/metrics.js countStream): per sender in its group, the sender's
+ * seqs sent to m at or below its cutoff, against the seqs m reports getting.
+ * The sender's report counted is its newest that may be counted against m's
+ * (core/metrics.js countableAgainst): its cutoff is a delivery horizon before
+ * it, so what it counts had landed when m's report was taken. Older pages:
+ * the newest heard REPORT_SKEW_MS before m's.
  *
  * @param {Entry} m
  * @param {Map<number, Entry>} senders
@@ -639,55 +643,52 @@ function lossInto(m, senders) {
   if (me.clientId === 0) return null;
   const myId = String(me.clientId);
   let expected = 0;
-  let received = 0;
+  let lost = 0;
   for (const [id, s] of senders) {
     if (s === m || id === me.clientId) continue;
-    if (s.rec.r.sentTo[myId] === undefined) continue;
-    const exp = settledAt(s, myId, m.heardAt - REPORT_SKEW_MS);
-    if (exp === null) continue;
-    expected += exp;
-    received += Math.min(exp, me.recv[String(id)]?.received ?? 0);
+    const count = countAt(s, m.heardAt);
+    if (count === null) continue;
+    const stream = me.recv[String(id)];
+    if ('record' in count) {
+      if (count.record.sentSeqs[myId] === undefined) continue;
+      const c = countStream(count.record, myId, stream);
+      expected += c.expected;
+      lost += c.lost;
+    } else if (count.legacy[myId] !== undefined) {
+      expected += count.legacy[myId];
+      lost += count.legacy[myId] - Math.min(count.legacy[myId], stream?.received ?? 0);
+    }
   }
-  return expected > 0 ? round((100 * (expected - received)) / expected, 2) : null;
+  return expected > 0 ? round((100 * lost) / expected, 2) : null;
 }
 
 /**
- * Per receiver, the updates of a report that count as expected now: sent
- * to it, less those still on their way.
+ * What a report says of its sender's streams, worked out once per report.
  * @param {import('../core/report.js').ClientReport} r
- * @returns {Record<string, number>}
+ * @returns {SenderCount}
  */
 function settledTo(r) {
+  if (r.sentSeqs && r.cutoffSeq !== undefined) {
+    return { record: { cutoffSeq: r.cutoffSeq, horizonMs: r.horizonMs, sentSeqs: r.sentSeqs, ackedBy: r.ackedBy, ackedAllSeqs: r.ackedAllSeqs } };
+  }
   /** @type {Record<string, number>} */
-  const out = {};
-  for (const to of Object.keys(r.sentTo)) out[to] = expectedAt(r.sentTo, r.pendingTo, to).expected;
-  return out;
+  const legacy = {};
+  for (const to of Object.keys(r.sentTo)) legacy[to] = expectedAt(r.sentTo, r.pendingTo, to).expected;
+  return { legacy };
 }
 
 /**
- * A sender's count of updates expected at `to` as of time `at` (local
- * clock), interpolated between the two of its reports around `at`; null
- * when every report kept is newer than `at` (the stream cannot be judged at
- * `at`: its count then is not known, and a newer one would count what was
- * sent after).
- * @param {Entry} s @param {string} to @param {number} at
- * @returns {number | null}
+ * The sender's count from its newest report that may be counted against a
+ * receiver's report heard at `at` (local clock); null when every report kept
+ * is too new (the stream cannot be judged at `at` yet).
+ * @param {Entry} s @param {number} at
+ * @returns {SenderCount | null}
  */
-function settledAt(s, to, at) {
-  const newest = s.settled[to] ?? 0;
-  if (s.heardAt <= at) return newest;
-  let laterAt = s.heardAt;
-  let later = newest;
-  for (let i = s.past.length - 1; i >= 0; i--) {
-    const p = s.past[i];
-    const before = p.settled[to] ?? 0;
-    if (p.heardAt <= at) {
-      if (laterAt <= p.heardAt) return before;
-      return Math.floor(before + ((later - before) * (at - p.heardAt)) / (laterAt - p.heardAt));
-    }
-    laterAt = p.heardAt;
-    later = before;
-  }
+function countAt(s, at) {
+  /** @param {number} heardAt @param {SenderCount} c */
+  const fits = (heardAt, c) => ('record' in c ? countableAgainst(heardAt, c.record.horizonMs ?? 0, at) : heardAt <= at - REPORT_SKEW_MS);
+  if (fits(s.heardAt, s.settled)) return s.settled;
+  for (let i = s.past.length - 1; i >= 0; i--) if (fits(s.past[i].heardAt, s.past[i].settled)) return s.past[i].settled;
   return null;
 }
 

@@ -85,31 +85,44 @@ test('loss: received is clamped to expected, and null when nothing was expected'
   assert.equal(rows.find((m) => m.clientId === 1)?.lossPct, null);
 });
 
-test("loss: a sender's count is read at the time of the receiver's report, not after it", () => {
+/**
+ * A sender's loss record (core/cycle.js lossRecord): seqs 1..n sent to `to`, counted up to `cutoff`.
+ * @param {number} n @param {number} cutoff @param {string} [to]
+ */
+const sentUpTo = (n, cutoff, to = '2') => ({ sentTo: { [to]: n }, sentSeqs: { [to]: n ? [1, n] : [] }, cutoffSeq: cutoff, horizonMs: 1000, ackedBy: {}, ackedAllSeqs: [] });
+
+/** A receiver's stream that got the seqs of `ranges` (flat). @param {number[]} ranges */
+function gotSeqs(ranges) {
+  let n = 0;
+  for (let i = 0; i < ranges.length; i += 2) n += ranges[i + 1] - ranges[i] + 1;
+  return { ...stream(n), seqs: ranges, superseded: [] };
+}
+
+test("loss: a receiver's report is counted against its sender's report of a second before, not a later one", () => {
   const { clock, study, ingest } = clocked();
-  ingest(report({ session: A, clientId: 1, seq: 1, sentTo: { 2: 0 } }));
+  ingest(report({ session: A, clientId: 1, seq: 1, ...sentUpTo(10, 5) }));
   clock.t += 2500;
-  ingest(report({ session: B, clientId: 2, recv: { 1: stream(15) } }));
+  ingest(report({ session: B, clientId: 2, recv: { 1: gotSeqs([1, 15]) } }));
   clock.t += 2500;
-  // alice sent 30 by now; at bob's report she had sent ~15
-  ingest(report({ session: A, clientId: 1, seq: 2, sentTo: { 2: 30 } }));
+  // alice's newer cutoff (24) is past what bob had when he reported: counted against it, 9 would look lost
+  ingest(report({ session: A, clientId: 1, seq: 2, ...sentUpTo(30, 24) }));
   assert.equal(study.snapshot().groups[0].members.find((m) => m.clientId === 2)?.lossPct, 0);
 });
 
-test('loss: updates still on their way are not loss; a sender not heard a second before the receiver is not judged yet', () => {
+test('loss: updates past the cutoff are not loss; a sender not heard a second before the receiver is not judged yet', () => {
   const { clock, study, ingest } = clocked();
-  ingest(report({ session: B, clientId: 2, recv: { 1: stream(12) } }));
+  ingest(report({ session: B, clientId: 2, recv: { 1: gotSeqs([1, 12]) } }));
   clock.t += 1000;
   // alice's first report comes after bob's: what she had sent at bob's report is unknown
-  ingest(report({ session: A, clientId: 1, seq: 1, sentTo: { 2: 20 }, pendingTo: { 2: 2 } }));
+  ingest(report({ session: A, clientId: 1, seq: 1, ...sentUpTo(20, 18) }));
   const bobRow = () => study.snapshot().groups[0].members.find((m) => m.clientId === 2);
   assert.equal(bobRow()?.lossPct, null);
   clock.t += 1000;
-  // bob's next report, a second after alice's: judged against her count
-  ingest(report({ session: B, clientId: 2, seq: 2, recv: { 1: stream(18) } }));
-  assert.equal(bobRow()?.lossPct, 0, '18 expected (20 sent, 2 on their way), 18 received');
-  ingest(report({ session: B, clientId: 2, seq: 3, recv: { 1: stream(17) } }));
-  assert.equal(bobRow()?.lossPct, 5.56, '1 of the 18 that could have arrived is missing');
+  // bob's next report, a second after alice's: judged against her cutoff
+  ingest(report({ session: B, clientId: 2, seq: 2, recv: { 1: gotSeqs([1, 18]) } }));
+  assert.equal(bobRow()?.lossPct, 0, '18 expected (20 sent, 2 past the cutoff), 18 received');
+  ingest(report({ session: B, clientId: 2, seq: 3, recv: { 1: gotSeqs([1, 16, 18, 20]) } }));
+  assert.equal(bobRow()?.lossPct, 5.56, 'seq 17 of the 18 counted is missing; 19 and 20 count nowhere yet');
 });
 
 test('loss: a receiver silent for a while is compared with what its senders had sent by then', () => {

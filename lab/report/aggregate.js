@@ -170,9 +170,15 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
       lateAcks: clients.reduce((s, c) => s + (c.lateAcks ?? 0), 0),
       expected: streams.expected,
       received: streams.received,
+      /** Replaced at the relay by a newer pose of the same sender that did arrive (mode relay): not lost. */
+      superseded: streams.superseded,
       lost: streams.lost,
-      /** On their way when the run's records were taken: not expected yet, not lost. */
+      /** Sent within the delivery horizon before the count: counted on neither end (docs/architecture.md "Loss"). */
       inFlight: streams.inFlight,
+      /** Sender->receiver streams counted. */
+      streams: streams.streams,
+      /** Streams of records from before seq sets, counted the old way (older study recordings). */
+      legacyStreams: streams.legacyStreams,
       /** Sent to a member that left before answering: not expected there. */
       takenBack: clients.reduce((s, c) => s + (c.takenBack ?? 0), 0),
     },

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { CYCLE_MODES } from '../../core/cycle.js';
+import { countableAgainst } from '../../core/metrics.js';
 import { describeUserAgent } from '../../server/user-agent.js';
 import { aggregateRun } from './aggregate.js';
 import { recordingScene } from './recording-scene.js';
@@ -39,7 +40,13 @@ export const SESSION_PREFIX = 8;
  * @property {import('../../core/report.js').RtHistogramJson} rtHist
  * @property {number} rtWarmupN
  * @property {Record<string, number>} sentTo
- * @property {Record<string, number>} pendingTo
+ * @property {Record<string, number>} pendingTo older pages only
+ * @property {number} [cutoffSeq] newer pages: the loss record of the newest report (core/metrics.js SenderLossRecord)
+ * @property {Record<string, number>} [cutoffTo] per receiver id, the cutoff of this sender's report of that
+ *   receiver's last report's time (see withReceiverCutoffs)
+ * @property {Record<string, number[]>} [sentSeqs]
+ * @property {Record<string, number[]>} [ackedBy]
+ * @property {number[]} [ackedAllSeqs]
  * @property {number} takenBack
  * @property {Record<string, number>} acksFrom
  * @property {Record<string, import('../../core/metrics.js').StreamRecord>} recv
@@ -74,6 +81,9 @@ export function sessionClient(s, instance) {
     rtWarmupN: r.rtWarmupN,
     sentTo: r.sentTo,
     pendingTo: r.pendingTo ?? {},
+    ...(r.sentSeqs && r.cutoffSeq !== undefined
+      ? { cutoffSeq: r.cutoffSeq, sentSeqs: r.sentSeqs, ackedBy: r.ackedBy ?? {}, ackedAllSeqs: r.ackedAllSeqs ?? [] }
+      : {}),
     takenBack: r.updates.takenBack ?? 0,
     acksFrom: r.acksFrom,
     recv: r.recv,
@@ -87,6 +97,30 @@ export function sessionClient(s, instance) {
     session: s,
     device,
   };
+}
+
+/**
+ * Each sender's cutoff per receiver: the cutoff of the sender's newest report
+ * that may be counted against the receiver's last one (core/metrics.js
+ * countableAgainst). Both ends' last reports are up to a report interval
+ * apart; counted at a later sender cutoff, what it sent after the receiver's
+ * last report would look lost.
+ * @param {SessionClient[]} population one group name's clients
+ */
+export function withReceiverCutoffs(population) {
+  for (const sender of population) {
+    if (sender.cutoffSeq === undefined || !sender.sentSeqs) continue;
+    /** @type {Record<string, number>} */
+    const cutoffTo = {};
+    for (const rid of Object.keys(sender.sentSeqs)) {
+      const receiver = population.find((c) => c.group === sender.group && String(c.id) === rid);
+      if (!receiver) continue;
+      let seq = 0;
+      for (const c of sender.session.cutoffs ?? []) if (countableAgainst(c.at, c.horizonMs, receiver.session.lastAt)) seq = Math.max(seq, c.seq);
+      cutoffTo[rid] = Math.min(seq, sender.cutoffSeq);
+    }
+    sender.cutoffTo = cutoffTo;
+  }
 }
 
 /**
@@ -258,6 +292,7 @@ export function recordingToResults(recording, { now = new Date() } = {}) {
     // In instance and client id order, as the lab's runs list their clients: sums over them come out the same.
     const population = sessions.map((s) => sessionClient(s, /** @type {string} */ (instances.get(s))))
       .sort((a, b) => compareText(a.group, b.group) || a.id - b.id || a.session.firstAt - b.session.firstAt);
+    withReceiverCutoffs(population);
     /** @type {Map<string, Set<number>>} */
     const distinct = new Map();
     for (const c of population) {

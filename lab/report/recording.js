@@ -32,6 +32,9 @@ export const MAX_PROBLEMS = 20;
  * @property {number} startAt when the session began, server clock: its first report's `at` less its uptime
  * @property {number} reports valid report lines of the session
  * @property {string} segment the segment file of the newest report
+ * @property {{ at: number, seq: number, horizonMs: number }[]} cutoffs every report's loss cutoff (cutoffSeq),
+ *   delivery horizon and server time, in
+ *   the order read: a receiver's report is counted against the sender's cutoff of that time
  * @property {import('../../core/scene-report.js').SceneReport[]} sceneParts the scene parts of all its
  *   reports (each carries the marks since the one before: core/scene-report.js assembleSceneLog)
  */
@@ -164,10 +167,12 @@ export async function readRecording(dir) {
           at: record.at, node: String(record.node ?? ''), ua: String(record.ua ?? ''), r,
           firstAt: record.at, lastAt: record.at, startAt: record.at - r.uptimeMs, reports: 1, segment: file,
           sceneParts: r.scene ? [r.scene] : [],
+          cutoffs: r.cutoffSeq !== undefined ? [{ at: record.at, seq: r.cutoffSeq, horizonMs: r.horizonMs ?? 0 }] : [],
         });
         continue;
       }
       known.reports++;
+      if (r.cutoffSeq !== undefined) known.cutoffs.push({ at: record.at, seq: r.cutoffSeq, horizonMs: r.horizonMs ?? 0 });
       if (r.scene) known.sceneParts.push(r.scene);
       counts.superseded++;
       if (record.at < known.firstAt) {

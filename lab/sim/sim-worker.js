@@ -12,6 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import WebSocket from 'ws';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../core/client.js';
+import { HORIZON_MAX_MS } from '../../core/cycle.js';
 import { scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
@@ -250,34 +251,18 @@ function withSceneMember(c, endedAt) {
 let progressTimer;
 let lastRtIndex = new Map();
 
-/** The longest the stop waits for what is still on its way. */
-export const DRAIN_MAX_MS = 10_000;
-/** Nothing in flight and no arrival for this long: the rest has landed. */
-const DRAIN_QUIET_MS = 500;
-
-/** Every update this worker's clients received so far (each arrival is ACKed once). */
-function arrivals() {
-  let n = 0;
-  for (const c of clients) for (const s of c.streams.values()) n += s.acksSent;
-  return n;
-}
+/** The longest the stop waits for what is still on its way: the longest delivery horizon, and a second. */
+export const DRAIN_MAX_MS = HORIZON_MAX_MS + 1000;
 
 /**
- * Lets in-flight updates and ACKs land: until no client waits on an ACK and no update arrived for
- * DRAIN_QUIET_MS, at most DRAIN_MAX_MS. Not only until the senders' ACK timeouts: a reliable
- * transport's backlog (the relay's queues on a loaded machine) lands after its senders gave up on
- * it, and counted then it is no loss (a 3 s bound said 1.5 % for relay-faithful in groups of 25).
+ * Lets what is on its way land before the count (docs/architecture.md "Loss"):
+ * until each client's last update is one delivery horizon old (a few times its
+ * RT p99, at least a second), so its count's cutoff covers every update it sent
+ * and the receivers' counts hold what arrived. At most DRAIN_MAX_MS.
  */
 async function drain() {
   const end = Date.now() + DRAIN_MAX_MS;
-  let seen = arrivals();
-  let quietSince = Date.now();
-  while (Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 50));
-    const now = arrivals();
-    if (now !== seen || clients.some((c) => c.cycle.inFlight() > 0)) { seen = now; quietSince = Date.now(); continue; }
-    if (Date.now() - quietSince >= DRAIN_QUIET_MS) return;
-  }
+  while (Date.now() < end && !clients.every((c) => c.cycle.settled())) await new Promise((r) => setTimeout(r, 50));
 }
 
 port.on('message', async (m) => {

@@ -26,7 +26,7 @@
 //              the phone app sends them: periodic ones with fetch keepalive, the last one with
 //              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
 //              (the bench passes lab/shared/flags.js reportPeriodMs of --reports)
-// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), finishReports(), reportCounts(), close().
+// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), settled(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
@@ -218,6 +218,8 @@ window.carlab = {
     for (const c of clients) c.stop();
   },
   stats() { return clients.map(statsOf); },
+  /** Every hosted peer's last update is one delivery horizon old: a count now covers all it sent. */
+  settled() { return clients.every((c) => c.cycle.settled()); },
   /**
    * Ends the reports: no more periodic ones, the ones in flight answered (at
    * most 3 s), then every peer's last report by beacon. Resolves with what

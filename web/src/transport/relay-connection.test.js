@@ -53,7 +53,7 @@ test('joins with a HELLO on open and resolves on WELCOME', async () => {
   const [ws] = fake.instances;
   assert.equal(ws.url, 'ws://relay/?g=g', 'the URL carries the group');
   ws.open();
-  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED, clientId: 0, group: 'g', name: 'n', token: 't' });
+  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS, clientId: 0, group: 'g', name: 'n', token: 't' });
   /** @type {any} */
   const update = { type: MsgType.UPDATE, sender: 2, seq: 1, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null };
   ws.receive({ type: MsgType.BATCH, messages: [welcome(5), update] });

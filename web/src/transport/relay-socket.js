@@ -37,7 +37,8 @@ import { HelloFlag, MsgType } from '../../../core/protocol.js';
 export function helloMessage(mode, join, clientId) {
   return {
     type: MsgType.HELLO,
-    flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : 0)
+    // A connection that gets UPDATEs asks for superseded marks (docs/protocol.md §5.13): loss counts them apart.
+    flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : HelloFlag.SUPERSEDED_MARKS)
       | (mode.extraFlags ?? 0),
     clientId,
     group: join.group,
@@ -105,6 +106,7 @@ export function dispatchRelayMessage(m, arrival, sinks) {
     case MsgType.UPDATE: h.onUpdate(m, arrival); break;
     case MsgType.ACK: h.onAck(m); break;
     case MsgType.ACKED_ALL: h.onAckedAll(m); break;
+    case MsgType.SUPERSEDED: h.onSuperseded?.(m); break;
     case MsgType.MEMBER_JOINED: h.onMemberJoined(m); break;
     case MsgType.MEMBER_LEFT: h.onMemberLeft(m.id); break;
     case MsgType.SIGNAL: sinks.onSignal?.(m); break;
