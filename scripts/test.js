@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 import { OWNER_VAR, describeOwned, endOwned, ownedBy } from './owned.js';
+import { ensureSystemDeps } from './system-deps.js';
 import { browserVersions, busyCores, cpuJiffies, freeCores } from './test-machine.js';
 import { GUARD_ARGS, listTestFiles, testConcurrency, testRuns } from './test-unit.js';
 
@@ -181,7 +182,9 @@ export async function runPlan(plan) {
 
 const HELP = `usage: npm test  (node scripts/test.js)
 
-Runs the web build with the type check and the soak and fairness unit files
+First checks the system programs the tests need (scripts/system-deps.js): as
+root it installs the missing ones with apt-get, otherwise it stops and names
+the command that does. Then runs the web build with the type check and the soak and fairness unit files
 beside it; then, each stage with nothing else beside it, the real-time and
 WebKit browser tests (one at a time), the unit files with wall-clock bounds
 and the heavy unit files; last, side by side, the other unit files and the
@@ -232,6 +235,12 @@ async function main() {
   if (args.length > 0) {
     process.stderr.write(`scripts/test.js: unknown argument ${JSON.stringify(args[0])}\n\n${HELP}`);
     process.exitCode = 2;
+    return;
+  }
+  // the system programs first: installed when this is root, else the command that installs them
+  const deps = ensureSystemDeps();
+  if (deps !== 0) {
+    process.exitCode = deps;
     return;
   }
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) process.once(signal, () => onSignal(signal));
