@@ -17,6 +17,11 @@ async function openPeer(page, query) {
 /** @param {import('@playwright/test').Page[]} pages */
 const statsOf = (pages) => Promise.all(pages.map((p) => p.evaluate(() => window.carlab.stats()[0])));
 
+/** Until every page's peers sent their last update a delivery horizon ago: the count covers them all. @param {import('@playwright/test').Page[]} pages */
+async function settled(pages) {
+  for (const p of pages) await expect.poll(() => p.evaluate(() => window.carlab.settled()), { timeout: 40_000 }).toBe(true);
+}
+
 /** @param {import('@playwright/test').Page[]} pages @param {number} n */
 async function meshed(pages, n) {
   for (const p of pages) {
@@ -39,7 +44,7 @@ test('p2p: 5 Chromium pages mesh (10 connections) over unordered, maxRetransmits
   for (const p of pages) await p.evaluate(() => window.carlab.start());
   await pages[0].waitForTimeout(10_000);
   for (const p of pages) await p.evaluate(() => window.carlab.stop());
-  await pages[0].waitForTimeout(1_000); // let in-flight updates land
+  await settled(pages);
   const stats = await statsOf(pages);
 
   let connections = 0;
@@ -82,7 +87,7 @@ test('p2p: loss really happens and is counted exactly', async ({ browser }) => {
   for (const p of pages) await p.evaluate(() => window.carlab.start());
   await pages[0].waitForTimeout(5_000);
   for (const p of pages) await p.evaluate(() => window.carlab.stop());
-  await pages[0].waitForTimeout(1_000);
+  await settled(pages);
   const stats = await statsOf(pages);
   const discarded = stats.reduce((sum, s) => sum + s.setup.counters.discarded, 0);
   const loss = aggregateStreams(stats);
@@ -136,7 +141,7 @@ test('p2p: Chromium and Firefox ESR open the unreliable channel and exchange upd
     for (const p of pages) await p.evaluate(() => window.carlab.start());
     await firefoxPage.waitForTimeout(4_000);
     for (const p of pages) await p.evaluate(() => window.carlab.stop());
-    await firefoxPage.waitForTimeout(500);
+    await settled(pages);
     const stats = await statsOf(pages);
     const ua = await firefoxPage.evaluate(() => navigator.userAgent);
     expect(ua).toContain('Firefox');

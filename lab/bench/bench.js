@@ -6,11 +6,11 @@
 // is measured, and per browser in a mixed fleet.
 
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
-import { TRANSPORTS, WEBRTC_TRANSPORTS } from '../../core/transports.js';
+import { TRANSPORTS, WEBRTC_TRANSPORTS, transportInfo } from '../../core/transports.js';
 import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, ensureWarmFirefox, firefoxLaunchOptions } from './launch.js';
 import { warmFirefoxPath } from './firefox-profile.js';
 import { driverSwitches, launchChromium } from './cdp.js';
@@ -18,8 +18,10 @@ import { namespaceWrapperScript } from '../net/commands.js';
 import { reportPeriodMs } from '../shared/flags.js';
 import { ipPath } from '../net/network.js';
 import { aggregateRun } from '../report/aggregate.js';
+import { withLoadFlags } from '../report/saturation.js';
 import { sceneRecord } from '../report/scene-record.js';
 import { SCENE_SETTLE_S } from '../shared/edits.js';
+import { HORIZON_MAX_MS } from '../../core/cycle.js';
 import { reportFields, sumReportTallies } from '../report/tallies.js';
 import { startServerChild } from '../target/server-process.js';
 import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
@@ -100,6 +102,42 @@ export function benchLayout({ clients, peersPerPage, pagesPerBrowser, interleave
     : { offset: p * peersPerPage, stride: 1, peers: Math.min(peersPerPage, clients - p * peersPerPage) }));
   const peersPerBrowser = Array.from({ length: browserCount }, (_, b) => pages.filter((_, p) => p % browserCount === b).reduce((s, x) => s + x.peers, 0));
   return { pageCount, browserCount, pages, peersPerBrowser };
+}
+
+/**
+ * Pages per machine core of the default layout: 300 peers in 10 pages on 2
+ * cores (30 per page) measured the relay at 181 ms with no loss where one peer
+ * per page measured the browsers (docs/results.md "Browser fleet"): every page
+ * is a renderer with its own event loop and threads, and more of them than the
+ * cores can run compete for the CPU the peers need.
+ */
+export const DEFAULT_PAGES_PER_CORE = 5;
+/** The fullest page the default makes: the fullest measured (50 peers at 400 and 500, docs/results.md). */
+export const DEFAULT_MAX_PEERS_PER_PAGE = 50;
+/** Pages per browser process with the default peers per page, as in the measured layouts. */
+export const DEFAULT_PAGES_PER_BROWSER = 5;
+/** Chromium refuses more peer connections than this in one page ("Cannot create so many PeerConnections"). */
+const PEER_CONNECTIONS_PER_PAGE = 500;
+
+/** The default layout in words, for the help and the results' environment. */
+export const DEFAULT_LAYOUT_RULE = `peers per page = clients / (${DEFAULT_PAGES_PER_CORE} pages per core), `
+  + `at least 1 and at most ${DEFAULT_MAX_PEERS_PER_PAGE} (on p2p at most ${PEER_CONNECTIONS_PER_PAGE} peer connections a page), `
+  + `${DEFAULT_PAGES_PER_BROWSER} pages per browser process`;
+
+/**
+ * Peers per page for a point when --peers-per-page is not given: the
+ * population spread over about {@link DEFAULT_PAGES_PER_CORE} pages per core,
+ * so that the browsers leave the transport something to measure.
+ * @param {{ clients: number, group: number, transport: string }} point
+ * @param {number} [cores] the machine's
+ * @returns {number}
+ */
+export function defaultPeersPerPage({ clients, group, transport }, cores = availableParallelism()) {
+  const fill = Math.ceil(clients / (DEFAULT_PAGES_PER_CORE * Math.max(1, cores)));
+  // a p2p peer holds a connection to every other member of its group
+  const connectionsPerPeer = transportInfo(transport)?.path === 'peer' ? Math.max(1, group - 1) : 1;
+  const connectionCap = Math.floor(PEER_CONNECTIONS_PER_PAGE / connectionsPerPeer);
+  return Math.max(1, Math.min(fill, DEFAULT_MAX_PEERS_PER_PAGE, connectionCap));
 }
 
 /**
@@ -382,6 +420,24 @@ export async function browserCapabilitiesOf(pages) {
   return out;
 }
 
+/** The longest the end of a point waits for what is on its way: the longest delivery horizon, and a second. */
+export const SETTLE_MAX_MS = HORIZON_MAX_MS + 1000;
+
+/**
+ * After the stop, lets what is on its way land before the count
+ * (docs/architecture.md "Loss"): until every peer's last update is one
+ * delivery horizon old (window.carlab.settled), at most SETTLE_MAX_MS.
+ * @param {FleetPageOf[]} pages
+ */
+export async function waitUntilSettled(pages) {
+  const end = Date.now() + SETTLE_MAX_MS;
+  while (Date.now() < end) {
+    const settled = await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.settled()).catch(() => true)));
+    if (settled.every(Boolean)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /**
  * Every peer's stats, tagged with its browser.
  * @param {FleetPageOf[]} pages
@@ -488,7 +544,7 @@ export async function runBenchPoint(o) {
       : { [kinds[0]]: { cpuPct: browserUsage.cpuPct, rssMaxBytes: browserUsage.rssMaxBytes } };
     const serverMetrics = server ? await server.metrics() : null;
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.stop())));
-    await new Promise((r) => setTimeout(r, 1000)); // in-flight updates and ACKs land
+    await waitUntilSettled(pages);
     // --reports: each peer's last report (beacon), and what the pages' reports did
     const reports = sumReportTallies(await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.finishReports()))));
     const clients = await collectPeerStats(pages);
@@ -496,7 +552,8 @@ export async function runBenchPoint(o) {
     /** @type {Record<string, string>} */
     const userAgents = {};
     for (const b of browsers) userAgents[b.name] = b.version;
-    const record = aggregateRun({
+    // the browsers share this machine with the server: whether they had CPU to spare (lab/report/saturation.js)
+    const record = withLoadFlags(aggregateRun({
       point,
       clients,
       relay: relay && point.transport.startsWith('relay') ? relay : null,
@@ -520,7 +577,7 @@ export async function runBenchPoint(o) {
         ...(o.tracking ? { tracking } : {}),
         ...(o.editsPerMinute ? { scene: sceneRecord(clients, o.editsPerMinute) } : {}),
       },
-    });
+    }), { cores: availableParallelism() });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too
     const byBrowser = /** @type {Record<string, any> | undefined} */ (/** @type {any} */ (record).byBrowser);
     for (const [name, figures] of Object.entries(byBrowser ?? {})) Object.assign(figures, usageByBrowser[name] ?? {});

@@ -4,8 +4,12 @@
 
 import { LAB_FLAGS_HELP, parseNameList, parseNumberList, reportsIntervalOf } from '../shared/flags.js';
 import { MAX_CPU_SLOWDOWN, slowdownCheck } from '../bench/throttle.js';
-import { BENCH_BROWSERS, BENCH_TRANSPORTS, benchLayout, fleetDrivers, fleetProblem, runBenchPoint } from '../bench/bench.js';
+import {
+  BENCH_BROWSERS, BENCH_TRANSPORTS, DEFAULT_LAYOUT_RULE, DEFAULT_PAGES_PER_BROWSER, DEFAULT_PAGES_PER_CORE, benchLayout, defaultPeersPerPage,
+  fleetDrivers, fleetProblem, runBenchPoint,
+} from '../bench/bench.js';
 import { runLabCommand } from './sweep.js';
+import { LOAD_FLAGS_HELP } from '../report/saturation.js';
 import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { ensureLabPages } from '../pages/build.js';
 import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet/fleet-bench.js';
@@ -28,9 +32,14 @@ Fleet:
                        gets a process; default chromium). webkit: Debian's WebKitGTK, which
                        has no WebRTC, so relay and relay-faithful only (apt-get install
                        webkit2gtk-driver xvfb)
-  --peers-per-page K   simulated peers hosted in one page (default 1); several per page
-                       share one renderer process, its event loop and its CPU
-  --pages-per-browser N  pages per browser process (default 50; 1 with --net)
+  --peers-per-page K   simulated peers hosted in one page; several per page share one
+                       renderer process, its event loop and its CPU. Default: per point,
+                       the clients over about ${DEFAULT_PAGES_PER_CORE} pages per core of this machine (1..50;
+                       300 clients on 2 cores: 30 per page, 10 pages), since a renderer per
+                       peer leaves the browsers measuring themselves (docs/results.md);
+                       1 with --net (one shaped link per peer) and with --agents
+  --pages-per-browser N  pages per browser process (default ${DEFAULT_PAGES_PER_BROWSER} with the default peers per
+                       page, 50 with --peers-per-page, 1 with --net)
   --url URL            measure a running carlab server (no server CPU or RTS then). The peer
                        pages come from the bench's own page host, so start that server with
                        --allowed-origins naming the pages' origin (the bench says which) or '*'
@@ -56,6 +65,8 @@ of a working group sit on different links, and p2p crosses two links as between
 two phones. Chromium only: Firefox's WebDriver BiDi connects over a loopback
 port, which a namespace would cut off.
 
+${LOAD_FLAGS_HELP}
+
 Example:
   carlab bench --transport relay,p2p --clients 50,100,200 --group 5,10 --cycle 167 --duration 60 --out results/x
   carlab bench --net none,lossy-2,3g --transport relay,relay-udp,p2p --clients 50 --group 5 --peers-per-page 10 --out results/net-bench`;
@@ -68,7 +79,7 @@ export const benchCommand = {
   defaults: { transport: 'relay', clients: '10', group: '5', duration: '20', warmup: '3' },
   extraFlags: {
     browsers: { type: 'string', default: 'chromium' },
-    'peers-per-page': { type: 'string', default: '1' },
+    'peers-per-page': { type: 'string' },
     'pages-per-browser': { type: 'string' },
     'pages-port': { type: 'string' },
     'cpu-slowdown': { type: 'string' },
@@ -88,13 +99,8 @@ export const benchCommand = {
     if (o.killRelayAtS !== null) return '--kill-relay-at is a carlab sim flag (bench measures browsers across relays with --relays)';
     if (o.pauseRelay !== null) return '--pause-relay is a carlab sim flag (bench measures browsers across relays with --relays)';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && (o.url || o.nets)) return '--relays starts its own relays: not with --url or --net';
-    // under --net each browser process is one link: one page per browser unless asked otherwise
-    o.values['pages-per-browser'] ??= o.nets ? '1' : '50';
-    for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
-      const n = Number(o.values[flag]);
-      if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
-      o[key] = n;
-    }
+    const layout = layoutProblem(o);
+    if (layout) return layout;
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
     const edits = validateEdits(o);
     if (edits) return edits;
@@ -105,11 +111,12 @@ export const benchCommand = {
     if (!Number.isInteger(o.pagesPort) || o.pagesPort < 0 || o.pagesPort > 65535) return `--pages-port: "${o.values['pages-port']}" is not a port 0..65535`;
     return fleetOptionsProblem(o);
   },
-  netLinks: (point, o) => benchLayout({ clients: point.clients, peersPerPage: o.peersPerPage, pagesPerBrowser: o.pagesPerBrowser, interleave: true }).peersPerBrowser,
+  netLinks: (point, o) => benchLayout({ clients: point.clients, peersPerPage: peersPerPageOf(point, o), pagesPerBrowser: o.pagesPerBrowser, interleave: true }).peersPerBrowser,
   describe: (o) => ({
     generator: 'browsers',
     browsers: o.browsers,
-    peersPerPage: o.peersPerPage,
+    peersPerPage: o.peersPerPage ?? 'per point: the default layout (each run says its peersPerPage)',
+    ...(o.peersPerPage === null ? { defaultLayout: DEFAULT_LAYOUT_RULE } : {}),
     pagesPerBrowser: o.pagesPerBrowser,
     ...fleetDrivers(o.browsers),
     ...fleetEnv(o.fleet),
@@ -122,16 +129,49 @@ export const benchCommand = {
   secondsPerPoint: (o) => o.warmupS + o.durationS + 8,
   runPoint: ({ point, options, onProgress, shouldStop, net }) => (options.fleet ? runFleetPoint({
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
-    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
+    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, fleet: options.fleet, onProgress, shouldStop,
   }) : runBenchPoint({
     net,
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
-    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: options.peersPerPage,
+    ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
     tracking: options.tracking, editsPerMinute: options.editsPerMinute ?? 0,
   })),
 };
+
+/**
+ * Reads --peers-per-page and --pages-per-browser into `o.peersPerPage` (null:
+ * the default layout, chosen per point by peersPerPageOf) and `o.pagesPerBrowser`.
+ * The default fits the population to this machine; under --net each browser
+ * process is one shaped link (the profile's rate is per peer), and with
+ * --agents the browsers run on other machines, so both keep one peer per page.
+ * @param {any} o
+ * @returns {string | null} a usage problem
+ */
+export function layoutProblem(o) {
+  const byDefault = o.values['peers-per-page'] === undefined && !o.nets && o.values.agents === undefined;
+  o.values['pages-per-browser'] ??= String(o.nets ? 1 : byDefault ? DEFAULT_PAGES_PER_BROWSER : 50);
+  if (!byDefault) o.values['peers-per-page'] ??= '1';
+  o.peersPerPage = null;
+  for (const [flag, key] of [['peers-per-page', 'peersPerPage'], ['pages-per-browser', 'pagesPerBrowser']]) {
+    if (o.values[flag] === undefined) continue;
+    const n = Number(o.values[flag]);
+    if (!Number.isInteger(n) || n < 1 || n > 500) return `--${flag}: "${o.values[flag]}" is not an integer 1..500`;
+    o[key] = n;
+  }
+  return null;
+}
+
+/**
+ * A point's peers per page: --peers-per-page's, or the default layout's for its population.
+ * @param {import('../shared/flags.js').SweepPoint} point
+ * @param {{ peersPerPage: number | null }} o
+ * @returns {number}
+ */
+export function peersPerPageOf(point, o) {
+  return o.peersPerPage ?? defaultPeersPerPage(point);
+}
 
 /**
  * Reads --cpu-slowdown and --tracking into `o.cpuSlowdowns`, `o.tracking`

@@ -7,6 +7,7 @@ import { BASELINES, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
 import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
+import { LOAD_FLAGS_HELP } from '../report/saturation.js';
 
 /** Help text of `carlab sim`. */
 export function simHelp() {
@@ -41,6 +42,8 @@ ${EDITS_FLAG_HELP}
 With --net the server runs in a server namespace and each load generator is a
 child process in its own client namespace (one link per generator; the
 profile's rate is per client, so a link with k clients gets k x rate).
+
+${LOAD_FLAGS_HELP}
 
 Scale-out: --relays N runs N relay processes joined by a nats-server of the run's own
 (or --nats URL); clients are placed by --placement (spread: every group spans the

@@ -1,13 +1,15 @@
 // The sweep command shared by `carlab sim` and `carlab bench`: parse the
-// flags, run every point of the cross product with a progress bar, stop
-// cleanly on Ctrl-C (keeping what was measured), print the tables, write
-// the results and apply --fail-if. Only `runPoint` differs between them.
+// flags, run every point of the cross product with a progress bar and one
+// summary line per finished point, stop cleanly on Ctrl-C (keeping what was
+// measured), print the tables, write the results and apply --fail-if. Only
+// `runPoint` differs between them.
 
 import { expandSweep, failedConditions, parseLabFlags } from '../shared/flags.js';
 import { describeEnvironment } from '../shared/env.js';
 import { createProgress } from '../shared/progress.js';
 import { renderTables } from '../report/output.js';
 import { writeResults } from '../report/files.js';
+import { renderSummaryLine } from '../report/summary-line.js';
 import { isNetUsageError, prepareNetwork, withNetwork } from '../net/network.js';
 
 /**
@@ -116,7 +118,10 @@ async function runSweep(command, points, options, { progress, perPoint, stderr, 
     const label = pointLabel(point);
     progress.point(label);
     try {
-      runs.push(await runOnePoint(command, point, options, { onProgress: (p) => progress.update(p), shouldStop: interrupted }));
+      const run = await runOnePoint(command, point, options, { onProgress: (p) => progress.update(p), shouldStop: interrupted });
+      runs.push(run);
+      // one line per finished point, saying at once when it measured its load generator
+      stderr.write(`\n${renderSummaryLine(/** @type {any} */ (run))}\n`);
     } catch (err) {
       runs.push({ ...point, error: String(/** @type {Error} */ (err)?.message ?? err) });
       stderr.write(`\ncarlab ${command.name}: ${label}: ${/** @type {Error} */ (err)?.message ?? err}\n`);

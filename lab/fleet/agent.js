@@ -15,7 +15,7 @@ import { access, constants } from 'node:fs/promises';
 import { connect, JSONCodec } from 'nats';
 
 import {
-  browserCapabilitiesOf, collectPeerStats, launchFleet, openPages, waitForMesh,
+  browserCapabilitiesOf, collectPeerStats, launchFleet, openPages, waitForMesh, waitUntilSettled,
 } from '../bench/bench.js';
 import { CHROMIUM_PATH, FIREFOX_PATH } from '../bench/launch.js';
 import { webkitMissing } from '../bench/webkit.js';
@@ -345,7 +345,7 @@ export async function startAgent(o) {
         return { ok: true };
       case 'finish': {
         const { windowMs, usage, browserUsage, cpu } = await stopPages(r);
-        await new Promise((res) => setTimeout(res, 1000)); // in-flight updates and ACKs land
+        await waitUntilSettled(r.pages);
         const reports = sumReportTallies(await Promise.all(r.pages.map(({ page }) => page.evaluate(() => window.carlab.finishReports()))));
         const clients = await collectPeerStats(r.pages);
         /** @type {Record<string, string>} */

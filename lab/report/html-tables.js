@@ -1,11 +1,13 @@
 // Tables as HTML for report.html: the table itself (every cell escaped), the
-// flags that colour a run's RT and loss, the table of every run with all its
+// flags that colour a run's RT and loss, the notes under a table whose runs
+// were saturated or unsettled, the table of every run with all its
 // measurements, and the environment as key/value rows.
 
 import { NONE, fmt, num } from './format.js';
 import { escapeHtml } from './html-escape.js';
 import { describeDriver, sourceLabel } from './runs.js';
 import { LOSS_LIMIT_PCT, RT_LIMIT_MS, isUnreliable } from './supported.js';
+import { LOAD_FLAGS_NOTE, loadFlagLabels, loadFlagNotes } from './saturation.js';
 
 /** @typedef {import('./types.js').Run} Run */
 
@@ -45,6 +47,22 @@ export function flags(run) {
 }
 
 /**
+ * The notes under a table whose runs were flagged saturated or unsettled
+ * (lab/report/saturation.js): one item per flag, then the rules, escaped; ''
+ * when no run is flagged.
+ *
+ * @param {Run[]} runs
+ * @returns {string}
+ */
+export function loadFlagNotesHtml(runs) {
+  const { lines, rules } = loadFlagNotes(runs);
+  if (!lines.length) return '';
+  const items = lines.map((line) => `<li>${escapeHtml(line)}</li>`).join('');
+  const ruleText = rules.map((rule) => `Rule — ${escapeHtml(rule)}.`).join(' ');
+  return `<ul class="flags">${items}</ul>\n<p class="sub">${ruleText} ${escapeHtml(LOAD_FLAGS_NOTE)}</p>`;
+}
+
+/**
  * The channel parameters in a few words.
  *
  * @param {Run} run
@@ -78,6 +96,7 @@ export function runsTable(runs) {
     { header: 'Candidates', value: candidates, numeric: false, present: (run) => candidates(run) !== NONE },
     { header: 'Peers/page', value: (run) => fmt(run.peersPerPage), present: (run) => num(run.peersPerPage) !== null },
     { header: 'Duration (s)', value: (run) => fmt(run.durationS, 1), present: (run) => num(run.durationS) !== null },
+    { header: 'Flags', value: (run) => loadFlagLabels(run).join(', ') || NONE, numeric: false, className: 'warn', present: (run) => loadFlagLabels(run).length > 0 },
     { header: 'Error', value: (run) => String(run.error ?? ''), numeric: false, className: 'err', present: (run) => Boolean(run.error) },
   ];
   const optional = optionalColumns.filter(({ present }) => runs.some(present));

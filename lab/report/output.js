@@ -21,6 +21,7 @@ import { renderFreshnessTable } from './freshness-table.js';
 import { renderSceneTable } from './scene-table.js';
 import { renderSlowdownTable } from './slowdown-table.js';
 import { renderFleetTable, renderScaleOutTable } from './scale-out-tables.js';
+import { LOAD_FLAGS_NOTE, loadFlagLabels, loadFlagNotes } from './saturation.js';
 
 /** @typedef {import('./types.js').Results} Results */
 /** @typedef {import('./types.js').Run} Run */
@@ -33,13 +34,16 @@ export const TABLE_COLUMNS = Object.freeze(['Size', 'RT', 'Dev', 'CPU', 'RTS', '
 /**
  * One table row in the CAR layout: clients, RT mean and Dev (ms, 0 decimals),
  * server CPU % (1 decimal), RTS mean (ms, 1 decimal), loss % (2 decimals).
+ * A run flagged saturated or unsettled (lab/report/saturation.js) says so
+ * beside its size, e.g. `300 [saturated]`; its figures stay as measured.
  *
  * @param {Run} run
  * @returns {string[]}
  */
 export function tableRow(run) {
+  const marks = loadFlagLabels(run);
   return [
-    fmt(run?.clients),
+    `${fmt(run?.clients)}${marks.length ? ` [${marks.join(', ')}]` : ''}`,
     fmt(run?.rt?.mean),
     fmt(run?.rt?.dev),
     fmt(run?.cpu?.server, 1),
@@ -124,6 +128,18 @@ export function perBrowserRows(run) {
 }
 
 /**
+ * The lines under a table whose runs are flagged saturated or unsettled: one
+ * per flag, then the rules they were judged by; none when no run is.
+ * @param {Run[]} runs
+ * @returns {string[]}
+ */
+function loadFlagMarkdown(runs) {
+  const { lines, rules } = loadFlagNotes(runs);
+  if (!lines.length) return [];
+  return ['', ...lines.map((line) => `- ${mdText(line)}`), '', ...rules.map((rule) => `Rule — ${mdText(rule)}.`), LOAD_FLAGS_NOTE];
+}
+
+/**
  * A heading made of data: on one line, no HTML.
  * @param {unknown} value
  * @returns {string}
@@ -172,7 +188,7 @@ export function renderTables(results) {
       out.push('', ...lost.map(({ run, l }) => `- ${fmt(run.clients)} clients: ${fmt(l.peers)} peers lost with agent ${mdText(l.agent)} (${mdText(l.host)}) `
         + `at ${fmt(l.atS, 1)} s (${mdText(l.phase)}): ${mdText(l.reason)}; they are left out of loss`));
     }
-    out.push('');
+    out.push(...loadFlagMarkdown(table.runs), '');
   }
   out.push('## Supported clients', '', SUPPORTED_LEGEND, '');
   if (tagged) {

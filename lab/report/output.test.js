@@ -12,6 +12,7 @@ import { isUnreliable, supportedClients } from './supported.js';
 import { CSV_BASE_COLUMNS, csvField, flatten, renderCsv } from './csv.js';
 import { validateResults, writeResults } from './files.js';
 import { fmt } from './format.js';
+import { SATURATED_RULE, withLoadFlags } from './saturation.js';
 
 const base = mkdtempSync(path.join(tmpdir(), 'carlab-output-'));
 after(() => rmSync(base, { recursive: true, force: true }));
@@ -354,6 +355,34 @@ describe('renderSummaryLine', () => {
       'relay (sim) 700 clients · group 25 · 167 ms · failed: boom',
     );
     assert.match(renderSummaryLine({ transport: 'relay' }), /^relay – clients · group – · – ms · RT – ± – ms · loss – %/);
+  });
+});
+
+describe('saturated and unsettled runs', () => {
+  // the issue's point: 300 browser peers at 172 % of the 192 % two cores left them
+  const saturated = withLoadFlags(makeRun({
+    sim: undefined, browser: 'chromium', clients: 300, group: 5, rt: { mean: 10242, dev: 5000, p95: 20992 }, cpu: { server: 8, clients: 172 }, lossPct: 11.65,
+  }), { cores: 2 });
+  const calm = withLoadFlags(makeRun({ sim: undefined, browser: 'chromium', clients: 50, group: 5, cpu: { server: 8, clients: 40 } }), { cores: 2 });
+
+  test('the summary line says so after the figures', () => {
+    const line = renderSummaryLine(saturated);
+    assert.match(line, /RT 10242 ± 5000 ms .* loss 11\.65 %/, 'the figures as measured');
+    assert.match(line, / · SATURATED: browsers at 172 % of the 192 % left to them — this point measures the load generator$/);
+    assert.doesNotMatch(renderSummaryLine(calm), /SATURATED|UNSETTLED/);
+    const unsettled = withLoadFlags(makeRun({ updates: { inFlight: 400, streams: 100 } }), { cores: 64 });
+    assert.match(renderSummaryLine(unsettled), / · UNSETTLED: 400 updates still in flight over 100 streams when loss was counted \(more than 3 per stream\)$/);
+  });
+
+  test('tables.md marks the size and says why under the table, naming the rule', () => {
+    const md = renderTables({ env: {}, runs: [calm, saturated] });
+    const rows = md.split('\n').filter((line) => /^\| +\d/.test(line));
+    assert.match(rows[0], /^\| +50 \| +50 \|/, 'the calm run unmarked');
+    assert.match(rows[1], /^\| 300 \[saturated\] \| 10242 \| 5000 \| +8\.0 \| +1\.3 \| +11\.65 \|$/, 'marked, figures unchanged');
+    assert.ok(md.includes('- 300 clients, saturated: browsers at 172 % of the 192 % left to them (2 cores × 100 % − server 8.0 %); '
+      + 'this point measures the load generator, not the transport'));
+    assert.ok(md.includes(`Rule — ${SATURATED_RULE}.`));
+    assert.doesNotMatch(renderTables({ env: {}, runs: [calm] }), /saturated|Rule —/);
   });
 });
 

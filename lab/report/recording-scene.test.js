@@ -121,7 +121,11 @@ test('a recording\'s scene: convergence and disagreement as the clients\' own lo
   const results = recordingToResults(await readRecording(dir));
   const mixRuns = results.runs.filter((r) => r.groupName === 'mix' && r.browser === 'all');
   assert.deepEqual(mixRuns.map((r) => r.transport).sort(), ['p2p', 'relay'], 'one group, a run per transport');
-  for (const r of mixRuns) assert.deepEqual([r.group, r.lossPct], [3, 0], 'one group of three across transports, its streams matched');
+  for (const r of mixRuns) {
+    assert.equal(r.group, 3, 'one group of three across transports');
+    // every 5th delivery is lost: the streams are matched across transports, and the loss shows
+    assert.ok(r.lossPct > 10 && r.lossPct < 30, `${r.transport}: ${r.lossPct} % lost`);
+  }
   const expected = summarizeScene([mix.map((p) => ({
     from: BASE + p.joinedAt, to: BASE + p.leftAt,
     log: p.client.sceneLog.map((e) => ({ ...e, at: e.at - p.skew })),

@@ -38,7 +38,8 @@ import { escapeHtml, jsonForScript } from './html-escape.js';
 import { chartJsSource } from './chartjs-source.js';
 import { buildCharts } from './charts.js';
 import { distinctNumbers } from './charts-common.js';
-import { envRows, flags, htmlTable, runsTable } from './html-tables.js';
+import { envRows, flags, htmlTable, loadFlagNotesHtml, runsTable } from './html-tables.js';
+import { loadFlagLabels } from './saturation.js';
 
 /** @typedef {import('./types.js').Results} Results */
 /** @typedef {import('./types.js').Run} Run */
@@ -104,6 +105,7 @@ table.wide th, table.wide td { padding: 4px 7px; }
 table.kv td:first-child { color: var(--muted); width: 1%; }
 table.kv td:last-child { white-space: normal; word-break: break-word; font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }
 .empty { color: var(--muted); font-style: italic; }
+ul.flags { margin: 10px 0 4px; padding-left: 18px; color: var(--warn); font-size: 13px; }
 .chart-error { color: var(--bad); }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 32px 28px; }
 @media (max-width: 640px) { .grid { grid-template-columns: 1fr; } main, header, nav { padding-left: 14px; padding-right: 14px; } }
@@ -179,6 +181,15 @@ function chartCardsHtml(charts) {
 }
 
 /**
+ * The saturated and unsettled notes under a table, on a line of their own; '' without.
+ * @param {Run[]} runs
+ */
+function notesHtml(runs) {
+  const notes = loadFlagNotesHtml(runs);
+  return notes ? `\n  ${notes}` : '';
+}
+
+/**
  * One card per results table, flagged cells coloured.
  *
  * @param {ReturnType<typeof runTables>} tables
@@ -191,12 +202,12 @@ function tableCardsHtml(tables, tagged = false) {
       const rows = table.runs.map((run) => {
         const flagged = flags(run);
         const cells = tableRow(run);
-        const classes = ['', flagged.rt, '', '', '', flagged.loss];
+        const classes = [loadFlagLabels(run).length ? 'warn' : '', flagged.rt, '', '', '', flagged.loss];
         return tagged ? { cells: [sourceLabel(run) ?? NONE, ...cells], classes: ['', ...classes] } : { cells, classes };
       });
       return `<div class="card${tagged ? ' scroll' : ''}">
   <h3>${escapeHtml(table.title)}</h3>
-  ${htmlTable(columns, rows, { numeric: columns.map((c) => c !== 'Source') })}
+  ${htmlTable(columns, rows, { numeric: columns.map((c) => c !== 'Source') })}${notesHtml(table.runs)}
 </div>`;
     })
     .join('\n');
@@ -229,7 +240,7 @@ ${charts.length ? `<noscript><p class="empty">The charts need JavaScript; the ta
     ...(net ? [net.html] : []),
     `<section id="tables">
 <h2>Response time, CPU and loss</h2>
-<p class="legend">${escapeHtml(TABLE_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport.</p>
+<p class="legend">${escapeHtml(TABLE_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: mean RT ≥ ${RT_LIMIT_MS} ms or loss ≥ ${LOSS_LIMIT_PCT} % on an unreliable transport; amber: loss on a reliable transport${runs.some((run) => loadFlagLabels(run).length) ? ', or a size marked [saturated] or [unsettled] (the notes under its table say why)' : ''}.</p>
 ${tables.length ? `<div class="tables${tagged ? ' tagged' : ''}">\n${tableCardsHtml(tables, tagged)}\n</div>` : '<p class="empty">No runs.</p>'}
 </section>`,
     ...freshnessSectionsHtml(runs),

@@ -16,6 +16,7 @@ import { setupPhases } from './charts-setup-cpu.js';
 import { chartJsPath } from './chartjs-source.js';
 import { escapeHtml, inlineScript, jsonForScript } from './html-escape.js';
 import { envRows } from './html-tables.js';
+import { withLoadFlags } from './saturation.js';
 
 const CHROMIUM = process.env.CARLAB_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/carlab-report.png';
@@ -302,6 +303,20 @@ describe('renderReportHtml', () => {
     assert.match(html, /<td class="err">relay did not start: EADDRINUSE<\/td>/);
     assert.match(html, /<td>mixed \(2 settings\)<\/td>/);
     assert.match(html, /<td class="num bad">3\.00<\/td>/, 'mixed with an unreliable channel counts loss');
+  });
+
+  test('a saturated run: the size marked, the note and the rule under its table, escaped', () => {
+    const run = withLoadFlags({
+      transport: 'relay', clients: 300, group: 5, cycleMs: 167, browser: 'chromium', rt: { mean: 10242 }, cpu: { server: 8, clients: 172 }, lossPct: 11.65,
+    }, { cores: 2 });
+    assert.ok(run.saturated);
+    const html = renderReportHtml({ runs: [{ ...run, saturated: { ...run.saturated, rule: '<b>rule</b>' } }] });
+    assert.match(html, /<td class="num warn">300 \[saturated\]<\/td>/);
+    assert.match(html, /<ul class="flags"><li>300 clients, saturated: browsers at 172 % of the 192 % left to them \(2 cores × 100 % − server 8\.0 %\); this point measures the load generator, not the transport<\/li><\/ul>/);
+    assert.ok(html.includes('Rule — &#60;b&#62;rule&#60;/b&#62;.'));
+    assert.ok(!html.includes('<b>rule'));
+    assert.match(html, /<th scope="col">Flags<\/th>/);
+    assert.doesNotMatch(renderReportHtml({ runs: [{ ...run, saturated: null }] }), /\[saturated\]|class="flags"|scope="col">Flags/);
   });
 
   test('renders an empty results object', () => {

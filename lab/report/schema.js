@@ -36,7 +36,9 @@ const CYCLE_MODES = ['pipelined', 'gated'];
  * run of `carlab sim` and `carlab bench`; `cluster` and `failover` with runs
  * on several relays (lab/sim/sim.js); `source`, `sourceName`, `groupName`,
  * `family`, `families`, `sessions` and `tracking` with the runs of a study
- * recording (lab/report/recording-results.js) and of combined reports (`carlab report A B --out C`).
+ * recording (lab/report/recording-results.js) and of combined reports (`carlab report A B --out C`);
+ * `saturated` and `unsettled` (null, or the rule and the figures it read) with
+ * sim and bench runs (lab/report/saturation.js).
  * @param {any} run
  * @returns {string[]}
  */
@@ -74,6 +76,7 @@ export function addedFieldProblems(run) {
   if ('fleet' in run && run.fleet !== null && typeof run.fleet === 'object') p.push(...fleetProblems(run.fleet));
   else if ('fleet' in run && run.fleet !== null && typeof run.fleet !== 'string') p.push('fleet is neither an agents block nor a browsers label');
   if ('lostPeers' in run && typeof run.lostPeers !== 'number') p.push('lostPeers is not a number');
+  for (const k of /** @type {const} */ (['saturated', 'unsettled'])) p.push(...loadFlagProblems(run, k));
   if ('failover' in run && run.failover !== null) {
     const f = run.failover;
     if (typeof f !== 'object') p.push('failover is not an object');
@@ -85,6 +88,23 @@ export function addedFieldProblems(run) {
       }
     }
   }
+  return p;
+}
+
+/**
+ * A load flag (lab/report/saturation.js): absent, null, or { rule, figures }.
+ * @param {any} run
+ * @param {'saturated' | 'unsettled'} key
+ * @returns {string[]}
+ */
+function loadFlagProblems(run, key) {
+  if (!(key in run) || run[key] === null) return [];
+  const flag = run[key];
+  if (typeof flag !== 'object') return [`${key} is neither null nor {rule, figures}`];
+  const p = [];
+  if (typeof flag.rule !== 'string') p.push(`${key}.rule is not a string`);
+  if (!flag.figures || typeof flag.figures !== 'object') p.push(`${key}.figures is not an object`);
+  else for (const [k, v] of Object.entries(flag.figures)) if (typeof v !== 'string' && !isNumOrNull(v)) p.push(`${key}.figures.${k} is not a number, null or a name`);
   return p;
 }
 

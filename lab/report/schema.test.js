@@ -53,3 +53,12 @@ test('fleet: an agents block is checked; the string label of `carlab browsers` c
   assert.deepEqual(runSchemaProblems({ ...run, fleet: { pages: 3 } }), ['fleet.agents is not a list']);
   assert.deepEqual(runSchemaProblems({ ...run, fleet: 7 }), ['fleet is neither an agents block nor a browsers label']);
 });
+
+test('the load flags (lab/report/saturation.js) are optional: null or { rule, figures }', () => {
+  const saturated = { rule: 'saturated: ...', figures: { generator: 'browsers', generatorCpuPct: 172, cores: 2, serverCpuPct: 8, eventLoops: null, leftPct: 192 } };
+  assert.deepEqual(runSchemaProblems({ ...base, saturated, unsettled: null }), []);
+  assert.deepEqual(runSchemaProblems({ ...base, saturated: null, unsettled: { rule: 'unsettled: ...', figures: { inFlight: 40, streams: 10 } } }), []);
+  assert.deepEqual(addedFieldProblems({ saturated: true }), ['saturated is neither null nor {rule, figures}']);
+  assert.deepEqual(addedFieldProblems({ unsettled: { rule: 3, figures: { inFlight: [] } } }), ['unsettled.rule is not a string', 'unsettled.figures.inFlight is not a number, null or a name']);
+  assert.deepEqual(addedFieldProblems({ saturated: { rule: 'r' } }), ['saturated.figures is not an object']);
+});

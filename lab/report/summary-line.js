@@ -1,9 +1,11 @@
 // One line describing a run, for terminals and progress logs: what ran, its
-// RT, RTS, CPU, loss, freshness and setup, and whether it is over the limit.
+// RT, RTS, CPU, loss, freshness and setup, whether it is over the limit, and
+// whether its load generators were saturated or its count unsettled.
 
 import { RT_LIMIT_MS } from '../../core/defaults.js';
 import { fmt, isObject, mdText, num } from './format.js';
 import { describeDriver, reportsLabel } from './runs.js';
+import { loadFlagsText } from './saturation.js';
 import { LOSS_LIMIT_PCT, isUnreliable, runPasses } from './supported.js';
 
 /** @typedef {import('./types.js').Run} Run */
@@ -55,5 +57,7 @@ export function renderSummaryLine(run) {
     if (setup.length) parts.push(`setup ${setup.join(', ')} ms`);
   }
   const verdict = runPasses(r) ? '' : ` · over limit (RT ≥ ${RT_LIMIT_MS} ms${isUnreliable(r) ? ` or loss ≥ ${LOSS_LIMIT_PCT} %` : ''})`;
-  return `${head.join(' · ')} · ${parts.join(' · ')}${verdict}`;
+  // after the figures, which the flags leave as measured
+  const flags = loadFlagsText(r);
+  return `${head.join(' · ')} · ${parts.join(' · ')}${verdict}${flags ? ` · ${flags}` : ''}`;
 }

@@ -155,6 +155,10 @@ export {};
  * @property {Record<string, any>} [scene] the shared scene's measures (lab/report/scene-record.js for sim
  *   and bench, lab/report/recording-scene.js for a study recording)
  * @property {number | null} [peersPerPage] bench: client peers per browser page
+ * @property {import('./saturation.js').SaturatedFlag | null} [saturated] sim and bench: the load generators used about
+ *   all the CPU the machine left them (lab/report/saturation.js: the rule and the figures it read); null when not
+ * @property {import('./saturation.js').UnsettledFlag | null} [unsettled] sim and bench: loss was counted with more than
+ *   a few cycles' worth still in flight (lab/report/saturation.js); null when not or when the run cannot tell
  * @property {string} [experiment] `carlab browsers`: the experiment (lab/browsers/)
  * @property {string} [pair] `carlab browsers`: the browser pair, e.g. `C-F`
  * @property {string} [error] why the run failed (the runners keep the point and its error)

@@ -5,10 +5,12 @@
 // stability figures in timeline.js, the relay cluster or `carlab start` seen as
 // one server in lab/target/point-server.js.
 
+import { availableParallelism } from 'node:os';
 import { sceneRecord } from '../report/scene-record.js';
 import { SCENE_SETTLE_S } from '../shared/edits.js';
 import { NODE_TRANSPORTS } from '../../core/transports.js';
 import { aggregateRun } from '../report/aggregate.js';
+import { withLoadFlags } from '../report/saturation.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
 import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
 import { startCarlab, startClusterRunFields } from '../target/start-cluster.js';
@@ -228,7 +230,8 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
   const { restartInfo } = run;
   // the server's counters for the transport under test
   const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
-  return aggregateRun({
+  // the generators share this machine with the server: whether they had CPU to spare (lab/report/saturation.js)
+  return withLoadFlags(aggregateRun({
     point,
     clients: stats,
     relay,
@@ -255,7 +258,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
       ...(restartInfo ? { restart: { ...restartInfo, note: 'relay counters, RTS and server CPU cover the window after the restart' } } : {}),
     },
-  });
+  }), { cores: availableParallelism() });
 }
 
 /**
