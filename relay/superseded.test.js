@@ -5,7 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FlushScheduler } from './flush.js';
-import { relayContext, relayOptions } from './index.js';
+import http from 'node:http';
+import { once } from 'node:events';
+import WebSocket from 'ws';
+import { createRelay, relayContext, relayOptions } from './index.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
 import { MsgType, decode, encode, unbatch } from '../core/protocol.js';
@@ -29,6 +32,7 @@ function fakeSocket() {
  */
 function pushWhileBlocked(o, seqs) {
   const flusher = new FlushScheduler(1024, 60_000);
+  /** @type {number[]} */
   const dropped = [];
   const ctx = relayContext(relayOptions({ queueSoftBytes: 1024 }), new RelayStats(), flusher, {
     detach() {},
@@ -100,10 +104,6 @@ test('poses already queued when the outbox blocks: the stale ones are marked on 
 });
 
 test('the WELCOME answers a capability it was asked for, and only then carries the byte', async () => {
-  const http = await import('node:http');
-  const { once } = await import('node:events');
-  const { default: WebSocket } = await import('ws');
-  const { createRelay } = await import('./index.js');
   const server = http.createServer();
   const relay = createRelay({ server, path: '/relay' });
   server.listen(0, '127.0.0.1');

@@ -9,6 +9,7 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { aggregateRun } from '../report/aggregate.js';
+import { withLoadFlags } from '../report/saturation.js';
 import { reportFields, sumReportTallies } from '../report/tallies.js';
 import { slowdownFields } from '../bench/throttle.js';
 
@@ -319,5 +320,6 @@ export function mergeFleetRun({ point, parts, serverMetrics, windowMs, browsers,
   // a mixed fleet's per-browser figures carry each browser's CPU and memory too (as lab/bench/bench.js)
   const byBrowser = /** @type {Record<string, any> | undefined} */ (/** @type {any} */ (record).byBrowser);
   for (const [name, figures] of Object.entries(byBrowser ?? {})) Object.assign(figures, browserUsage[name] ?? {});
-  return record;
+  // the agents' cores are not this machine's: never saturated here; unsettled is judged as anywhere
+  return withLoadFlags(record, { cores: 0 });
 }

@@ -124,7 +124,8 @@ test('a recording\'s scene: convergence and disagreement as the clients\' own lo
   for (const r of mixRuns) {
     assert.equal(r.group, 3, 'one group of three across transports');
     // every 5th delivery is lost: the streams are matched across transports, and the loss shows
-    assert.ok(r.lossPct > 10 && r.lossPct < 30, `${r.transport}: ${r.lossPct} % lost`);
+    const lossPct = Number(r.lossPct);
+    assert.ok(lossPct > 10 && lossPct < 30, `${r.transport}: ${lossPct} % lost`);
   }
   const expected = summarizeScene([mix.map((p) => ({
     from: BASE + p.joinedAt, to: BASE + p.leftAt,

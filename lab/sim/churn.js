@@ -12,6 +12,7 @@ import { CarClient } from '../../core/client.js';
 import { startStallMeter } from '../shared/loop-stall.js';
 import { HelloFlag, MsgType, encode } from '../../core/protocol.js';
 import { aggregateStreams } from '../../core/metrics.js';
+import { HORIZON_MAX_MS } from '../../core/cycle.js';
 import { createRelayTransport } from '../../web/src/transport/relay.js';
 import { makeRng } from '../shared/rng.js';
 import { startServerChild } from '../target/server-process.js';
@@ -157,12 +158,17 @@ async function churn(o, { server, url, rng, client }) {
  */
 async function settleStable(stable) {
   for (const c of stable) c.stop();
-  const settle = Date.now() + 3000;
-  while (stable.some((c) => c.cycle.outstanding) && Date.now() < settle) await sleep(20);
-  await sleep(200);
+  // until every last update is a delivery horizon old (docs/architecture.md "Loss"), bounded
+  const settle = Date.now() + HORIZON_MAX_MS + 1000;
+  while (!stable.every((c) => c.cycle.settled()) && Date.now() < settle) await sleep(20);
   const stats = stable.map((c) => c.stats());
   const stableIds = new Set(stable.map((c) => `${c.options.group}\u0000${c.id}`));
-  for (const s of stats) s.sentTo = Object.fromEntries(Object.entries(s.sentTo).filter(([rid]) => stableIds.has(`${s.group}\u0000${rid}`)));
+  /** @param {Record<string, any>} map @param {string} group */
+  const toStable = (map, group) => Object.fromEntries(Object.entries(map).filter(([rid]) => stableIds.has(`${group}\u0000${rid}`)));
+  for (const s of stats) {
+    s.sentTo = toStable(s.sentTo, s.group);
+    if (s.sentSeqs) s.sentSeqs = toStable(s.sentSeqs, s.group);
+  }
   return { stats, streams: aggregateStreams(stats) };
 }
 
