@@ -11,9 +11,8 @@ import { chromium, devices, expect, test } from '@playwright/test';
 import { IDEAL_CAMERA, encodeCameraPara } from '../web/src/ar/camera-model.js';
 import { encodePatt } from '../web/src/ar/marker-pattern.js';
 import { chromiumLaunchOptions } from '../lab/bench/launch.js';
-import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
-import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';
+import { LOOP_MS, TRACKING_LIMITS, analyseTracking, close, lookingAtMarker, makeVideo } from './tracking-check.js';
 
 const PHONE = devices['Pixel 7'];
 // test.use() cannot take defaultBrowserType inside a describe
@@ -118,10 +117,9 @@ test.describe('errors a person can act on', () => {
   });
 });
 
-// @realtime: held to the app's real-time bounds, so they run in the stage with nothing beside them.
-test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@realtime' }, () => {
-  // Timing on a shared two-core machine: one more try if a burst of load spoils a window.
-  test.describe.configure({ retries: 1 });
+// What a person sees, checked for correctness: how fast is the benchmark gates' (lab/gates.js:
+// tracking rate, delivery within 250 ms), measured with nothing else on the machine.
+test.describe('tracking and sharing with a fake camera (Chromium)', () => {
   /** @type {ReturnType<typeof makeVideo>} */
   let video;
   /** @type {ReturnType<typeof makeVideo>} */
@@ -138,9 +136,10 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
     try {
       const { page, errors } = await openAr(browser, /** @type {string} */ (baseURL), `group=${unique('track')}&name=T&probe=1&dpr=1`);
       await trackingReady(page);
-      await page.waitForTimeout(WARMUP_MS + 1.6 * LOOP_MS);
-      const frames = await page.evaluate(() => window.carlab.frames);
-      const result = analyseTracking(frames, video.truth);
+      // enough frames with the marker and without it, however long a loaded machine takes (the rate is the gate's)
+      const analysed = async () => analyseTracking(await page.evaluate(() => window.carlab.frames), video.truth);
+      await expect.poll(async () => { const r = await analysed(); return r.visibleFrames > 60 && r.noMarkerFrames > 8; }, { timeout: 90_000 }).toBe(true);
+      const result = await analysed();
       await testInfo.attach('tracking.json', { body: JSON.stringify(result, null, 2), contentType: 'application/json' });
       console.log(`tracking: ${result.detected}/${result.visibleFrames} frames detected (${(100 * result.detectionRate).toFixed(1)} %), `
         + `position error mean ${(100 * result.positionError.mean).toFixed(2)} % max ${(100 * (result.positionError.max ?? 0)).toFixed(2)} %, `
@@ -154,7 +153,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
       expect(result.falseDetections).toBe(0);
       // the HUD reports it
       const hud = await page.evaluate(() => window.carlab.hudState());
-      expect(hud.trackingFps).toBeGreaterThan(3);
+      expect(hud.trackingFps).toBeGreaterThan(0);
       expect(hud.connection).toBe('connected');
       await expect(page.locator('.hud [data-field=tracking]')).toContainText('fps');
       const shot = testInfo.outputPath('ar-tracking.png');
@@ -167,7 +166,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
   });
 
   for (const transport of ['relay', 'p2p']) {
-    test(`two phones on ${transport}: B draws A where A's pose says, updates within 250 ms, a drag on A moves the object on B, A leaves`, async ({ baseURL }, testInfo) => {
+    test(`two phones on ${transport}: B draws A where A's pose says, A's updates reach B, a drag on A moves the object on B, A leaves`, async ({ baseURL }, testInfo) => {
       test.skip(!test.info().project.name.startsWith('chromium'));
       // A and B are two phones, so two browsers: each its own compositor (GPU process) and network
       // service, as on two devices, and a camera at PHONE_CAMERA_FPS. In one browser at 10 fps the
@@ -214,14 +213,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
         // measure a settled window
         await B.page.waitForTimeout(1000);
         const windowStart = await A.page.evaluate(() => performance.timeOrigin + performance.now());
-        const externalMeter = startExternalLoadMeter();
         await B.page.waitForTimeout(6000);
-        // The 250 ms bound is for a machine the test run has to itself. Beside one busy loop the
-        // same test read p95 337-445 ms (fresh-clone run 4, 398/445 ms before C and D drew small
-        // screens) and 86-101 ms alone: what other work took is measured, and the bound grows
-        // with it (sharedMachineBound: at most twice, with one of two cores taken).
-        const externalCores = externalMeter.stop();
-        const boundMs = sharedMachineBound(250, externalCores);
         const sentA = new Map(await A.page.evaluate(() => [...window.carlab.sent.entries()]));
         const receivedB = await B.page.evaluate(() => window.carlab.received);
         const delays = receivedB
@@ -235,12 +227,11 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
           rtMeanMs: rtA.reduce((/** @type {number} */ x, /** @type {number} */ y) => x + y, 0) / rtA.length, rtMaxMs: Math.max(...rtA),
         };
         console.log(`${transport}: A -> B one-way mean ${latency.oneWayMeanMs.toFixed(1)} ms, p95 ${latency.oneWayP95Ms.toFixed(1)} ms, `
-          + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms; `
-          + `outside work took ${externalCores.toFixed(2)} cores: bound ${boundMs.toFixed(0)} ms`);
+          + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms`);
         await testInfo.attach(`latency-${transport}.json`, { body: JSON.stringify(latency, null, 2), contentType: 'application/json' });
-        expect(delays.length).toBeGreaterThanOrEqual(10); // up to 6 a second; fewer while ACKs are outstanding
-        expect(latency.oneWayP95Ms).toBeLessThan(boundMs);
-        expect(latency.rtMeanMs).toBeLessThan(boundMs);
+        // A's updates reach B and are ACKed (within 250 ms: the gate `ar-delivery`, lab/gates.js)
+        expect(delays.length).toBeGreaterThan(0);
+        expect(rtA.length).toBeGreaterThan(0);
 
         // B draws A's avatar at the pose A sent (float32 on the wire), easing towards it
         const a = await avatarOf(B.page, aId);
@@ -325,8 +316,9 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
     try {
       const { page, errors } = await openAr(browser, /** @type {string} */ (baseURL), `group=${unique('barcode')}&name=B&marker=barcode-5&probe=1&dpr=1`);
       await trackingReady(page);
-      await page.waitForTimeout(WARMUP_MS + 4000);
-      const result = analyseTracking(await page.evaluate(() => window.carlab.frames), barcode.truth);
+      const analysed = async () => analyseTracking(await page.evaluate(() => window.carlab.frames), barcode.truth);
+      await expect.poll(async () => (await analysed()).visibleFrames, { timeout: 60_000 }).toBeGreaterThan(20);
+      const result = await analysed();
       console.log(`barcode-5: ${result.detected}/${result.visibleFrames} detected, position error max ${(100 * (result.positionError.max ?? 0)).toFixed(2)} %`);
       expect(result.visibleFrames).toBeGreaterThan(20);
       expect(result.detectionRate).toBeGreaterThanOrEqual(0.9);
@@ -340,7 +332,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', { tag: '@rea
   });
 });
 
-test.describe('Firefox', { tag: '@realtime' }, () => {
+test.describe('Firefox', () => {
   /** @type {ReturnType<typeof makeVideo>} */
   let video;
   test.beforeAll(({ browserName }) => {
@@ -367,10 +359,14 @@ test.describe('Firefox', { tag: '@realtime' }, () => {
       await trackingReady(cr.page);
       const ffId = await ff.evaluate(() => window.carlab.client.id);
       const crId = await cr.page.evaluate(() => window.carlab.client.id);
-      await ff.waitForTimeout(WARMUP_MS + LOOP_MS);
-
       // Firefox tracks the marker in the synthetic video through AR.js's video source
-      const result = analyseTracking(await ff.evaluate(() => window.carlab.frames), video.truth);
+      const analysed = async () => analyseTracking(await ff.evaluate(() => window.carlab.frames), video.truth);
+      const heard = async (/** @type {import('@playwright/test').Page} */ page, /** @type {number} */ from) => (await page.evaluate(() => window.carlab.received))
+        .filter((/** @type {{ sender: number }} */ r) => r.sender === from).length;
+      // enough frames and updates each way, however long a loaded machine takes (the rates are the gates')
+      await expect.poll(async () => (await analysed()).visibleFrames > 15 && await heard(cr.page, ffId) > 10 && await heard(ff, crId) > 10
+        && await ff.evaluate(() => window.carlab.client.rt.length) > 10, { timeout: 90_000 }).toBe(true);
+      const result = await analysed();
       console.log(`firefox: ${result.detected}/${result.visibleFrames} detected (${(100 * result.detectionRate).toFixed(1)} %), `
         + `position error max ${(100 * (result.positionError.max ?? 0)).toFixed(2)} %, ${result.processed} frames processed`);
       expect(await ff.evaluate(() => window.carlab.tracking.element.srcObject instanceof MediaStream)).toBe(true);

@@ -16,7 +16,6 @@ import { By, Origin } from 'selenium-webdriver';
 
 import { firefoxLaunchOptions } from '../lab/bench/launch.js';
 import { installErrorHook, launchWebKit, waitForCarlab, webkitEvaluate } from '../lab/bench/webkit.js';
-import { sharedMachineBound, startExternalLoadMeter } from '../scripts/external-load.js';
 import { openAr, unique } from './phones.js';
 import { LOOP_MS, TRACKING_LIMITS, WARMUP_MS, analyseTracking, close, lookingAtMarker, syntheticTruth } from './tracking-check.js';
 
@@ -187,7 +186,6 @@ for (const transport of ['relay', 'relay-faithful']) {
       await openInWebKit(base, `/ar.html?${q}&name=Safari&source=synthetic&probe=1`);
       await inWebKit(() => window.carlab.ready.then(() => window.carlab.trackingReady).then(() => true));
       const started = Date.now();
-      const externalMeter = startExternalLoadMeter();
       const wkId = /** @type {number} */ (await inWebKit(() => window.carlab.client.id));
       const crId = await cr.page.evaluate(() => window.carlab.client.id);
 
@@ -196,7 +194,8 @@ for (const transport of ['relay', 'relay-faithful']) {
       const truth = syntheticTruth();
       await new Promise((r) => setTimeout(r, Math.max(0, started + WARMUP_MS + LOOP_MS + 300 - Date.now())));
       let result = analyseTracking(await inWebKit(() => window.carlab.frames), truth);
-      while (result.visibleFrames < 24 && Date.now() < started + WARMUP_MS + 3 * LOOP_MS) {
+      // however long a loaded machine takes to show 24 frames with the marker (the rate is the gate's)
+      while (result.visibleFrames < 24 && Date.now() < started + 90_000) {
         await new Promise((r) => setTimeout(r, 1000));
         result = analyseTracking(await inWebKit(() => window.carlab.frames), truth);
       }
@@ -214,28 +213,16 @@ for (const transport of ['relay', 'relay-faithful']) {
       // Updates both ways: Chromium draws WebKit's tracked pose, WebKit draws Chromium exactly where its pose says.
       // one-way delays of a settled window: the updates sent after the tracking warm-up
       const x = await exchange(cr.page, crId, wkId, started + WARMUP_MS);
-      // The bounds are for a machine the test run has to itself; what other work took is measured and
-      // the bounds grow with it (scripts/external-load.js: at most twice, with one of two cores taken).
-      // Beside one busy loop WebKit -> Chromium read p95 333 ms against 250 (fresh-clone run 4).
-      const externalCores = externalMeter.stop();
-      const bound = (/** @type {number} */ ms) => sharedMachineBound(ms, externalCores);
       const rt = /** @type {number[]} */ (await inWebKit(() => window.carlab.client.rt));
       const rtMean = rt.reduce((a, b) => a + b, 0) / rt.length;
       console.log(`webkit (${transport}): ${x.fromWebKit} updates WebKit -> Chromium (one-way p95 ${x.toChromium.p95Ms?.toFixed(1)} ms), `
-        + `${x.fromChromium} Chromium -> WebKit (p95 ${x.toWebKit.p95Ms?.toFixed(1)} ms); WebKit's RT mean ${rtMean.toFixed(1)} ms (n ${rt.length}); `
-        + `outside work took ${externalCores.toFixed(2)} cores: bounds ${bound(250).toFixed(0)} and ${bound(1000).toFixed(0)} ms`);
+        + `${x.fromChromium} Chromium -> WebKit (p95 ${x.toWebKit.p95Ms?.toFixed(1)} ms); WebKit's RT mean ${rtMean.toFixed(1)} ms (n ${rt.length})`);
       expect(x.fromWebKit).toBeGreaterThan(10);
       expect(x.fromChromium).toBeGreaterThan(10);
       expect(x.toChromium.n).toBeGreaterThan(10);
-      // WebKit's updates reach the other phone within the 250 ms limit. The way back only has to arrive:
-      // WebKit reads it on a main thread that also paints the synthetic video in JavaScript and feeds it
-      // through GStreamer (over a core here, a real camera is decoded natively), so its arrival times carry
-      // that lag (80-100 ms p95 on a quiet machine, 250-450 ms with one core taken by something else).
-      expect(x.toChromium.p95Ms).toBeLessThan(bound(250));
+      // Updates arrive both ways and are ACKed; how fast is the gate `webkit-delivery` (lab/gates.js).
       expect(x.toWebKit.n).toBeGreaterThan(10);
-      expect(x.toWebKit.p95Ms).toBeLessThan(bound(1000));
       expect(rt.length).toBeGreaterThan(10);
-      expect(rtMean).toBeLessThan(bound(250));
       const wkAvatar = /** @type {AvatarInfo} */ ((await cr.page.evaluate(() => window.carlab.avatars())).find((/** @type {AvatarInfo} */ a) => a.id === wkId));
       expect(wkAvatar?.visible).toBe(true);
       const sentPose = await inWebKit((seq) => window.carlab.sent.get(seq)?.pose ?? null, wkAvatar.seq);
@@ -307,31 +294,25 @@ for (const transport of ['relay', 'relay-faithful']) {
 /**
  * WebKit joins `group` late over the relay (WebKit has no WebRTC here: relay is what it offers):
  * `syncMs`, ms from its join until it holds the scene digest `target` (polled every 50 ms over
- * WebDriver), null when it did not within 10 s; and `boundMs`, the one-second bound for a machine
- * the run has to itself, grown with what outside work took over that time (scripts/external-load.js:
- * at most twice). Alone it read 352-707 ms (four fresh-clone runs); beside a busy loop that took
- * 0.87 cores, 1263 ms once, 562-827 ms otherwise.
+ * WebDriver), null when it did not within 30 s (how fast is not this test's: a loaded machine
+ * only makes it later).
  * @param {string} base @param {string} group @param {number} target
- * @returns {Promise<{ syncMs: number | null, boundMs: number }>}
+ * @returns {Promise<{ syncMs: number | null }>}
  */
 async function joinLateInWebKit(base, group, target) {
-  const externalMeter = startExternalLoadMeter();
   await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
   await inWebKit(() => window.carlab.ready.then(() => true));
   const joinedAt = Date.now();
   /** @type {number | null} */
   let syncMs = null;
-  while (syncMs === null && Date.now() - joinedAt < 10_000) {
+  while (syncMs === null && Date.now() - joinedAt < 30_000) {
     if (await inWebKit(() => window.carlab.sceneSync()?.digest) === target) syncMs = Date.now() - joinedAt;
     else await new Promise((r) => setTimeout(r, 50));
   }
-  const externalCores = externalMeter.stop();
-  const boundMs = sharedMachineBound(1000, externalCores);
-  console.log(`webkit late join: outside work took ${externalCores.toFixed(2)} cores: bound ${boundMs.toFixed(0)} ms`);
-  return { syncMs, boundMs };
+  return { syncMs };
 }
 
-test('a WebKit phone that joins late over the relay holds the scene two Chromium phones on p2p edited, within a second; the AR view draws it', async ({ browser, baseURL }, testInfo) => {
+test('a WebKit phone that joins late over the relay holds the scene two Chromium phones on p2p edited; the AR view draws it', async ({ browser, baseURL }, testInfo) => {
   const base = /** @type {string} */ (baseURL);
   const group = unique('wk-scene');
   /** @type {Awaited<ReturnType<typeof chromiumPhone>>[]} */
@@ -354,10 +335,9 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
     const target = await phones[1].page.evaluate(() => window.carlab.sceneSync().digest);
     await expect.poll(() => phones[0].page.evaluate(() => window.carlab.sceneSync().digest), { timeout: 10_000 }).toBe(target);
 
-    const { syncMs, boundMs } = await joinLateInWebKit(base, group, target);
+    const { syncMs } = await joinLateInWebKit(base, group, target);
     console.log(`webkit late join: the scene in ${syncMs} ms after joining (polled every 50 ms over WebDriver)`);
     expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
-    expect(/** @type {number} */ (syncMs)).toBeLessThan(boundMs);
     const objects = /** @type {{ id: number, pose: number[] }[]} */ (await inWebKit(() => window.carlab.sceneObjects()));
     expect(objects.map((o) => o.id).sort()).toEqual([0, ...ids].sort());
     // drawn: once tracking finds the marker, every object is on screen where its pose says
@@ -370,7 +350,7 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
   }
 });
 
-test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what reaches it, edit the scene; a WebKit phone that joins late over the relay holds it within a second', async ({ browser, baseURL }, testInfo) => {
+test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what reaches it, edit the scene; a WebKit phone that joins late over the relay holds it', async ({ browser, baseURL }, testInfo) => {
   test.setTimeout(150_000);
   const base = /** @type {string} */ (baseURL);
   const group = unique('wk-lossy');
@@ -409,10 +389,9 @@ test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what re
     const edits = await Promise.all(pages.map((p) => p.evaluate(() => window.carlab.clients[0].sceneLog.filter((/** @type {{ local: boolean }} */ e) => e.local).length)));
     expect(edits.reduce((a, b) => a + b, 0), `edits made: ${edits.join(', ')}`).toBeGreaterThan(10);
     const ids = await pages[0].evaluate(() => window.carlab.clients[0].scene.objects().map((/** @type {{ id: number }} */ r) => r.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b));
-    const { syncMs, boundMs } = await joinLateInWebKit(base, group, target);
+    const { syncMs } = await joinLateInWebKit(base, group, target);
     console.log(`webkit late join after lossy p2p edits (C, C, F; ${edits.join('+')} edits; dropped ${discarded.join(', ')}): the scene in ${syncMs} ms`);
     expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
-    expect(/** @type {number} */ (syncMs)).toBeLessThan(boundMs);
     const held = /** @type {{ id: number }[]} */ (await inWebKit(() => window.carlab.sceneObjects()));
     expect(held.map((o) => o.id).sort((a, b) => a - b)).toEqual(ids);
     await inWebKit(() => window.carlab.trackingReady.then(() => true));

@@ -44,6 +44,7 @@ export const COMMANDS = Object.freeze({
   markers: { summary: 'generate the marker pattern and camera parameters', load: () => import('./markers.js') },
   video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('../lab/commands/video.js') },
   fuzz: { summary: 'throw seeded garbage at the relay and PeerServer; check nothing breaks', load: () => import('../lab/commands/fuzz.js') },
+  check: { summary: 'run the benchmark gates: every real-time bound, one gate at a time (npm run test:realtime)', load: () => import('../lab/commands/check.js') },
   agent: { summary: 'offer this machine\'s browsers to `carlab bench --agents` through NATS (docs/fleet.md)', load: () => import('../lab/commands/agent.js') },
   'lab-server': { summary: '`carlab start` plus the lab pages (peer.html, lab.html), for fleets and browser tests', load: () => import('../lab/commands/lab-server.js') },
 });

@@ -8,7 +8,7 @@
 // test starts inherits CARLABTEST_OWNER (the lab passes its environment on;
 // `carlab start` only drops CARLAB_* variables, which this name is not). The
 // owner is a path, `run/step/pid/pid`, one segment per guarded process
-// (scripts/test-guard.js), so an owner's processes are those whose value is
+// (scripts/guard.js), so an owner's processes are those whose value is
 // the owner itself or starts with it and a slash. Linux only: /proc.
 
 import { readFileSync, readdirSync } from 'node:fs';

@@ -57,7 +57,7 @@ function withToken(token) {
 async function runHangFixture(token, runnerArgs, env) {
   // NODE_TEST_CONTEXT would make the inner runner report to this one instead of running
   const { NODE_TEST_CONTEXT: _outer, ...own } = process.env;
-  const child = spawn(process.execPath, ['--import', path.join(HERE, 'test-guard.js'), '--test', '--test-force-exit', ...runnerArgs,
+  const child = spawn(process.execPath, ['--import', path.join(HERE, 'guard.js'), '--test', '--test-force-exit', ...runnerArgs,
     path.join(HERE, 'fixtures/hang.fixture.js')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...own, ...env, HANG_FIXTURE_TOKEN: token } });
   let output = '';
   child.stdout.on('data', (d) => { output += d; });

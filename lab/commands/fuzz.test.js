@@ -151,7 +151,8 @@ function assertReportLanes(by) {
   for (const name of ['report-garbage', 'report-flood', 'report-claim']) {
     for (const g of by[name].facts.good) {
       assert.equal(g.closed, null, `${name}: well-behaved ${g.id} closed`);
-      for (const gap of Object.values(g.gapMs)) assert.ok(/** @type {number} */ (gap) <= 1000, `${name}: well-behaved ${g.id}: a gap of ${gap} ms`);
+      // never starved: no stream stands still for 5 s (30 cycles); the 1 s a person notices is the fuzz gate's (lab/gates.js)
+      for (const gap of Object.values(g.gapMs)) assert.ok(/** @type {number} */ (gap) <= 5000, `${name}: well-behaved ${g.id}: a gap of ${gap} ms`);
       assert.deepEqual(g.reports.refused, [], `${name}: well-behaved ${g.id}'s reports refused`);
       assert.ok(g.reports.accepted > 0);
     }

@@ -97,7 +97,9 @@ export function parseFailIf(text) {
 }
 
 /**
- * The conditions a run breaks. A missing (null) value breaks nothing.
+ * The conditions a run breaks. A figure the run does not have (missing, null,
+ * not a number) breaks its condition: a gate whose figure is missing has not
+ * been met.
  * @param {FailCondition[]} conditions
  * @param {Record<string, any>} run
  * @returns {string[]}
@@ -106,7 +108,10 @@ export function failedConditions(conditions, run) {
   const broken = [];
   for (const c of conditions) {
     const v = c.path.split('.').reduce((o, k) => (o == null ? undefined : o[k]), run);
-    if (typeof v !== 'number') continue;
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      broken.push(`${c.text} (${c.path} is missing)`);
+      continue;
+    }
     const bad = c.op === '>' ? v > c.value : c.op === '<' ? v < c.value : c.op === '>=' ? v >= c.value : v <= c.value;
     if (bad) broken.push(`${c.text} (${c.path} = ${Math.round(v * 100) / 100})`);
   }

@@ -105,7 +105,8 @@ test('--fail-if: parsing, evaluation on nested paths, nulls break nothing', () =
   assert.deepEqual(conditions.map((c) => [c.path, c.op, c.value]), [['rt.mean', '>', 250], ['lossPct', '>=', 2]]);
   assert.deepEqual(failedConditions(conditions, { rt: { mean: 100 }, lossPct: 0 }), []);
   assert.deepEqual(failedConditions(conditions, { rt: { mean: 300.123 }, lossPct: 2 }), ['rt.mean>250 (rt.mean = 300.12)', 'lossPct>=2 (lossPct = 2)']);
-  assert.deepEqual(failedConditions(conditions, { rt: { mean: null }, lossPct: null }), []);
+  // a figure the run does not have fails its condition: a gate whose figure is missing is not met
+  assert.deepEqual(failedConditions(conditions, { rt: { mean: null } }), ['rt.mean>250 (rt.mean is missing)', 'lossPct>=2 (lossPct is missing)']);
   assert.throws(() => parseFailIf('rt.mean=>250'), /cannot read "rt.mean=>250"/);
 });
 

@@ -63,6 +63,8 @@ export function stabilityOf(timeline, rssWarmBytes, durationS) {
     rtFirst,
     rtLast,
     rtDriftPct: rtFirst && rtLast !== null ? (100 * Math.abs(rtLast - rtFirst)) / rtFirst : null,
+    /** The last window's mean RT less the first's (ms): a relay falling behind its load grows it by its backlog. */
+    rtDriftMs: rtFirst !== null && rtLast !== null ? rtLast - rtFirst : null,
     rssWarmBytes,
     rssEndBytes: rssEnd,
     rssMaxBytes: rssMax,

@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { failIfOf, gateRows, run } from './check.js';
+import { GATES } from '../gates/gates.js';
+
+const sink = () => {
+  let text = '';
+  return { stream: new Writable({ write(c, _e, cb) { text += String(c); cb(); } }), text: () => text };
+};
+
+/** @type {import('../gates/gates.js').Gate} */
+const gate = {
+  name: 'g', what: 'a gate', command: 'sim', args: [],
+  holds: [{ figure: 'rt.p95', op: '<', bound: 250, measured: '' }, { figure: 'tracking.fps', op: '>=', bound: 3, measured: '' }],
+};
+
+test('a gate\'s --fail-if is each bound\'s breaking side', () => {
+  assert.equal(failIfOf(gate), 'rt.p95>=250,tracking.fps<3');
+});
+
+test('a gate fails when a figure is past its bound or missing, and holds only when every figure is within', () => {
+  assert.deepEqual(gateRows(gate, { rt: { p95: 40 }, tracking: { fps: 9.81 } }).map((r) => [r.measured, r.ok]), [['40', true], ['9.81', true]]);
+  assert.deepEqual(gateRows(gate, { rt: { p95: 250 }, tracking: { fps: 9 } }).map((r) => r.ok), [false, true], 'at the bound is past it');
+  assert.deepEqual(gateRows(gate, { rt: { p95: 40 } }).map((r) => [r.measured, r.ok]), [['40', true], ['missing', false]]);
+  assert.deepEqual(gateRows(gate, null).map((r) => r.ok), [false, false], 'a run that wrote no record');
+});
+
+test('every gate is a sim or bench run with fixed bounds and what they read', () => {
+  assert.ok(GATES.length >= 4);
+  for (const g of GATES) {
+    assert.match(g.command, /^(sim|bench)$/);
+    assert.ok(!g.args.includes('--out') && !g.args.includes('--fail-if'), `${g.name}: check adds --out and --fail-if`);
+    for (const h of g.holds) {
+      assert.equal(typeof h.bound, 'number');
+      assert.match(h.measured, /alone .+, beside a busy core .+/, `${g.name} ${h.figure}: what it read, stated`);
+    }
+  }
+  assert.equal(new Set(GATES.map((g) => g.name)).size, GATES.length);
+});
+
+test('carlab check: --list names the gates; an unknown gate or flag is a usage error with the help', async () => {
+  const out = sink();
+  assert.equal(await run(['--list'], { stdout: out.stream, stderr: sink().stream }), 0);
+  for (const g of GATES) assert.match(out.text(), new RegExp(`^${g.name}: `, 'm'));
+  const err = sink();
+  assert.equal(await run(['--only', 'nope'], { stdout: sink().stream, stderr: err.stream }), 2);
+  assert.match(err.text(), /no gate named nope[\s\S]*Usage: carlab check/);
+  assert.equal(await run(['--bogus'], { stdout: sink().stream, stderr: sink().stream }), 2);
+});

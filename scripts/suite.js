@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// `npm test`: correctness, on any machine. The system programs first
+// (system-deps.js), then the web build beside the type check, the unit tests
+// (`node --test`'s own discovery of *.test.js) and the browser tests
+// (Playwright, projects and workers declared in e2e/playwright.config.js).
+// Timing is not tested here: `npm run test:realtime` runs the benchmark gates.
+// Every process a step starts carries the step's owner (owned.js); what
+// outlives its step is ended and fails the run.
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+import { OWNER_VAR, describeOwned, endOwned } from './owned.js';
+import { ensureSystemDeps } from './system-deps.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** Loaded into every test process: nothing a test starts outlives it (guard.js). */
+const GUARD = ['--import', fileURLToPath(new URL('./guard.js', import.meta.url))];
+const RUN_OWNER = `carlab-test-${process.pid}`;
+
+/**
+ * The steps, in order; the steps of one stage run side by side. A unit file
+ * gets 3 min, and one test without a timeout of its own too, so a hang fails
+ * instead of holding the run; as many files run at once as there are cores.
+ */
+export const STAGES = [
+  [
+    { name: 'build', argv: ['scripts/build-web.js'] },
+    { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] },
+  ],
+  [{ name: 'unit', argv: ['--test', '--test-force-exit', '--test-timeout=180000', `--test-concurrency=${availableParallelism()}`, '--test-reporter=spec'] }],
+  [{ name: 'e2e', argv: ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'] }],
+];
+
+/**
+ * Runs one step in a process group of its own, its lines prefixed with its
+ * name; resolves with its exit code, 1 when something it started outlived it.
+ * @param {{ name: string, argv: string[] }} step
+ * @returns {Promise<{ name: string, seconds: number, code: number }>}
+ */
+function runStep(step) {
+  const started = performance.now();
+  const owner = `${RUN_OWNER}/${step.name}`;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...GUARD, ...step.argv], {
+      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, [OWNER_VAR]: owner },
+    });
+    for (const [from, to] of /** @type {const} */ ([[child.stdout, process.stdout], [child.stderr, process.stderr]])) {
+      createInterface({ input: from }).on('line', (line) => to.write(`[${step.name}] ${line}\n`));
+    }
+    child.on('exit', (code, signal) => {
+      const left = endOwned(owner);
+      if (left.length) process.stdout.write(`[${step.name}] ${left.length} process(es) outlived the step; ended them:\n${describeOwned(left)}\n`);
+      const seconds = (performance.now() - started) / 1000;
+      const result = { name: step.name, seconds, code: (code ?? (signal ? 1 : 0)) || Number(left.length > 0) };
+      process.stdout.write(`# ${step.name}: ${result.code === 0 ? 'passed' : `FAILED (exit ${result.code})`} after ${seconds.toFixed(0)} s\n`);
+      resolve(result);
+    });
+  });
+}
+
+/** Ctrl-C or SIGTERM: every step and everything this run started is ended. @param {NodeJS.Signals} signal */
+function onSignal(signal) {
+  const left = endOwned(RUN_OWNER, { graceMs: 1000 });
+  process.stdout.write(`\n# npm test: ${signal}; ended ${left.length} process(es)\n`);
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+}
+
+async function main() {
+  if (process.argv.length > 2) {
+    process.stderr.write('usage: npm test (no arguments; one file: node --test FILE, one browser test: npm run test:e2e -- FILE)\n');
+    process.exitCode = 2;
+    return;
+  }
+  const deps = ensureSystemDeps();
+  if (deps !== 0) {
+    process.exitCode = deps;
+    return;
+  }
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) process.once(signal, () => onSignal(signal));
+  const started = performance.now();
+  const done = [];
+  for (const stage of STAGES) done.push(...await Promise.all(stage.map(runStep)));
+  const left = endOwned(RUN_OWNER, { graceMs: 1000 });
+  if (left.length) process.stdout.write(`# npm test: ${left.length} process(es) outlived the run; ended them:\n${describeOwned(left)}\n`);
+  const failed = [...done.filter((d) => d.code !== 0).map((d) => d.name), ...(left.length ? ['leftovers'] : [])];
+  process.stdout.write(`\n# npm test: ${done.map((d) => `${d.name} ${d.seconds.toFixed(0)} s`).join(', ')}; `
+    + `${((performance.now() - started) / 1000).toFixed(0)} s in all, ${failed.length ? `FAILED: ${failed.join(', ')}` : 'all passed'}\n`);
+  process.exitCode = failed.length ? 1 : 0;
+}
+
+await main();
