@@ -138,7 +138,8 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
       await trackingReady(page);
       // enough frames with the marker and without it, however long a loaded machine takes (the rate is the gate's)
       const analysed = async () => analyseTracking(await page.evaluate(() => window.carlab.frames), video.truth);
-      await expect.poll(async () => { const r = await analysed(); return r.visibleFrames > 60 && r.noMarkerFrames > 8; }, { timeout: 90_000 }).toBe(true);
+      const framesSoFar = () => page.evaluate(() => window.carlab.frames.length);
+      await expect.poll(async () => { if (!await framesSoFar()) return false; const r = await analysed(); return r.visibleFrames > 60 && r.noMarkerFrames > 8; }, { timeout: 90_000 }).toBe(true);
       const result = await analysed();
       await testInfo.attach('tracking.json', { body: JSON.stringify(result, null, 2), contentType: 'application/json' });
       console.log(`tracking: ${result.detected}/${result.visibleFrames} frames detected (${(100 * result.detectionRate).toFixed(1)} %), `
@@ -317,7 +318,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
       const { page, errors } = await openAr(browser, /** @type {string} */ (baseURL), `group=${unique('barcode')}&name=B&marker=barcode-5&probe=1&dpr=1`);
       await trackingReady(page);
       const analysed = async () => analyseTracking(await page.evaluate(() => window.carlab.frames), barcode.truth);
-      await expect.poll(async () => (await analysed()).visibleFrames, { timeout: 60_000 }).toBeGreaterThan(20);
+      await expect.poll(async () => (await page.evaluate(() => window.carlab.frames.length) ? (await analysed()).visibleFrames : 0), { timeout: 60_000 }).toBeGreaterThan(20);
       const result = await analysed();
       console.log(`barcode-5: ${result.detected}/${result.visibleFrames} detected, position error max ${(100 * (result.positionError.max ?? 0)).toFixed(2)} %`);
       expect(result.visibleFrames).toBeGreaterThan(20);
@@ -364,7 +365,7 @@ test.describe('Firefox', () => {
       const heard = async (/** @type {import('@playwright/test').Page} */ page, /** @type {number} */ from) => (await page.evaluate(() => window.carlab.received))
         .filter((/** @type {{ sender: number }} */ r) => r.sender === from).length;
       // enough frames and updates each way, however long a loaded machine takes (the rates are the gates')
-      await expect.poll(async () => (await analysed()).visibleFrames > 15 && await heard(cr.page, ffId) > 10 && await heard(ff, crId) > 10
+      await expect.poll(async () => await ff.evaluate(() => window.carlab.frames.length) > 0 && (await analysed()).visibleFrames > 15 && await heard(cr.page, ffId) > 10 && await heard(ff, crId) > 10
         && await ff.evaluate(() => window.carlab.client.rt.length) > 10, { timeout: 90_000 }).toBe(true);
       const result = await analysed();
       console.log(`firefox: ${result.detected}/${result.visibleFrames} detected (${(100 * result.detectionRate).toFixed(1)} %), `

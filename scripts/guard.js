@@ -1,13 +1,9 @@
 // Loaded with `node --import` into every test process (each `node --test`
-// file, Playwright's runner and its workers; Node 20's test runner itself does
-// not load it, so `npm test` sweeps each step's owner when the step ends):
-// this process becomes an owner (scripts/owned.js) under the one that started
-// it, and whatever it started that is still running when it exits is ended
-// and reported, and the process exits non-zero. It covers a test's timeout and
-// a file's forced exit alike: both end in this process's exit. The test
-// runner ends a file that passed its timeout with SIGTERM: in a test file the
-// guard turns that into an exit too. A process killed outright (SIGKILL) runs
-// no handler; its own owner, one level up, finds its processes instead.
+// file, Playwright's runner and workers): this process becomes an owner
+// (owned.js) under the one that started it, and whatever it started that still
+// runs when it exits is ended and reported, and the exit is non-zero. A test's
+// timeout, a forced exit and the runner's SIGTERM all end in that exit; a
+// process killed outright runs no handler: its owner one level up finds its own.
 import path from 'node:path';
 
 import { OWNER_VAR, describeOwned, endOwned } from './owned.js';

@@ -1,11 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: correctness, on any machine. The system programs first
-// (system-deps.js), then the web build beside the type check, the unit tests
-// (`node --test`'s own discovery of *.test.js) and the browser tests
-// (Playwright, projects and workers declared in e2e/playwright.config.js).
-// Timing is not tested here: `npm run test:realtime` runs the benchmark gates.
-// Every process a step starts carries the step's owner (owned.js); what
-// outlives its step is ended and fails the run.
+// `npm test`: correctness, on any machine. The system programs (system-deps.js), the web build
+// beside the type check, the unit tests (`node --test`'s own discovery) and the browser tests
+// (e2e/playwright.config.js declares projects and workers). Timing is the gates' (npm run
+// test:realtime). What a step starts carries its owner (owned.js); what outlives it fails the run.
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
@@ -19,11 +16,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const GUARD = ['--import', fileURLToPath(new URL('./guard.js', import.meta.url))];
 const RUN_OWNER = `carlab-test-${process.pid}`;
 
-/**
- * The steps, in order; the steps of one stage run side by side. A unit file
- * gets 3 min, and one test without a timeout of its own too, so a hang fails
- * instead of holding the run; as many files run at once as there are cores.
- */
+/** The stages in order, a stage's steps side by side. A hang fails after 3 min instead of holding the run. */
 export const STAGES = [
   [
     { name: 'build', argv: ['scripts/build-web.js'] },
