@@ -13,7 +13,7 @@ export default defineConfig({
   // Spec files side by side: they wait on networks, ICE and timers more than they compute. No test
   // here holds a real-time bound (those are the benchmark gates, lab/gates.js), so load on the
   // machine makes them slower, never wrong.
-  workers: 3,
+  workers: 2,
   fullyParallel: false,
   reporter: [['list']],
   outputDir: '../test-results',

@@ -22,8 +22,10 @@ export const STAGES = [
     { name: 'build', argv: ['scripts/build-web.js'] },
     { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] },
   ],
-  [{ name: 'unit', argv: ['--test', '--test-force-exit', '--test-timeout=180000', `--test-concurrency=${availableParallelism()}`, '--test-reporter=spec'] }],
-  [{ name: 'e2e', argv: ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'] }],
+  [
+    { name: 'unit', argv: ['--test', '--test-force-exit', '--test-timeout=180000', `--test-concurrency=${availableParallelism()}`, '--test-reporter=spec'] },
+    { name: 'e2e', argv: ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'] },
+  ],
 ];
 
 /**
