@@ -121,20 +121,7 @@ export class SeqSet {
    * @param {number} [upTo]
    */
   countCommon(other, upTo = Infinity) {
-    const a = this.flat;
-    const b = other.flat;
-    let i = 0;
-    let j = 0;
-    let n = 0;
-    while (i < a.length && j < b.length) {
-      const from = Math.max(a[i], b[j]);
-      const to = Math.min(a[i + 1], b[j + 1], upTo);
-      if (from > upTo) break;
-      if (from <= to) n += to - from + 1;
-      if (a[i + 1] < b[j + 1]) i += 2;
-      else j += 2;
-    }
-    return n;
+    return intersect(this, other, upTo).size;
   }
 
   /**

@@ -17,29 +17,30 @@
  *   read alone and beside one busy core (commit and machine in docs/results.md "Gates")
  */
 
+/**
+ * An AR page tracks the synthetic camera while 20 phones in groups of 4 exchange updates on
+ * `transport`, each acknowledged by every neighbour within 250 ms (was e2e/ar.spec.js: HUD fps > 3,
+ * one-way p95 < 250, on relay and p2p).
+ * @param {string} transport @param {string} rtRead @param {string} fpsRead what they read
+ * @returns {Gate}
+ */
+function arGate(transport, rtRead, fpsRead) {
+  return {
+    name: `ar-${transport}`,
+    what: `an AR page tracks the synthetic camera while 20 phones in groups of 4 on ${transport} are acknowledged within 250 ms`,
+    command: 'bench',
+    args: ['--transport', transport, '--clients', '20', '--group', '4', '--tracking', '--duration', '10', '--warmup', '2'],
+    holds: [
+      { figure: 'rt.p95', op: '<', bound: 250, measured: rtRead },
+      { figure: 'tracking.fps', op: '>=', bound: 3, measured: fpsRead },
+    ],
+  };
+}
+
 /** @type {readonly Gate[]} */
 export const GATES = Object.freeze([
-  {
-    name: 'ar-relay',
-    what: 'an AR page tracks the synthetic camera while 20 phones in groups of 4 exchange updates over the relay, '
-      + 'each acknowledged by every neighbour within 250 ms (was e2e/ar.spec.js: HUD fps > 3, one-way p95 < 250)',
-    command: 'bench',
-    args: ['--transport', 'relay', '--clients', '20', '--group', '4', '--tracking', '--duration', '10', '--warmup', '2'],
-    holds: [
-      { figure: 'rt.p95', op: '<', bound: 250, measured: 'alone 38, beside a busy core 47.6' },
-      { figure: 'tracking.fps', op: '>=', bound: 3, measured: 'alone 8, beside a busy core 9' },
-    ],
-  },
-  {
-    name: 'ar-p2p',
-    what: 'the same on p2p (was e2e/ar.spec.js on p2p)',
-    command: 'bench',
-    args: ['--transport', 'p2p', '--clients', '20', '--group', '4', '--tracking', '--duration', '10', '--warmup', '2'],
-    holds: [
-      { figure: 'rt.p95', op: '<', bound: 250, measured: 'alone 29.3, beside a busy core 32.3' },
-      { figure: 'tracking.fps', op: '>=', bound: 3, measured: 'alone 9.8, beside a busy core 9.8' },
-    ],
-  },
+  arGate('relay', 'alone 38, beside a busy core 47.6', 'alone 8, beside a busy core 9'),
+  arGate('p2p', 'alone 29.3, beside a busy core 32.3', 'alone 9.8, beside a busy core 9.8'),
   {
     name: 'webkit-delivery',
     // WebKit's AR page paints the synthetic video in JavaScript on its main thread (e2e/webkit.spec.js),
