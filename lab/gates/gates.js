@@ -1,4 +1,4 @@
-// The benchmark gates: every real-time bound the project holds itself to, one
+// The benchmark gates: the real-time bounds the project holds itself to, one
 // `carlab sim` or `carlab bench` run each with `--fail-if` conditions, run one
 // at a time with nothing else of the suite beside them (`npm run
 // test:realtime`, `carlab check`). The bounds are fixed numbers for a 2-core

@@ -31,7 +31,7 @@ test('carlab sim --net lossy-2: relay loses nothing, relay-udp counts loss, the 
   const stdout = sink();
   const stderr = sink();
   const code = await runSim(['--net', 'lossy-2', '--transport', 'relay,relay-udp', '--clients', '8', '--group', '4',
-    '--duration', '5', '--warmup', '1', '--ack-timeout', '1000', '--no-progress', '--out', dir], { stdout, stderr: /** @type {any} */ (stderr) });
+    '--duration', '5', '--warmup', '1', '--no-progress', '--out', dir], { stdout, stderr: /** @type {any} */ (stderr) });
   assert.equal(code, 0, stderr.text());
   const { runs } = JSON.parse(await readFile(`${dir}/results.json`, 'utf8'));
   const relay = runs.find((/** @type {any} */ r) => r.transport === 'relay');
@@ -53,7 +53,17 @@ test('carlab sim --net lossy-2: relay loses nothing, relay-udp counts loss, the 
   }
   assert.ok(relay.rt.n > 0);
   assert.equal(relay.lossPct, 0, 'TCP retransmits: the relay loses nothing');
+  // With the default 20 s ACK timeout, longer than the run: an update counts as lost once its
+  // delivery horizon passed, never "in flight" until the timeout. An update crosses the uplink and
+  // the downlink: the loss the two links achieved, within 5 binomial standard deviations (and the
+  // calibration's own error, under 1 point): chance of failing by luck under 1e-6.
+  const { up, down } = udp.net.calibration;
+  const p = 1 - (1 - up.lossPct / 100) * (1 - down.lossPct / 100);
+  const lossBound = 100 * 5 * Math.sqrt((p * (1 - p)) / udp.updates.expected) + 1;
+  assert.equal(udp.updates.inFlight, 0, 'the count waited for what was on its way');
   assert.ok(udp.updates.lost > 0, `relay-udp lost ${udp.updates.lost} of ${udp.updates.expected}`);
+  assert.ok(Math.abs(udp.lossPct - 100 * p) < lossBound,
+    `relay-udp lost ${udp.lossPct.toFixed(2)} % (${udp.updates.lost} of ${udp.updates.expected}) against ${(100 * p).toFixed(2)} % the links dropped (± ${lossBound.toFixed(2)})`);
   assert.match(stdout.text(), /## Network conditions/);
   assert.deepEqual(ours(), [], 'namespaces (and with them links, rules, qdiscs) are gone');
 });
