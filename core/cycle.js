@@ -96,13 +96,11 @@ export class ActionCycle {
     this.pausedCycles = 0;
     /** Updates in flight given up because the connection dropped. */
     this.abandoned = 0;
-    /** @type {Record<string, number>} updates sent per receiver id */
-    this.sentTo = {};
     /** @type {Record<string, number>} ACKs received per receiver id */
     this.acksFrom = {};
     /**
      * Per receiver id, the seqs sent to it that count there (loss "expected",
-     * before the cutoff): what `sentTo` counts, less what was taken back.
+     * before the cutoff): every one sent to it, less those taken back.
      * @type {Record<string, SeqSet>}
      */
     this.sentSeqs = {};
@@ -118,7 +116,7 @@ export class ActionCycle {
     /** Time of the last send (the end of a run waits the horizon past it). */
     this.lastSentAt = -Infinity;
     /**
-     * Updates taken back out of `sentTo`: sent to a member that left before
+     * Updates taken back out of `sentSeqs`: sent to a member that left before
      * it answered them (docs/architecture.md "Loss": not expected there).
      */
     this.takenBack = 0;
@@ -216,10 +214,7 @@ export class ActionCycle {
     }
     const seq = ++this.seq;
     const waiting = new Set(this.options.neighbours());
-    for (const id of waiting) {
-      this.sentTo[id] = (this.sentTo[id] ?? 0) + 1;
-      (this.sentSeqs[id] ??= new SeqSet()).add(seq);
-    }
+    for (const id of waiting) (this.sentSeqs[id] ??= new SeqSet()).add(seq);
     this.sentAt[seq % SENT_RING] = now;
     this.lastSentAt = now;
     this.updatesSent++;
@@ -290,7 +285,7 @@ export class ActionCycle {
 
   /**
    * A member left: it leaves the ACK set of every update in flight at once,
-   * and every update it had not answered is taken back out of `sentTo`: it
+   * and every update it had not answered is taken back out of `sentSeqs`: it
    * was sent while the member was leaving or already gone (docs/architecture.md
    * "Loss"). In mode relay the sender cannot tell which of those the leaver
    * had answered (the relay answers once for all): all are taken back. The
@@ -322,9 +317,15 @@ export class ActionCycle {
    * @param {number} id @param {number} seq
    */
   takeBack(id, seq) {
-    if (!this.sentSeqs[id]?.delete(seq)) return;
-    this.sentTo[id] = (this.sentTo[id] ?? 1) - 1;
-    this.takenBack++;
+    if (this.sentSeqs[id]?.delete(seq)) this.takenBack++;
+  }
+
+  /** Per receiver id, how many updates sent to it count there (`sentSeqs`' sizes). @returns {Record<string, number>} */
+  get sentTo() {
+    /** @type {Record<string, number>} */
+    const out = {};
+    for (const [id, set] of Object.entries(this.sentSeqs)) out[id] = set.size;
+    return out;
   }
 
   /**
@@ -374,7 +375,10 @@ export class ActionCycle {
 
   /** Whether a count taken now covers every update sent: the last one is a horizon old. @param {number} [now] */
   settled(now = this.options.now()) {
-    return now - this.lastSentAt >= this.horizonMs();
+    const age = now - this.lastSentAt;
+    // the bounds first: the p99 sorts the RT window, and the end of a run asks this every 50 ms
+    if (age < HORIZON_FLOOR_MS) return false;
+    return age >= HORIZON_MAX_MS || age >= this.horizonMs();
   }
 
   /**

@@ -99,11 +99,6 @@ export class SeqSet {
     }
   }
 
-  /** The highest seq in the set, or null. */
-  max() {
-    return this.flat.length ? this.flat[this.flat.length - 1] : null;
-  }
-
   /**
    * How many seqs of the set are <= `upTo`.
    * @param {number} upTo
