@@ -50,8 +50,11 @@ export const HelloFlag = Object.freeze({
   SUPERSEDED_MARKS: 8,
 });
 
-/** HELLO flag bits that ask for a capability; the WELCOME to such a HELLO ends with those granted (§5.2). */
-export const CAPABILITY_FLAGS = HelloFlag.SUPERSEDED_MARKS;
+/** The HELLO flag bits a client asks for capabilities with (3..7): the WELCOME to such a HELLO ends with those granted (§5.2). */
+export const CAPABILITY_BITS = 0xf8;
+
+/** The capabilities this version knows: a relay grants each one that is asked for. */
+export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS;
 
 /** Most ranges one SUPERSEDED names (a chain of replacements with more gaps is marked in part). */
 export const SUPERSEDED_RANGES_MAX = 32;

@@ -3,7 +3,7 @@
 // WebRTC relay (relay-udp) reuses it through the same Session interface, and
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
-import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
+import { CloseCode, MsgType, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { RemoteMember, tokenHash } from './cluster.js';
 
@@ -128,7 +128,7 @@ export class GroupRegistry {
         .filter((m) => m.ready || m === session)
         .map((m) => ({ id: m.id, name: m.name })),
       // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
-      ...(session.asked ? { capabilities: session.marks ? HelloFlag.SUPERSEDED_MARKS : 0 } : {}),
+      ...(session.capabilities !== null ? { capabilities: session.capabilities } : {}),
     }).subarray(1));
     return null;
   }

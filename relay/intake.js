@@ -4,7 +4,7 @@
 // session's WebSocket with the same code. Kept apart from createRelay so each
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
-import { CAPABILITY_FLAGS, CloseCode, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
+import { CAPABILITY_BITS, CloseCode, KNOWN_CAPABILITIES, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
 import { frameCost } from './budget.js';
 import { onLink } from './link.js';
 
@@ -208,9 +208,8 @@ export function onHello(deps, s, m) {
   s.batched = (m.flags & HelloFlag.BATCHED) !== 0;
   s.membershipOnly = (m.flags & HelloFlag.MEMBERSHIP_ONLY) !== 0;
   s.udp = (m.flags & HelloFlag.UDP) !== 0;
-  // Capabilities (docs/protocol.md §5.13): this relay grants every one it knows that was asked for.
-  s.asked = (m.flags & CAPABILITY_FLAGS) !== 0;
-  s.marks = (m.flags & HelloFlag.SUPERSEDED_MARKS) !== 0;
+  // Capabilities (docs/protocol.md §5.1): this relay grants every one it knows that was asked for.
+  s.capabilities = (m.flags & CAPABILITY_BITS) !== 0 ? m.flags & KNOWN_CAPABILITIES : null;
   if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
   if (s.udp && !deps.udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${deps.udp.unavailableReason}`];
   return deps.groups.join(s, m.group, m.clientId, m.token);

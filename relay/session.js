@@ -2,7 +2,7 @@
 // where batching (mode `relay`), packet-sized frames (relay-udp) and the
 // slow-consumer bound live; a session has one per socket it writes to.
 
-import { MsgType, SUPERSEDED_RANGES_MAX, encode, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
+import { HelloFlag, MsgType, SUPERSEDED_RANGES_MAX, encode, encodeBatchOfBodies, frameOfBody } from '../core/protocol.js';
 import { SeqSet } from '../core/seqset.js';
 import { SHARE_BURST_SECONDS } from './budget.js';
 
@@ -24,37 +24,20 @@ import { SHARE_BURST_SECONDS } from './budget.js';
  * @typedef {object} OutItem
  * @property {Uint8Array} body message type + payload
  * @property {PendingUpdate | null} entry set for UPDATEs
- * @property {number[]} [superseded] the sender's seqs this UPDATE replaced in the queue (flat
- *   ranges): written as a SUPERSEDED just before it, for a client that asked (docs/protocol.md §5.13)
+ * @property {SeqSet} [superseded] the sender's seqs this UPDATE replaced in the queue: written
+ *   as a SUPERSEDED just before it, for a client that asked (docs/protocol.md §5.13)
  */
 
 /**
- * The superseded ranges of the item that replaces `old` (an UPDATE of the same
- * sender): old's own, then old's seq. At most SUPERSEDED_RANGES_MAX ranges:
- * past them the oldest are left unmarked (counted as lost, never hidden).
- * @param {OutItem} old
- * @returns {number[]}
+ * The UPDATE that replaces `old` (the same sender's) carries old's marks and
+ * old's own seq. One set per chain of replacements, handed on, never copied.
+ * @param {OutItem} old @param {OutItem} newer
  */
-export function supersededBy(old) {
-  const seq = /** @type {PendingUpdate} */ (old.entry).seq;
-  const ranges = old.superseded ? old.superseded.slice() : [];
-  if (ranges.length > 0 && ranges[ranges.length - 1] === seq - 1) ranges[ranges.length - 1] = seq;
-  else ranges.push(seq, seq);
-  while (ranges.length > 2 * SUPERSEDED_RANGES_MAX) ranges.splice(0, 2);
-  return ranges;
-}
-
-/**
- * Two lists of marks as one (sorted, disjoint), at most SUPERSEDED_RANGES_MAX ranges, the newest kept.
- * @param {number[]} a @param {number[] | undefined} b
- */
-function mergeMarks(a, b) {
-  if (!b) return a;
-  const union = new SeqSet(a);
-  for (let i = 0; i < b.length; i += 2) union.addRange(b[i], b[i + 1]);
-  const out = union.toJSON();
-  while (out.length > 2 * SUPERSEDED_RANGES_MAX) out.splice(0, 2);
-  return out;
+function markReplaced(old, newer) {
+  const marks = newer.superseded ?? old.superseded ?? new SeqSet();
+  if (old.superseded && old.superseded !== marks) for (let i = 0; i < old.superseded.flat.length; i += 2) marks.addRange(old.superseded.flat[i], old.superseded.flat[i + 1]);
+  marks.add(/** @type {PendingUpdate} */ (old.entry).seq);
+  newer.superseded = marks;
 }
 
 /**
@@ -68,7 +51,9 @@ function withMarks(queue) {
   const out = [];
   for (const item of queue) {
     if (item.superseded && item.entry) {
-      const mark = { type: MsgType.SUPERSEDED, sender: item.entry.sender.id, seq: item.entry.seq, ranges: item.superseded };
+      // past SUPERSEDED_RANGES_MAX the oldest ranges go unmarked: counted as lost, never hidden
+      const ranges = item.superseded.toJSON().slice(-2 * SUPERSEDED_RANGES_MAX);
+      const mark = { type: MsgType.SUPERSEDED, sender: item.entry.sender.id, seq: item.entry.seq, ranges };
       out.push({ body: encode(/** @type {import('../core/protocol.js').SupersededMsg} */ (mark)).subarray(1), entry: null });
     }
     out.push(item);
@@ -192,8 +177,9 @@ export class Outbox {
       if (at !== undefined) {
         const old = this.queue[at];
         this.queuedBytes += body.length - old.body.length;
-        this.queue[at] = this.marksFor(old) ? { body, entry, superseded: supersededBy(old) } : { body, entry };
-        if (this.queue[at].superseded) this.marked = true;
+        const item = { body, entry };
+        if (this.marksFor(old)) { markReplaced(old, item); this.marked = true; }
+        this.queue[at] = item;
         this.ctx.stats.droppedUpdates++;
         this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), session);
         return;
@@ -310,11 +296,10 @@ export class Outbox {
     if (stale.length) {
       const drop = new Set(stale);
       this.queue = this.queue.filter((item) => !drop.has(item));
-      // Oldest first, so each kept item's marks are sorted.
       for (let i = stale.length - 1; i >= 0; i--) {
         const item = stale[i];
         const kept = /** @type {OutItem} */ (newest.get(/** @type {PendingUpdate} */ (item.entry).sender.id));
-        if (this.marksFor(item)) { kept.superseded = mergeMarks(supersededBy(item), kept.superseded); this.marked = true; }
+        if (this.marksFor(item)) { markReplaced(item, kept); this.marked = true; }
       }
       for (const item of stale) {
         this.queuedBytes -= item.body.length;
@@ -365,10 +350,8 @@ export class Session {
     this.userAgent = '';
     /** Mode `relay`: coalesce frames, aggregate ACKs. False = `relay-faithful`. */
     this.batched = false;
-    /** Its HELLO asked for a capability: its WELCOME ends with the capabilities granted. */
-    this.asked = false;
-    /** It gets SUPERSEDED marks for the queued poses the relay replaces (HELLO capability). */
-    this.marks = false;
+    /** The capability flags granted to its HELLO; null when it asked for none (its WELCOME then has no capabilities byte). @type {number | null} */
+    this.capabilities = null;
     this.membershipOnly = false;
     /** relay-udp: updates and ACKs travel on a data channel (HELLO flag UDP). */
     this.udp = false;
@@ -407,6 +390,9 @@ export class Session {
      */
     this.ackCredit = 0;
   }
+
+  /** It gets SUPERSEDED marks for the queued poses the relay replaces (HELLO capability). */
+  get marks() { return ((this.capabilities ?? 0) & HelloFlag.SUPERSEDED_MARKS) !== 0; }
 
   /** The WebSocket's queued messages (tests look at it). */
   get queue() { return this.out.queue; }

@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createRelay, relayContext, relayOptions } from './index.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
-import { MsgType, decode, encode, unbatch } from '../core/protocol.js';
+import { HelloFlag, MsgType, decode, encode, unbatch } from '../core/protocol.js';
 
 /** A socket whose send buffer is full until `drain()`; keeps what was written. */
 function fakeSocket() {
@@ -40,7 +40,7 @@ function pushWhileBlocked(o, seqs) {
   });
   const socket = fakeSocket();
   const receiver = new Session(socket, ctx);
-  receiver.marks = o.marks;
+  receiver.capabilities = o.marks ? HelloFlag.SUPERSEDED_MARKS : 0;
   receiver.batched = o.receiverBatched ?? true;
   const sender = /** @type {any} */ ({ id: 7, batched: o.senderBatched });
   receiver.out.push(encode({ type: MsgType.MEMBER_JOINED, id: 7, name: 's' }).subarray(1), null);
@@ -85,7 +85,7 @@ test('poses already queued when the outbox blocks: the stale ones are marked on 
   const socket = fakeSocket();
   socket.bufferedAmount = 0;
   const receiver = new Session(socket, ctx);
-  receiver.marks = true;
+  receiver.capabilities = HelloFlag.SUPERSEDED_MARKS;
   receiver.batched = true;
   const sender = /** @type {any} */ ({ id: 7, batched: true });
   for (const seq of [1, 2, 3]) {
