@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { GATES } from '../gates/gates.js';
-import { failedConditions } from '../shared/flags.js';
+import { failedConditions, figureAt } from '../shared/flags.js';
 import { markdownTable } from '../report/format.js';
 
 const CARLAB = fileURLToPath(new URL('../../scripts/carlab.js', import.meta.url));
@@ -55,7 +55,7 @@ export function failIfOf(gate) {
  */
 export function gateRows(gate, run) {
   return gate.holds.map((h) => {
-    const value = run ? h.figure.split('.').reduce((/** @type {any} */ o, k) => (o == null ? undefined : o[k]), run) : undefined;
+    const value = figureAt(run, h.figure);
     const broken = run ? failedConditions([{ path: h.figure, op: BREAKS[h.op], value: h.bound, text: h.figure }], run) : ['no run'];
     const shown = typeof value === 'number' ? String(Math.round(value * 100) / 100) : 'missing';
     return { gate: gate.name, figure: h.figure, bound: `${h.op} ${h.bound}`, measured: shown, ok: broken.length === 0 };

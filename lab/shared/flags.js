@@ -97,6 +97,14 @@ export function parseFailIf(text) {
 }
 
 /**
+ * The value at a dotted path of a run record (`rt.p95`), undefined where the path leads nowhere.
+ * @param {Record<string, any> | null} run @param {string} path
+ */
+export function figureAt(run, path) {
+  return path.split('.').reduce((/** @type {any} */ o, k) => (o == null ? undefined : o[k]), run);
+}
+
+/**
  * The conditions a run breaks. A figure the run does not have (missing, null,
  * not a number) breaks its condition: a gate whose figure is missing has not
  * been met.
@@ -107,7 +115,7 @@ export function parseFailIf(text) {
 export function failedConditions(conditions, run) {
   const broken = [];
   for (const c of conditions) {
-    const v = c.path.split('.').reduce((o, k) => (o == null ? undefined : o[k]), run);
+    const v = figureAt(run, c.path);
     if (typeof v !== 'number' || !Number.isFinite(v)) {
       broken.push(`${c.text} (${c.path} is missing)`);
       continue;
