@@ -1,9 +1,7 @@
 #!/usr/bin/env node
-// Builds the phone app (web/dist) and the lab pages (lab/pages/dist) where
-// either is missing or older than its sources, and writes their precompressed
-// twins (server/precompress.js): `npm test` does this once before any test
-// serves them, so the servers its tests start find the twins current instead
-// of each compressing the AR bundle again, side by side.
+// Builds the phone app (web/dist) and the lab pages (lab/pages/dist) where missing or stale, with
+// their precompressed twins (server/precompress.js): once, before any test's server would compress
+// the AR bundle again beside the others.
 import { fileURLToPath } from 'node:url';
 
 import { LAB_PAGES_DIST, ensureLabPages } from '../lab/pages/build.js';

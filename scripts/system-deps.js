@@ -1,9 +1,7 @@
 #!/usr/bin/env node
-// The system programs the tests need, each with its Debian package. `npm test`
-// calls ensureSystemDeps() first: what is missing is installed with apt-get
-// when this is root and apt-get is here; otherwise the run stops at once naming
-// the one command. On CI (`CI=true`, `--upgrade-browsers`) the browsers are
-// also brought to Debian's current versions: the tests see what a new machine gets.
+// The system programs the tests need, each with its Debian package. `npm test` calls ensureSystemDeps()
+// first: what is missing is installed with apt-get as root, else the run stops naming the one command.
+// On CI (`CI=true`, `--upgrade-browsers`) the browsers are brought to Debian's current versions too.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
