@@ -1,8 +1,8 @@
 /**
  * `carlab check` (`npm run test:realtime`): the benchmark gates of
  * lab/gates/gates.js, one at a time, each a `carlab sim` or `carlab bench`
- * run with its `--fail-if` conditions; a table of every figure beside its
- * bound. A gate fails when a figure is past its bound or missing.
+ * run with its `--fail-if` conditions or a `carlab fuzz` run; a table of every
+ * figure beside its bound. A gate fails when a figure is past its bound or missing.
  *
  * @module lab/commands/check
  */
@@ -29,9 +29,9 @@ export function checkHelp() {
     'Usage: carlab check [--only NAME,...] [--list] [--keep DIR]',
     '',
     'Run the benchmark gates (lab/gates/gates.js) one at a time, each a carlab sim or bench run',
-    'with --fail-if, and print every figure beside its bound. Exit 1 when a figure is past its',
-    'bound or missing. Run nothing else on the machine beside it: the bounds are for a 2-core',
-    'machine of this project\'s class with at most one busy core beside the gate.',
+    'with --fail-if or a carlab fuzz run, and print every figure beside its bound. Exit 1 when',
+    'a figure is past its bound or missing. Run nothing else on the machine beside it: the bounds',
+    'are for a 2-core machine of this project\'s class with at most one busy core beside the gate.',
     '',
     '  --only NAME,...  just these gates',
     '  --list           name the gates and what each holds, run nothing',
@@ -63,17 +63,28 @@ export function gateRows(gate, run) {
 }
 
 /**
- * Runs one gate's command; resolves with its first run record, or null.
+ * The command line of a gate's run and the file its record lands in: sim and bench write a results
+ * folder (its first run is the record), fuzz one JSON report (the record itself).
+ * @param {import('../gates/gates.js').Gate} gate @param {string} out
+ */
+export function gateCommand(gate, out) {
+  if (gate.command === 'fuzz') return { argv: [CARLAB, 'fuzz', ...gate.args, '--json', path.join(out, 'fuzz.json')], file: path.join(out, 'fuzz.json') };
+  return { argv: [CARLAB, gate.command, ...gate.args, '--no-progress', '--out', out, '--fail-if', failIfOf(gate)], file: path.join(out, 'results.json') };
+}
+
+/**
+ * Runs one gate's command; resolves with its record, or null.
  * @param {import('../gates/gates.js').Gate} gate @param {string} out @param {NodeJS.WritableStream} log
  */
 function runGate(gate, out, log) {
-  const argv = [CARLAB, gate.command, ...gate.args, '--no-progress', '--out', out, '--fail-if', failIfOf(gate)];
+  const { argv, file } = gateCommand(gate, out);
   log.write(`# gate ${gate.name}: carlab ${argv.slice(1).join(' ')}\n`);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('exit', () => {
       try {
-        resolve(JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8')).runs?.[0] ?? null);
+        const written = JSON.parse(readFileSync(file, 'utf8'));
+        resolve(gate.command === 'fuzz' ? written : written.runs?.[0] ?? null);
       } catch {
         resolve(null);
       }
@@ -100,7 +111,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
   if (unknown.length) { stderr.write(`carlab check: no gate named ${unknown.join(', ')}\n\n${checkHelp()}\n`); return 2; }
   const gates = GATES.filter((g) => names.includes(g.name));
   if (values.list) {
-    for (const g of gates) stdout.write(`${g.name}: ${g.what}\n  carlab ${g.command} ${g.args.join(' ')} --fail-if "${failIfOf(g)}"\n`);
+    for (const g of gates) stdout.write(`${g.name}: ${g.what}\n  carlab ${g.command} ${g.args.join(' ')}${g.command === 'fuzz' ? '' : ` --fail-if "${failIfOf(g)}"`}\n`);
     return 0;
   }
   const rows = [];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { failIfOf, gateRows, run } from './check.js';
+import { failIfOf, gateCommand, gateRows, run } from './check.js';
 import { GATES } from '../gates/gates.js';
 
 const sink = () => {
@@ -26,11 +26,11 @@ test('a gate fails when a figure is past its bound or missing, and holds only wh
   assert.deepEqual(gateRows(gate, null).map((r) => r.ok), [false, false], 'a run that wrote no record');
 });
 
-test('every gate is a sim or bench run with fixed bounds and what they read', () => {
+test('every gate is a sim, bench or fuzz run with fixed bounds and what they read', () => {
   assert.ok(GATES.length >= 4);
   for (const g of GATES) {
-    assert.match(g.command, /^(sim|bench)$/);
-    assert.ok(!g.args.includes('--out') && !g.args.includes('--fail-if'), `${g.name}: check adds --out and --fail-if`);
+    assert.match(g.command, /^(sim|bench|fuzz)$/);
+    assert.ok(!['--out', '--fail-if', '--json'].some((f) => g.args.includes(f)), `${g.name}: check adds --out, --json and --fail-if`);
     for (const h of g.holds) {
       assert.equal(typeof h.bound, 'number');
       assert.match(h.measured, /alone .+, beside a busy core .+/, `${g.name} ${h.figure}: what it read, stated`);
@@ -47,4 +47,13 @@ test('carlab check: --list names the gates; an unknown gate or flag is a usage e
   assert.equal(await run(['--only', 'nope'], { stdout: sink().stream, stderr: err.stream }), 2);
   assert.match(err.text(), /no gate named nope[\s\S]*Usage: carlab check/);
   assert.equal(await run(['--bogus'], { stdout: sink().stream, stderr: sink().stream }), 2);
+});
+
+test('a sim or bench gate writes a results folder with --fail-if; a fuzz gate one JSON report', () => {
+  const sim = gateCommand(gate, '/tmp/g');
+  assert.deepEqual(sim.argv.slice(1), ['sim', '--no-progress', '--out', '/tmp/g', '--fail-if', 'rt.p95>=250,tracking.fps<3']);
+  assert.equal(sim.file, '/tmp/g/results.json');
+  const fuzz = gateCommand({ ...gate, command: 'fuzz', args: ['--only', 'fair-flood'] }, '/tmp/g');
+  assert.deepEqual(fuzz.argv.slice(1), ['fuzz', '--only', 'fair-flood', '--json', '/tmp/g/fuzz.json']);
+  assert.equal(fuzz.file, '/tmp/g/fuzz.json');
 });

@@ -40,7 +40,7 @@
 
 import net from 'node:net';
 import { REPORT_LIMITS, Reporter } from '../../core/report.js';
-import { MAX_GAP_MS, goodMember, longestGap } from './fuzz-scenarios.js';
+import { STARVED_GAP_MS, goodMember, longestGap } from './fuzz-scenarios.js';
 import { until } from '../shared/loop-stall.js';
 
 /** The report lanes, as `--only` takes them (`reports` for the three, `scenario` for every scenario). */
@@ -278,7 +278,7 @@ export function judgeGoodReporters(good) {
   for (const g of good) {
     if (g.closed) problems.push(`well-behaved member ${g.id} was closed: ${g.closed.code} "${g.closed.reason}"`);
     for (const [other, gap] of Object.entries(g.gapMs)) {
-      if (gap > MAX_GAP_MS) problems.push(`well-behaved member ${g.id} got nothing from ${other} for ${gap} ms`);
+      if (gap > STARVED_GAP_MS) problems.push(`well-behaved member ${g.id} got nothing from ${other} for ${gap} ms (starved: over ${STARVED_GAP_MS} ms)`);
     }
     if (g.reports.refused.length) problems.push(`well-behaved member ${g.id}'s reports were not accepted: ${g.reports.refused.slice(0, 3).join('; ')}`);
     if (g.reports.accepted === 0) problems.push(`well-behaved member ${g.id} had no report accepted`);

@@ -163,11 +163,11 @@ test('judgeGoodReporters: closed, starved, refused or never accepted each say so
   assert.deepEqual(judgeGoodReporters(goodReporters()), []);
   const g = goodReporters();
   g[0].closed = { code: 4005, reason: 'x' };
-  g[0].gapMs = { 8: 1400 };
+  g[0].gapMs = { 8: 5400 };
   g[1].reports = { sent: 2, accepted: 0, refused: ['seq 2: 429 too_frequent', 'seq 3 (final): dropped'] };
   assert.deepEqual(judgeGoodReporters(g), [
     'well-behaved member 7 was closed: 4005 "x"',
-    'well-behaved member 7 got nothing from 8 for 1400 ms',
+    'well-behaved member 7 got nothing from 8 for 5400 ms (starved: over 5000 ms)',
     "well-behaved member 8's reports were not accepted: seq 2: 429 too_frequent; seq 3 (final): dropped",
     'well-behaved member 8 had no report accepted',
   ]);

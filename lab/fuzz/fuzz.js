@@ -26,7 +26,7 @@ import { makeWorld } from './fuzz-world.js';
 import { runCase } from './fuzz-drivers.js';
 import { settleGoodClients, startGoodClients, startSentinels } from './fuzz-good-clients.js';
 import { seedOf } from '../shared/rng.js';
-import { SCENARIO_NAMES, failedScenario, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
+import { SCENARIO_NAMES, failedScenario, fairnessFigures, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
 import { REPORTS_ALIAS, REPORT_SCENARIO_NAMES, createReportLedger } from './fuzz-reports.js';
 import { reportPlan } from './fuzz-report-plan.js';
 import { runReportGarbage } from './fuzz-report-garbage.js';
@@ -329,6 +329,7 @@ export async function runFuzz(o = {}) {
     ok: problems.length === 0,
     problems,
     scenarios,
+    fairness: fairnessFigures(scenarios),
     seed,
     target,
     units: tally.units,

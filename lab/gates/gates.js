@@ -10,8 +10,8 @@
  * @typedef {object} Gate
  * @property {string} name
  * @property {string} what what a person would notice if it broke
- * @property {'sim' | 'bench'} command
- * @property {string[]} args the command's flags, --out and --fail-if aside
+ * @property {'sim' | 'bench' | 'fuzz'} command
+ * @property {string[]} args the command's flags, --out, --json and --fail-if aside
  * @property {{ figure: string, op: '<' | '<=' | '>' | '>=', bound: number, measured: string }[]} holds
  *   each figure (a path into the run record) must stay `op` its bound: `measured` says what it
  *   read alone and beside one busy core (commit and machine in docs/results.md "Gates")
