@@ -117,7 +117,7 @@ test.describe('errors a person can act on', () => {
   });
 });
 
-// What a person sees, checked for correctness: how fast is the benchmark gates' (lab/gates.js:
+// What a person sees, checked for correctness: how fast is the benchmark gates' (lab/gates/gates.js:
 // tracking rate, delivery within 250 ms), measured with nothing else on the machine.
 test.describe('tracking and sharing with a fake camera (Chromium)', () => {
   /** @type {ReturnType<typeof makeVideo>} */
@@ -230,7 +230,7 @@ test.describe('tracking and sharing with a fake camera (Chromium)', () => {
         console.log(`${transport}: A -> B one-way mean ${latency.oneWayMeanMs.toFixed(1)} ms, p95 ${latency.oneWayP95Ms.toFixed(1)} ms, `
           + `max ${latency.oneWayMaxMs.toFixed(1)} ms (n ${latency.n}); A's RT mean ${latency.rtMeanMs.toFixed(1)} ms`);
         await testInfo.attach(`latency-${transport}.json`, { body: JSON.stringify(latency, null, 2), contentType: 'application/json' });
-        // A's updates reach B and are ACKed (within 250 ms: the gate `ar-delivery`, lab/gates.js)
+        // A's updates reach B and are ACKed (within 250 ms: the gates `ar-relay` and `ar-p2p`, lab/gates/gates.js)
         expect(delays.length).toBeGreaterThan(0);
         expect(rtA.length).toBeGreaterThan(0);
 

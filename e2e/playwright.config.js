@@ -11,7 +11,7 @@ export default defineConfig({
   testMatch: '*.spec.js',
   timeout: 120_000,
   // Spec files side by side: they wait on networks, ICE and timers more than they compute. No test
-  // here holds a real-time bound (those are the benchmark gates, lab/gates.js), so load on the
+  // here holds a real-time bound (those are the benchmark gates, lab/gates/gates.js), so load on the
   // machine makes them slower, never wrong.
   workers: 2,
   fullyParallel: false,

@@ -220,7 +220,7 @@ for (const transport of ['relay', 'relay-faithful']) {
       expect(x.fromWebKit).toBeGreaterThan(10);
       expect(x.fromChromium).toBeGreaterThan(10);
       expect(x.toChromium.n).toBeGreaterThan(10);
-      // Updates arrive both ways and are ACKed; how fast is the gate `webkit-delivery` (lab/gates.js).
+      // Updates arrive both ways and are ACKed; how fast is the gate `webkit-delivery` (lab/gates/gates.js).
       expect(x.toWebKit.n).toBeGreaterThan(10);
       expect(rt.length).toBeGreaterThan(10);
       const wkAvatar = /** @type {AvatarInfo} */ ((await cr.page.evaluate(() => window.carlab.avatars())).find((/** @type {AvatarInfo} */ a) => a.id === wkId));

@@ -117,7 +117,7 @@ async function fiveMembers(options, seconds) {
  * What each well-behaved member got: from every other well-behaved member,
  * updates in every 2 s of the run (it keeps receiving them; 12 are sent in
  * that time, so only a member the floods starve gets none). How many per
- * second is timing: the gate `fairness` (lab/gates.js).
+ * second is timing: the gate `fairness` (lab/gates/gates.js).
  * @param {Awaited<ReturnType<typeof fiveMembers>>} run
  */
 function assertInnocentsFine(run) {

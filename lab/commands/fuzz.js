@@ -45,7 +45,8 @@ good clients must see no gap, duplicate or reorder. Exit 0 when every
 promise held, 1 otherwise, 2 on bad flags.
 
 Flags:
-  --frames N           frames, handshakes and HTTP requests to send (default 100000)
+  --frames N           frames, handshakes and HTTP requests to send (default 100000; 0: the
+                       scenario lanes alone)
   --seed S             a number or any string: the same seed sends the same cases (default 1)
   --lanes N            cases in flight at once (default 8)
   --max-rss-growth MB  server RSS may grow this much over its start (default 96)
@@ -105,7 +106,7 @@ export async function run(argv, io = {}) {
   let lanes;
   let growthMb;
   try {
-    frames = int('frames', values.frames, 100000);
+    frames = int('frames', values.frames, 100000, 0);
     lanes = int('lanes', values.lanes, 8, 1, 64);
     growthMb = int('max-rss-growth', values['max-rss-growth'], 96, 1, 65536);
   } catch (err) {

@@ -54,6 +54,36 @@ export const GATES = Object.freeze([
     ],
   },
   {
+    name: 'fairness',
+    what: 'members of a group where two flood at 75 % of their UPDATE limit and one bursts past it, and members '
+      + 'beside a session flooding POST /reports, each hear every other well-behaved member at least once a second '
+      + '(was relay/fairness.test.js and lab/commands/fuzz.test.js: 1 s gaps)',
+    command: 'fuzz',
+    args: ['--frames', '0', '--only', 'fair-flood,fair-flood-udp,reports', '--seed', '1'],
+    holds: [
+      { figure: 'fairness.floodGapMs', op: '<', bound: 1000, measured: 'alone 181, beside a busy core 189' },
+      { figure: 'fairness.floodUdpGapMs', op: '<', bound: 1000, measured: 'alone 200, beside a busy core 185' },
+      { figure: 'fairness.reportLanesGapMs', op: '<', bound: 1000, measured: 'alone 196, beside a busy core 189' },
+    ],
+  },
+  {
+    name: 'restart',
+    // A client's outage is the server's (a new process listening, about 0.5 s alone) plus the backoff's
+    // full-jitter wait, up to 10 s (web/src/transport/relay-reconnect.js): the max is chance within
+    // that, so its bound is the longest wait after a restart of up to 5 s; the mean over 60 is steadier.
+    what: 'the relay is killed and started again mid-run: every client is back within its backoff\'s longest wait, '
+      + 'nothing twice or out of order (was lab/sim/restart.test.js)',
+    command: 'sim',
+    args: ['--transport', 'relay', '--clients', '60', '--group', '5', '--duration', '12', '--warmup', '2', '--restart-at', '2', '--restart-down', '200'],
+    holds: [
+      { figure: 'outage.outageMs.max', op: '<', bound: 15000, measured: 'alone 2667, beside a busy core 4614' },
+      { figure: 'outage.outageMs.mean', op: '<', bound: 8000, measured: 'alone 1271, beside a busy core 1693' },
+      { figure: 'outage.stillDown', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+      { figure: 'dups', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+      { figure: 'reorders', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+    ],
+  },
+  {
     name: 'failover',
     what: 'a relay of three is killed: its clients are back on another within 5 s, and a group moves whole '
       + '(was lab/target/cluster.test.js)',

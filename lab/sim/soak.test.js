@@ -2,7 +2,7 @@
 // form (300 clients, 600 s) is a command, see docs/reliability.md. Zero lost,
 // duplicated or reordered updates (sequence-checked per stream) and no memory
 // growth after the warm-up (live heap and Buffers after a full GC). RT stability
-// is timing, held by the gate `soak` (lab/gates.js), not here.
+// is timing, held by the gate `soak` (lab/gates/gates.js), not here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runSimPoint } from './sim.js';
