@@ -14,7 +14,7 @@ import { Session } from './session.js';
 import { CarClient } from '../core/client.js';
 import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
-import { plusTwoStalls, startStallMeter, waitFor } from '../lab/shared/loop-stall.js';
+import { startStallMeter, waitFor } from '../lab/shared/loop-stall.js';
 import { socketBufferCeiling } from '../lab/shared/socket-buffers.js';
 import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
 
@@ -64,7 +64,7 @@ async function rawMember(url, group, name) {
   return { ws, id: () => id, newest, updates: () => updates, pause: () => socket.pause(), resume: () => socket.resume() };
 }
 
-test('a consumer that stops reading: its group keeps its RT, relay memory stays bounded, stale poses are replaced', { timeout: 150_000 }, async () => {
+test('a consumer that stops reading: its group goes on, relay memory stays bounded, stale poses are replaced', { timeout: 150_000 }, async () => {
   const server = http.createServer();
   const queueHardBytes = 1024 * 1024;
   const relay = createRelay({
@@ -109,7 +109,7 @@ test('a consumer that stops reading: its group keeps its RT, relay memory stays 
     // machine). Without the policy each sender would complete none: it would wait for the
     // silent member until its 20 s ACK timeout.
     assert.ok(others.n >= good.length * 5, `the group went on: ${others.n} updates in 3 s`);
-    assert.ok(/** @type {number} */ (others.p95) < plusTwoStalls(250, stallMs), `the group kept its RT under 250 ms: p95 ${others.p95}, stall ${stallMs} ms`);
+    // how fast the others are then (under 250 ms) is the gate `slow-consumer` (lab/gates/gates.js)
     assert.ok(good.every((c) => c.cycle.ackTimeouts === 0), 'nobody ran into its ACK timeout');
     const m1 = relay.metrics();
     assert.equal(m1.slowConsumers, 1);

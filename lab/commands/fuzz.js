@@ -19,14 +19,16 @@ cases at it: malformed, truncated, oversized, random and valid-but-wrong
 relay frames (bad version, unknown type, spoofed ids, pre-HELLO messages,
 nested batches, huge counts, floods, text frames), garbage on the PeerServer
 WebSocket, broken WebSocket handshakes and framing, and odd HTTP requests
-under /peerjs. Beside them four scenarios (docs/security.md): fair-flood
+under /peerjs. Beside them five scenarios (docs/security.md): fair-flood
 (two members of a group of 5 flood UPDATEs at 75 % of the limit, then one
 bursts over it, while three send one per 167 ms and ACK: no innocent is
 closed or starved, the one over its limit is closed 4005), fair-flood-udp
 (the same on relay-udp: the excess is dropped, nobody closed), peer-takeover
 (a same-token second claim of a PeerJS id closes the older socket 4007;
-another token gets ID-TAKEN) and slow-headers (requests whose headers never
-end are cut off within the headers timeout, others still answered). Three
+another token gets ID-TAKEN), slow-headers (requests whose headers never
+end are cut off within the headers timeout, others still answered) and
+slow-consumer (a member of a group of 5 stops reading its socket: after
+slowAckMs the relay stops waiting for it, nobody runs into an ACK timeout). Three
 more throw bad client reports at POST /reports while the members of a relay
 group exchange updates and send good reports (docs/security.md "Client
 reports"): report-garbage (not JSON, truncated, over 64 KiB declared, sent
@@ -52,8 +54,8 @@ Flags:
   --max-rss-growth MB  server RSS may grow this much over its start (default 96)
   --only LIST          run only these case names or targets (relay, peer, raw, http) and
                        scenarios (fair-flood, fair-flood-udp, peer-takeover, slow-headers,
-                       report-garbage, report-flood, report-claim; reports for the three
-                       report lanes, scenario for all seven), comma-separated
+                       slow-consumer, report-garbage, report-flood, report-claim; reports
+                       for the three report lanes, scenario for all eight), comma-separated
   --json FILE          also write the full report as JSON
   -h, --help           this help
 

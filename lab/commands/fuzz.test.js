@@ -92,7 +92,7 @@ describe('cases', () => {
  */
 function assertScenarios(scenarios) {
   const by = Object.fromEntries(scenarios.map((sc) => [sc.name, sc]));
-  assert.deepEqual(Object.keys(by).sort(), ['fair-flood', 'fair-flood-udp', 'peer-takeover', 'report-books', 'report-claim', 'report-flood', 'report-garbage', 'slow-headers']);
+  assert.deepEqual(Object.keys(by).sort(), ['fair-flood', 'fair-flood-udp', 'peer-takeover', 'report-books', 'report-claim', 'report-flood', 'report-garbage', 'slow-consumer', 'slow-headers']);
   for (const sc of scenarios) assert.deepEqual(sc.problems, [], `${sc.name}: ${sc.summary}`);
 
   // Two flood at 75 % of their UPDATE limit, three behave: no innocent closed or starved.
@@ -125,6 +125,12 @@ function assertScenarios(scenarios) {
   assert.equal(take.thiefFirst, 'ID-TAKEN');
   assert.equal(take.thiefClosed?.code, CloseCode.ID_TAKEN);
   assert.deepEqual(take.liveForId, [1, 1, 1], 'exactly one live socket for the id after every claim');
+
+  // A member stops reading: once it is lagging the group is ACKed without it, nobody times out.
+  const slowConsumer = by['slow-consumer'].facts;
+  assert.ok(slowConsumer.updatesToSlow > 0 && slowConsumer.slowConsumersMarked >= 1);
+  for (const g of slowConsumer.good) assert.deepEqual([g.closed, g.ackTimeouts, g.rtAfter >= 5], [null, 0, true], `slow-consumer: well-behaved ${g.id}`);
+  assert.ok(slowConsumer.rtAfter.max < slowConsumer.slowAckMs, `nothing waited for it again: ${slowConsumer.rtAfter.max} ms`);
 
   // Headers never finished: cut off within the headers timeout; the server kept answering others.
   const slow = by['slow-headers'].facts;
@@ -229,6 +235,7 @@ describe('carlab fuzz', () => {
       assertScenarios(r.scenarios);
       // the fairness gate's figures: each lane family's longest gap, read from its facts
       for (const figure of ['floodGapMs', 'reportLanesGapMs']) assert.equal(typeof r.fairness[figure], 'number', figure);
+      assert.equal(typeof r.slowConsumer.rtP95Ms, 'number');
       assert.equal(r.fairness.floodGapMs, Math.max(...r.scenarios.find((/** @type {any} */ sc) => sc.name === 'fair-flood').facts.good.flatMap((/** @type {any} */ g) => Object.values(g.gapMs))));
     } finally {
       await rm(dir, { recursive: true, force: true });

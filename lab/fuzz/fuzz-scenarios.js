@@ -15,6 +15,8 @@
 //   slow-headers    sockets that never finish their request headers are cut
 //                   off (408 or close) within the server's headers timeout,
 //                   while other requests keep being answered.
+//   slow-consumer   a member stops reading: the relay stops waiting for it
+//                   (fuzz-slow-consumer.js).
 //
 // Each scenario's parameters are a pure function of the seed (scenarioPlan);
 // its verdict a pure function of what it saw (judge*), so both are tested
@@ -179,7 +181,7 @@ export function fairnessFigures(scenarios) {
  * A well-behaved member: the product's client (one UPDATE per cycle,
  * pipelined, an ACK for every UPDATE), its arrivals recorded per sender.
  * (The report lanes, lab/fuzz/fuzz-reports.js, use it too.)
- * @param {{ url: string, group: string, cycleMs: number, udp: boolean, RTCPeerConnection?: any, name?: string }} p
+ * @param {{ url: string, group: string, cycleMs: number, udp: boolean, RTCPeerConnection?: any, name?: string, ackTimeoutMs?: number }} p
  */
 export async function goodMember(p) {
   /** @type {Map<number, number[]>} */
@@ -188,7 +190,7 @@ export async function goodMember(p) {
     transport: p.udp
       ? createRelayUdpTransport({ url: p.url, RTCPeerConnection: p.RTCPeerConnection, WebSocket })
       : createRelayTransport({ url: p.url, batched: true, WebSocket }),
-    group: p.group, name: p.name ?? 'fair', cycleMs: p.cycleMs, cycleMode: 'pipelined', ackTimeoutMs: 5000,
+    group: p.group, name: p.name ?? 'fair', cycleMs: p.cycleMs, cycleMode: 'pipelined', ackTimeoutMs: p.ackTimeoutMs ?? 5000,
     pose: () => [0, 0, 0, 0, 0, 0, 1],
     onEvent: (event, detail) => {
       if (event !== 'pose') return;

@@ -28,6 +28,7 @@ import { settleGoodClients, startGoodClients, startSentinels } from './fuzz-good
 import { seedOf } from '../shared/rng.js';
 import { SCENARIO_NAMES, failedScenario, fairnessFigures, runFairFlood, runPeerTakeover, runSlowHeaders, scenarioPlan, skippedScenario } from './fuzz-scenarios.js';
 import { REPORTS_ALIAS, REPORT_SCENARIO_NAMES, createReportLedger } from './fuzz-reports.js';
+import { SLOW_CONSUMER, runSlowConsumer, slowConsumerFigures } from './fuzz-slow-consumer.js';
 import { reportPlan } from './fuzz-report-plan.js';
 import { runReportGarbage } from './fuzz-report-garbage.js';
 import { runReportClaim, runReportFlood } from './fuzz-report-flood-claim.js';
@@ -188,7 +189,7 @@ export function fuzzProblems({ exit, faults, failureCount, rss, maxRssGrowthByte
 }
 
 /** Every scenario lane's name, as --only takes them. */
-export const ALL_SCENARIO_NAMES = Object.freeze([...SCENARIO_NAMES, ...REPORT_SCENARIO_NAMES]);
+export const ALL_SCENARIO_NAMES = Object.freeze([...SCENARIO_NAMES, SLOW_CONSUMER, ...REPORT_SCENARIO_NAMES]);
 
 /**
  * Whether `only` (the --only list) leaves scenario `name` in: no list, its
@@ -252,6 +253,7 @@ async function startScenarios(o, { seed, world, server, port }) {
           ? runFairFlood({ wsBase, plan: plan.floodUdp, limits, udp: true, RTCPeerConnection: await RTCPeerConnection, metrics })
           : skippedScenario('fair-flood-udp', 'relay-udp is not available (node-datachannel)'))),
         guarded('slow-headers', () => runSlowHeaders({ port, plan: plan.slow })),
+        guarded(SLOW_CONSUMER, () => runSlowConsumer({ wsBase, group: `${plan.flood.group}-slow`, cycleMs: plan.flood.cycleMs, slowAckMs: RELAY_DEFAULTS.slowAckMs, metrics })),
       ];
       return Promise.all([...pending, runReports()]).then((done) => [takeover, ...done.flat()].filter((x) => x !== null));
     },
@@ -330,6 +332,7 @@ export async function runFuzz(o = {}) {
     problems,
     scenarios,
     fairness: fairnessFigures(scenarios),
+    slowConsumer: slowConsumerFigures(scenarios),
     seed,
     target,
     units: tally.units,

@@ -67,6 +67,17 @@ export const GATES = Object.freeze([
     ],
   },
   {
+    name: 'slow-consumer',
+    what: 'a member of a group of 5 stops reading its socket: once the relay stops waiting for it (slowAckMs), '
+      + 'the other four are acknowledged within 250 ms (was relay/slow.test.js)',
+    command: 'fuzz',
+    args: ['--frames', '0', '--only', 'slow-consumer', '--seed', '1'],
+    holds: [
+      { figure: 'slowConsumer.rtP95Ms', op: '<', bound: 250, measured: 'alone 2.2, beside a busy core 1.6' },
+      { figure: 'slowConsumer.updatesAfter', op: '>=', bound: 40, measured: 'alone 72, beside a busy core 71' },
+    ],
+  },
+  {
     name: 'restart',
     // A client's outage is the server's (a new process listening, about 0.5 s alone) plus the backoff's
     // full-jitter wait, up to 10 s (web/src/transport/relay-reconnect.js): the max is chance within
