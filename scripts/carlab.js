@@ -43,6 +43,7 @@ export const COMMANDS = Object.freeze({
   report: { summary: 'render results.json into tables and charts', load: () => import('../lab/commands/report.js') },
   markers: { summary: 'generate the marker pattern and camera parameters', load: () => import('./markers.js') },
   video: { summary: 'make the fake-camera .y4m video for headless browsers', load: () => import('../lab/commands/video.js') },
+  churn: { summary: 'clients join and leave beside stable members; check their streams and the relay\'s baseline', load: () => import('../lab/commands/churn.js') },
   fuzz: { summary: 'throw seeded garbage at the relay and PeerServer; check nothing breaks', load: () => import('../lab/commands/fuzz.js') },
   check: { summary: 'run the benchmark gates: every real-time bound, one gate at a time (npm run test:realtime)', load: () => import('../lab/commands/check.js') },
   agent: { summary: 'offer this machine\'s browsers to `carlab bench --agents` through NATS (docs/fleet.md)', load: () => import('../lab/commands/agent.js') },

@@ -77,8 +77,9 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {string | null} url a running carlab server instead of our own (no server CPU/RTS then);
  *   the pages then come from the lab's page host (lab/bench/page-host.js), so the server must allow its origin
  * @property {number} [pagesPort] the page host's port with --url (0 or absent: a free one, kept for the whole run)
- * @property {boolean} [tracking] --tracking: one AR page tracking the synthetic camera in a Chromium of the fleet
+ * @property {boolean} [tracking] --tracking: one AR page tracking the synthetic camera in a browser of the fleet
  *   (lab/bench/throttle.js), its frame rate over the measured window in the run's `tracking`
+ * @property {'chromium' | 'firefox' | 'webkit'} [trackingBrowser] --tracking-browser: which (default chromium)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null }) => void} [onProgress]
  * @property {() => boolean} [shouldStop]
  * @property {import('../net/network.js').PointNetwork | null} [net] --net: the server in
@@ -507,8 +508,8 @@ export async function runBenchPoint(o) {
     await openPages(o, { layout, browsers, baseUrls, runId, pageHost }, pages, pageErrors);
     const capabilities = await browserCapabilitiesOf(pages);
     await waitForMesh(pages);
-    const chromium = browsers.find((b) => b.name === 'chromium');
-    const tracker = o.tracking && chromium ? await openTrackingPage(chromium, baseUrls[0], runId, point.cpuSlowdown) : null;
+    const trackingHost = o.tracking ? browsers.find((b) => b.name === (o.trackingBrowser ?? 'chromium')) : undefined;
+    const tracker = trackingHost ? await openTrackingPage(trackingHost, baseUrls[0], runId, point.cpuSlowdown) : null;
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
     const started = Date.now();
@@ -533,7 +534,7 @@ export async function runBenchPoint(o) {
       await watchPhase(o, pages, started, 'measuring', measuringS);
     }
     const windowMs = performance.now() - windowStart;
-    const tracking = tracker && trackingFrom ? trackingFigures(trackingFrom, await sampleTracking(tracker)) : null;
+    const tracking = tracker && trackingFrom ? { ...trackingFigures(trackingFrom, await sampleTracking(tracker)), browser: trackingHost?.name } : null;
     const browserUsage = sampler.stop();
     /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
     const usageByBrowser = kindSamplers.length

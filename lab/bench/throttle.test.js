@@ -28,7 +28,7 @@ test('--cpu-slowdown: Chromium only; a mixed fleet says which browsers run at fu
   assert.match(String(slowdownCheck([0.5], ['chromium']).problem), /0\.5 is not a slowdown/);
 });
 
-test('bench flags: --cpu-slowdown lists, --tracking needs Chromium and no agents', () => {
+test('bench flags: --cpu-slowdown lists, --tracking needs its browser in the fleet and no agents', () => {
   const ok = benchOptions(['--cpu-slowdown', '1,4', '--tracking', '--browsers', 'chromium,firefox']);
   assert.equal(ok.problem, null);
   assert.deepEqual(ok.o.cpuSlowdowns, [1, 4]);
@@ -37,7 +37,13 @@ test('bench flags: --cpu-slowdown lists, --tracking needs Chromium and no agents
   assert.equal(benchOptions([]).o.cpuSlowdowns, null);
   assert.match(String(benchOptions(['--cpu-slowdown', 'fast']).problem), /--cpu-slowdown: "fast" is not a positive number/);
   assert.match(String(benchOptions(['--cpu-slowdown', '4', '--browsers', 'firefox']).problem), /firefox cannot be throttled/);
-  assert.match(String(benchOptions(['--tracking', '--browsers', 'firefox']).problem), /--tracking opens its AR page in Chromium/);
+  assert.match(String(benchOptions(['--tracking', '--browsers', 'firefox']).problem), /--tracking opens its AR page in chromium: add chromium to --browsers/);
+  // --tracking-browser picks another of the fleet's browsers, and implies --tracking
+  const ff = benchOptions(['--tracking-browser', 'firefox', '--browsers', 'chromium,firefox']);
+  assert.deepEqual([ff.problem, ff.o.tracking, ff.o.trackingBrowser], [null, true, 'firefox']);
+  assert.equal(benchOptions(['--tracking']).o.trackingBrowser, 'chromium');
+  assert.match(String(benchOptions(['--tracking-browser', 'webkit']).problem), /AR page in webkit: add webkit to --browsers/);
+  assert.match(String(benchOptions(['--tracking-browser', 'safari']).problem), /--tracking-browser: "safari" is not chromium, firefox or webkit/);
   assert.match(String(benchOptions(['--tracking', '--agents', '2', '--nats', 'nats://x:1', '--token', 'abcdefgh']).problem), /not with --agents/);
   assert.match(benchCommand.help(), /--cpu-slowdown LIST/);
 });

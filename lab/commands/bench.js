@@ -55,6 +55,8 @@ ${EDITS_FLAG_HELP}
                        a Chromium of the fleet, in a group of its own and throttled like the
                        peers; its frame rate, ms per frame and marker-found % go in the run's
                        \`tracking\` (not with --agents)
+  --tracking-browser B the tracking page in chromium (default), firefox or webkit (one of
+                       --browsers; implies --tracking)
 
 ${FLEET_HELP}
 
@@ -84,6 +86,7 @@ export const benchCommand = {
     'pages-port': { type: 'string' },
     'cpu-slowdown': { type: 'string' },
     tracking: { type: 'boolean', default: false },
+    'tracking-browser': { type: 'string' },
     'edits-per-minute': { type: 'string' },
     ...FLEET_FLAGS,
   },
@@ -136,7 +139,7 @@ export const benchCommand = {
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
-    tracking: options.tracking, editsPerMinute: options.editsPerMinute ?? 0,
+    tracking: options.tracking, trackingBrowser: options.trackingBrowser, editsPerMinute: options.editsPerMinute ?? 0,
   })),
 };
 
@@ -191,8 +194,11 @@ function slowdownProblem(o) {
   const { problem, notice } = slowdownCheck(o.cpuSlowdowns, o.browsers);
   if (problem) return problem;
   o.slowdownNotice = notice;
-  o.tracking = Boolean(o.values.tracking);
-  if (o.tracking && !o.browsers.includes('chromium')) return '--tracking opens its AR page in Chromium: add chromium to --browsers';
+  const trackingBrowser = o.values['tracking-browser'];
+  o.tracking = Boolean(o.values.tracking) || trackingBrowser !== undefined;
+  o.trackingBrowser = trackingBrowser ?? 'chromium';
+  if (!['chromium', 'firefox', 'webkit'].includes(o.trackingBrowser)) return `--tracking-browser: "${trackingBrowser}" is not chromium, firefox or webkit`;
+  if (o.tracking && !o.browsers.includes(o.trackingBrowser)) return `--tracking opens its AR page in ${o.trackingBrowser}: add ${o.trackingBrowser} to --browsers`;
   if (o.tracking && o.values.agents !== undefined) return '--tracking runs on this machine: not with --agents';
   return null;
 }

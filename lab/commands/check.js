@@ -1,7 +1,7 @@
 /**
  * `carlab check` (`npm run test:realtime`): the benchmark gates of
  * lab/gates/gates.js, one at a time, each a `carlab sim` or `carlab bench`
- * run with its `--fail-if` conditions or a `carlab fuzz` run; a table of every
+ * run with its `--fail-if` conditions or a `carlab fuzz` or `churn` run; a table of every
  * figure beside its bound. A gate fails when a figure is past its bound or missing.
  *
  * @module lab/commands/check
@@ -29,9 +29,9 @@ export function checkHelp() {
     'Usage: carlab check [--only NAME,...] [--list] [--keep DIR]',
     '',
     'Run the benchmark gates (lab/gates/gates.js) one at a time, each a carlab sim or bench run',
-    'with --fail-if or a carlab fuzz run, and print every figure beside its bound. Exit 1 when',
-    'a figure is past its bound or missing. Run nothing else on the machine beside it: the bounds',
-    'are for a 2-core machine of this project\'s class with at most one busy core beside the gate.',
+    'with --fail-if or a carlab fuzz or churn run, and print every figure beside its bound. Exit 1',
+    'when a figure is past its bound or missing. Run nothing else on the machine beside it: the',
+    'bounds are for a 2-core machine of this project\'s class with at most one busy core beside it.',
     '',
     '  --only NAME,...  just these gates',
     '  --list           name the gates and what each holds, run nothing',
@@ -64,11 +64,14 @@ export function gateRows(gate, run) {
 
 /**
  * The command line of a gate's run and the file its record lands in: sim and bench write a results
- * folder (its first run is the record), fuzz one JSON report (the record itself).
+ * folder (its first run is the record), fuzz and churn one JSON report (the record itself).
  * @param {import('../gates/gates.js').Gate} gate @param {string} out
  */
 export function gateCommand(gate, out) {
-  if (gate.command === 'fuzz') return { argv: [CARLAB, 'fuzz', ...gate.args, '--json', path.join(out, 'fuzz.json')], file: path.join(out, 'fuzz.json') };
+  if (gate.command === 'fuzz' || gate.command === 'churn') {
+    const file = path.join(out, `${gate.command}.json`);
+    return { argv: [CARLAB, gate.command, ...gate.args, '--json', file], file };
+  }
   return { argv: [CARLAB, gate.command, ...gate.args, '--no-progress', '--out', out, '--fail-if', failIfOf(gate)], file: path.join(out, 'results.json') };
 }
 
@@ -84,7 +87,7 @@ function runGate(gate, out, log) {
     child.on('exit', () => {
       try {
         const written = JSON.parse(readFileSync(file, 'utf8'));
-        resolve(gate.command === 'fuzz' ? written : written.runs?.[0] ?? null);
+        resolve(written.runs ? written.runs[0] ?? null : written);
       } catch {
         resolve(null);
       }
@@ -111,7 +114,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
   if (unknown.length) { stderr.write(`carlab check: no gate named ${unknown.join(', ')}\n\n${checkHelp()}\n`); return 2; }
   const gates = GATES.filter((g) => names.includes(g.name));
   if (values.list) {
-    for (const g of gates) stdout.write(`${g.name}: ${g.what}\n  carlab ${g.command} ${g.args.join(' ')}${g.command === 'fuzz' ? '' : ` --fail-if "${failIfOf(g)}"`}\n`);
+    for (const g of gates) stdout.write(`${g.name}: ${g.what}\n  carlab ${g.command} ${g.args.join(' ')}${['fuzz', 'churn'].includes(g.command) ? '' : ` --fail-if "${failIfOf(g)}"`}\n`);
     return 0;
   }
   const rows = [];

@@ -26,10 +26,10 @@ test('a gate fails when a figure is past its bound or missing, and holds only wh
   assert.deepEqual(gateRows(gate, null).map((r) => r.ok), [false, false], 'a run that wrote no record');
 });
 
-test('every gate is a sim, bench or fuzz run with fixed bounds and what they read', () => {
+test('every gate is a sim, bench, fuzz or churn run with fixed bounds and what they read', () => {
   assert.ok(GATES.length >= 4);
   for (const g of GATES) {
-    assert.match(g.command, /^(sim|bench|fuzz)$/);
+    assert.match(g.command, /^(sim|bench|fuzz|churn)$/);
     assert.ok(!['--out', '--fail-if', '--json'].some((f) => g.args.includes(f)), `${g.name}: check adds --out, --json and --fail-if`);
     for (const h of g.holds) {
       assert.equal(typeof h.bound, 'number');

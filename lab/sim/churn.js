@@ -278,6 +278,27 @@ export async function runChurn(o = {}) {
   }
 }
 
+/** Heap growth after GC past which the relay is taken to keep what churners left (bytes). */
+export const HEAP_GROWTH_BOUND = 2 * 1024 * 1024;
+
+/**
+ * What broke, from a churn report: the run's promises, timing aside.
+ * @param {Awaited<ReturnType<typeof runChurn>>} r a report of runChurn
+ * @returns {string[]}
+ */
+export function churnProblems(r) {
+  const problems = [];
+  const s = r.stable;
+  if (s.lost || s.dups || s.reorders) problems.push(`stable members' streams: ${s.lost} lost, ${s.dups} duplicated, ${s.reorders} reordered`);
+  if (s.closed) problems.push(`${s.closed} stable member(s) closed`);
+  if (!Number.isFinite(r.maxGapMs)) problems.push('a stable member never sent during the churn');
+  if (JSON.stringify(r.relay.after) !== JSON.stringify(r.relay.before)) problems.push(`the relay kept state: ${JSON.stringify(r.relay.after)} against ${JSON.stringify(r.relay.before)}`);
+  const growth = r.heapUsedBytes.after - r.heapUsedBytes.baseline;
+  if (growth >= HEAP_GROWTH_BOUND) problems.push(`the server's heap after GC grew by ${(growth / 1024).toFixed(0)} KiB`);
+  if (r.serverFaults) problems.push(`the server reported ${r.serverFaults} fault(s)`);
+  return problems;
+}
+
 /** @param {any} r relay metrics */
 function pickGauges(r) {
   return { clients: r.clients, joined: r.joined, groups: r.groups, pending: r.pending, queued: r.queued, blocked: r.blocked };

@@ -4,8 +4,7 @@
 // pending updates, and its heap after GC near its baseline, once all left.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runChurn } from './churn.js';
-import { plusTwoStalls } from '../shared/loop-stall.js';
+import { churnProblems, runChurn } from './churn.js';
 
 test('churn: no stable member stalls, nothing leaks', { timeout: 90_000 }, async () => {
   // 32 steps of 100..400 ms (~8 s): by count, so the seed alone decides the churn (a busy
@@ -16,11 +15,11 @@ test('churn: no stable member stalls, nothing leaks', { timeout: 90_000 }, async
   assert.ok(r.counts.joins >= 10 && r.counts.silentJoins >= 2 && r.counts.cleanLeaves + r.counts.abruptLeaves >= 6, `enough churn: ${JSON.stringify(r.counts)}`);
   // (the peak: at the churn's last instant every churner may just have left)
   assert.ok(r.relay.during.peakClients > r.stable.clients, `churners were there: peak ${r.relay.during.peakClients} clients`);
-  // The ACK timeout bounds any stall: 2 s plus one cycle, with margin for timers (500 ms), plus
-  // twice the longest stall of this process's loop, measured, which runs every member (a stall
-  // can delay the ACK's reading and the next send): 2626 ms once beside the browser tests.
-  const allowedMs = plusTwoStalls(r.ackTimeoutMs + 500, r.loopStallMs);
-  assert.ok(r.maxGapMs < allowedMs, `longest gap between two sends: ${r.maxGapMs.toFixed(0)} ms (allowed ${allowedMs} ms: stall ${r.loopStallMs} ms)`);
+  // A sender waiting on a silent member is freed by the ACK timeout (2 s) or the member's leave:
+  // stuck, it would send nothing for the rest of the churn. How short the gap stays (the timeout
+  // and a cycle) is the gate `churn` (lab/gates/gates.js); here only that it ends.
+  assert.ok(r.maxGapMs < 3 * r.ackTimeoutMs, `longest gap between two sends: ${r.maxGapMs.toFixed(0)} ms (this process stalled up to ${r.loopStallMs} ms)`);
+  assert.deepEqual(churnProblems(r), []);
   // The stable members' streams among themselves are complete and in order.
   assert.equal(r.stable.lost, 0);
   assert.equal(r.stable.dups, 0);
