@@ -133,8 +133,12 @@ async function comeAndGo({ browser, fx, base, transport, feed }) {
       await page.evaluate(() => window.carlab.ready.then(() => true));
       await sleep(1000);
     }
-    // all three in, each has reported what it received from the other two
-    for (const { page } of phones) await page.waitForFunction(() => (window.carlab.reporter?.seq ?? 0) >= 3, null, { timeout: 20_000 });
+    // All three in: each has reported what it received from the other two, and has had 25 more of its
+    // updates ACKed by both, however long a loaded machine takes (the loss check below needs them).
+    const marks = await Promise.all(phones.map(({ page }) => page.evaluate(() => window.carlab.client.rt.length)));
+    for (const [i, { page }] of phones.entries()) {
+      await page.waitForFunction((mark) => (window.carlab.reporter?.seq ?? 0) >= 3 && window.carlab.client.rt.length >= mark + 25, marks[i], { timeout: 60_000 });
+    }
     for (const { page } of phones) {
       // A page that unloads is busy: the others' updates of its last 400 ms
       // reach it but are never read, then it leaves (as on pagehide).

@@ -98,6 +98,7 @@ export function analyseTracking(frames, truth) {
     falseDetections,
     positionError: {
       mean: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
+      p50: sorted[Math.floor(sorted.length * 0.5)] ?? null,
       p95: sorted[Math.floor(sorted.length * 0.95)] ?? null,
       max: sorted.at(-1) ?? null,
     },
