@@ -8,7 +8,7 @@
  */
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -119,8 +119,12 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
   }
   const rows = [];
   for (const gate of gates) {
+    // fuzz and churn write a file, not a folder: the folder is made here
     const out = values.keep ? path.join(values.keep, gate.name) : mkdtempSync(path.join(tmpdir(), `carlab-gate-${gate.name}-`));
+    mkdirSync(out, { recursive: true });
+    const started = performance.now();
     rows.push(...gateRows(gate, await runGate(gate, out, stderr)));
+    stderr.write(`# gate ${gate.name}: ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
     if (!values.keep) rmSync(out, { recursive: true, force: true });
   }
   const cells = rows.map((r) => [r.gate, r.figure, r.bound, r.measured, r.ok ? 'ok' : 'FAILED']);

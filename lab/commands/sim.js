@@ -8,6 +8,7 @@ import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
 import { LOAD_FLAGS_HELP } from '../report/saturation.js';
+import { MAX_MACHINES, missingTools } from '../target/lb.js';
 
 /** Help text of `carlab sim`. */
 export function simHelp() {
@@ -47,7 +48,9 @@ ${LOAD_FLAGS_HELP}
 
 Scale-out: --relays N runs N relay processes joined by a nats-server of the run's own
 (or --nats URL); clients are placed by --placement (spread: every group spans the
-relays) and fail over to the next relay when theirs goes; --kill-relay-at S kills one;
+relays; group: each group on one; haproxy: every client connects to HAProxy in front of the
+relays, deploy/haproxy.cfg, which puts each group on one and moves it when its relay dies)
+and fail over to the next relay when theirs goes; --kill-relay-at S kills one;
 --pause-relay S:D stops one for D seconds (a starved process: the others drop it after 3.5 s).
 Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, nodesLost, ... }
 and, with a kill, failover { clientsMoved, reconnectMs, lostUpdates, ... }.
@@ -115,6 +118,10 @@ export const simCommand = {
     if (o.pauseRelay && o.killRelayAtS !== null) return '--pause-relay and --kill-relay-at both act on the first relay: give one of them';
     if (o.pauseRelay && o.pauseRelay.atS >= o.durationS) return `--pause-relay: ${o.pauseRelay.atS} s is not inside the ${o.durationS} s window`;
     if (o.restartAtS !== undefined && o.relays.some((/** @type {number} */ n) => n > 0)) return '--restart-at restarts the one relay; with --relays use --kill-relay-at';
+    if (o.placements.includes('haproxy') && (o.relays.every((/** @type {number} */ n) => n === 0) || o.relays.some((/** @type {number} */ n) => n === 1 || n > MAX_MACHINES))) {
+      return `--placement haproxy puts HAProxy in front of --relays 2..${MAX_MACHINES}`;
+    }
+    if (o.placements.includes('haproxy') && missingTools(['haproxy']).length) return '--placement haproxy needs haproxy (sudo apt-get install haproxy)';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.nets) return '--relays with --net is not supported yet: the relays would need NATS inside the server namespace';
     if (o.relays.some((/** @type {number} */ n) => n > 0) && o.transports.some((/** @type {string} */ t) => BASELINES.includes(t))) {
       return `--relays: the baselines (${BASELINES.join(', ')}) have no cluster`;

@@ -117,3 +117,17 @@ test('sim --start-cluster: clear usage errors for what does not go with it', asy
   assert.match(await usage(['--start-cluster', '2', '--live-heap']), /--live-heap measures the one relay process/);
   assert.match(await usage(['--relays', '2', '--live-heap']), /--live-heap measures the one relay process/);
 });
+
+test('sim --placement haproxy: HAProxy in front of 2 to 6 relays, nothing else', async () => {
+  /** @param {string[]} argv */
+  const usage = async (argv) => {
+    const stderr = sink();
+    const code = await run(argv, { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
+    assert.equal(code, 2, argv.join(' '));
+    return stderr.text();
+  };
+  for (const relays of ['0', '1', '7', '2,1']) {
+    assert.match(await usage(['--placement', 'haproxy', '--relays', relays]), /--placement haproxy puts HAProxy in front of --relays 2\.\.6/, relays);
+  }
+  assert.match(await usage(['--placement', 'nearest', '--relays', '2']), /--placement/);
+});

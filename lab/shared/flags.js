@@ -145,13 +145,13 @@ export function failedConditions(conditions, run) {
  */
 
 /** @typedef {'pipelined' | 'gated'} CycleMode */
-/** @typedef {'spread' | 'group'} Placement spread: a group's members round-robin over the relays (groups span them); group: each group on one relay */
+/** @typedef {'spread' | 'group' | 'haproxy'} Placement spread: a group's members round-robin over the relays (groups span them); group: each group on one relay; haproxy: every client through HAProxy in front of the relays (deploy/haproxy.cfg), which puts each group on one */
 
 /** The action cycle's modes, the product's default first. */
 export const CYCLE_MODES = Object.freeze(/** @type {CycleMode[]} */ (['pipelined', 'gated']));
 
 /** Client placements on a cluster of relays. */
-export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', 'group']));
+export const PLACEMENTS = Object.freeze(/** @type {Placement[]} */ (['spread', 'group', 'haproxy']));
 
 /**
  * The cross product of the sweep lists: network profiles outermost (when
@@ -480,7 +480,9 @@ Scale-out (docs/scale-out.md):
   --relays LIST        relay processes joined through NATS (a nats-server of the run's own);
                        0: one relay process without NATS (default 0)
   --placement LIST     spread: each group's members round-robin over the relays (groups span them);
-                       group: each group on one relay (default spread)
+                       group: each group on one relay; haproxy: every client through HAProxy in
+                       front of the relays (deploy/haproxy.cfg: each group on one; 2..6 relays)
+                       (default spread)
   --nats URL           use this NATS server instead of starting one
   --kill-relay-at S    SIGKILL one relay process S seconds into the measured window (needs --relays 2+);
                        its clients reconnect to the others

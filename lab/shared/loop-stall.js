@@ -1,7 +1,6 @@
-// How long this process's event loop was held up: what a test that runs its
-// members in-process adds to a wall-clock bound, since a stall delays their
-// sends and their reading whatever the relay does (lab/sim/churn.js,
-// lab/fuzz/fuzz-scenarios.js). And the one wait-for-a-condition of the tests
+// How long this process's event loop was held up: read beside a figure of members that live in
+// this process, since a stall delays their sends and their reading whatever the relay does
+// (lab/sim/churn.js, lab/fuzz/fuzz-scenarios.js). And the one wait-for-a-condition of the tests
 // (until, waitFor), which such a stall cannot fail.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -26,15 +25,6 @@ export function startStallMeter({ afterMs = 0, resolutionMs = 10 } = {}) {
       return longest();
     },
   };
-}
-
-/**
- * A bound on a member's timing plus two stalls of its process: one delaying a send, one the reading.
- * @param {number} boundMs
- * @param {number} stallMs
- */
-export function plusTwoStalls(boundMs, stallMs) {
-  return boundMs + 2 * stallMs;
 }
 
 /**

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
-import { plusTwoStalls, startStallMeter, until, waitFor } from './loop-stall.js';
+import { startStallMeter, until, waitFor } from './loop-stall.js';
 
-test('the stall meter reports the longest time the loop was held up; a bound gains two of them', async () => {
+test('the stall meter reports the longest time the loop was held up', async () => {
   const meter = startStallMeter();
   await new Promise((r) => setTimeout(r, 30));
   const until = performance.now() + 120;
@@ -14,7 +14,6 @@ test('the stall meter reports the longest time the loop was held up; a bound gai
   assert.ok(soFar >= 100, `stall so far ${soFar} ms`);
   const stallMs = meter.stop();
   assert.ok(stallMs >= soFar, `stall ${stallMs} ms`);
-  assert.equal(plusTwoStalls(1000, 40), 1080);
   // not started yet when stopped: nothing sampled
   assert.equal(startStallMeter({ afterMs: 1000 }).stop(), 0);
 });

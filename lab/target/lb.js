@@ -1,7 +1,8 @@
 // carlab behind a real load balancer: the repository's HAProxy configuration
 // (deploy/haproxy.cfg) filled in through its variables and run as a process,
 // what its stats page says about each machine, and `carlab start` run as one
-// "machine" inside a network namespace (lab/net). Used by lab/target/haproxy.test.js;
+// "machine" inside a network namespace (lab/net). Used by lab/target/haproxy.test.js and
+// `carlab sim --placement haproxy`;
 // docs/scale-out.md, "Several machines behind HAProxy".
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../server/nats-process.js';
 import { inNamespace } from '../net/commands.js';
 import { waitFor } from '../shared/loop-stall.js';
 
@@ -229,6 +231,26 @@ export async function startHaproxy(vars, file = HAPROXY_CONFIG) {
     throw err;
   }
   return { ...proc, statsBase };
+}
+
+/**
+ * HAProxy on deploy/haproxy.cfg in front of `urls` (http://host:port each: relays on loopback), on
+ * free loopback ports, as this user, once it counts every one of them up (`carlab sim --placement
+ * haproxy`).
+ * @param {string[]} urls
+ * @returns {Promise<LabProcess & { statsBase: string, url: string }>}
+ */
+export async function startBalancer(urls) {
+  const [port, statsPort] = [await freePort(), await freePort()];
+  const lb = await startHaproxy(haproxyEnv({ machines: urls.map((u) => new URL(u).host), bind: `127.0.0.1:${port}`, stats: `127.0.0.1:${statsPort}` }));
+  try {
+    await until(async () => [...(await serverStates(lb.statsBase)).values()].every((state) => state === 'UP'), 15_000,
+      () => `HAProxy does not count every relay up:\n${lb.output()}`);
+  } catch (err) {
+    await lb.stop();
+    throw err;
+  }
+  return { ...lb, url: `http://127.0.0.1:${port}` };
 }
 
 /**
