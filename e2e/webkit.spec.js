@@ -246,9 +246,9 @@ for (const transport of ['relay', 'relay-faithful']) {
       expect(hud.transport).toBe('relay');
       expect(hud.members.map((/** @type {{ name: string }} */ m) => m.name)).toEqual(['Chrome']);
       expect(hud.rt.n).toBeGreaterThan(10);
-      // the HUD shows the rate of the last second while tracking runs; how fast WebKit tracks is the
-      // lab's to measure: beside a busy core it read 1.2 and 1.7 fps in a fresh-clone run (2 was the bound)
-      expect(hud.trackingFps).toBeGreaterThan(0);
+      // The HUD shows the rate of the last second while tracking runs: a starved WebKit can go a second
+      // without a frame, so it is waited for. How fast WebKit tracks is the gate `webkit-delivery`'s.
+      await expect.poll(async () => (await inWebKit(() => window.carlab.hudState())).trackingFps, { timeout: 30_000, intervals: [250] }).toBeGreaterThan(0);
       const hudText = await inWebKit(() => /** @type {HTMLElement} */ (document.querySelector('.hud')).innerText);
       expect(hudText).toMatch(/tracking\s+[\d.]+ fps/);
       expect(hudText).toContain('Chrome');

@@ -36,6 +36,9 @@ import { startStallMeter, until } from '../shared/loop-stall.js';
 /** The scenario names, as `--only` takes them (and `scenario` for all). */
 export const SCENARIO_NAMES = Object.freeze(['fair-flood', 'fair-flood-udp', 'peer-takeover', 'slow-headers']);
 
+/** How long the fair-flood lanes wait for the relay's verdict on the burst: its close (relay) or its drops (relay-udp). */
+const VERDICT_WAIT_MS = 15_000;
+
 /**
  * A well-behaved member is starved when a stream from another one stands still this long (30 cycles
  * of 167 ms): what unfair limits do to it, whatever the machine. How fresh it stays, under the 1 s
@@ -336,8 +339,13 @@ export async function runFairFlood(p) {
     const stallMeter = startStallMeter({ afterMs: 1000 });
     await sleep(p.plan.seconds * 1000);
     paused.add(p.plan.burster);
-    floods[p.plan.burster].send(p.plan.burst);
-    await sleep(1500); // the verdict on the burst arrives; the others must keep receiving meanwhile
+    const bursting = floods[p.plan.burster];
+    bursting.send(p.plan.burst);
+    // The verdict on the burst arrives (on relay-udp: the excess is counted dropped); the others must
+    // keep receiving meanwhile. Waited for, not slept: a starved machine once took past 1.5 s.
+    const dropped = async () => ((await p.metrics()).relay?.budget?.udpDroppedUpdates ?? 0) > (budgetBefore.udpDroppedUpdates ?? 0);
+    await sleep(1500);
+    await until(async () => (p.udp ? dropped() : bursting.closed !== null), VERDICT_WAIT_MS, 100);
     stopPacing();
     const to = performance.now();
     const clientStallMs = stallMeter.stop();
