@@ -32,6 +32,9 @@ ${LAB_FLAGS_HELP}
                        start it again on the same port: clients reconnect, the run
                        reports the outage and the updates lost in it
   --restart-down MS    keep it down this long before restarting (default 0)
+  --late-join S        the last member of every group joins S seconds into the measured window
+                       (with --edits-per-minute, scene.joinSyncMs: how long until it holds every
+                       edit made before it came)
 ${EDITS_FLAG_HELP}
   --start-cluster LIST measure the product as it runs: the server under test is a real
                        \`carlab start --http\` process, 1: plain (one process, no NATS),
@@ -89,6 +92,7 @@ export const simCommand = {
   },
   extraFlags: {
     workers: { type: 'string' }, 'edits-per-minute': { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
+    'late-join': { type: 'string' },
     ...START_CLUSTER_FLAG,
   },
   help: simHelp,
@@ -99,7 +103,7 @@ export const simCommand = {
       o.workers = w;
     }
     if (o.url) return '--url is not supported: sim starts its own server to measure its CPU apart';
-    for (const [flag, key, min] of /** @type {const} */ ([['timeline', 'timelineS', 1], ['restart-at', 'restartAtS', 0], ['restart-down', 'restartDownMs', 0]])) {
+    for (const [flag, key, min] of /** @type {const} */ ([['timeline', 'timelineS', 1], ['restart-at', 'restartAtS', 0], ['restart-down', 'restartDownMs', 0], ['late-join', 'lateJoinS', 0]])) {
       const raw = o.values[flag];
       if (raw === undefined) continue;
       const n = Number(raw);
@@ -113,6 +117,8 @@ export const simCommand = {
       return '--live-heap measures the one relay process; it does not go with --relays or --start-cluster';
     }
     if (o.restartDownMs !== undefined && o.restartAtS === undefined) return '--restart-down needs --restart-at';
+    if (o.lateJoinS !== undefined && o.lateJoinS >= o.durationS) return `--late-join: ${o.lateJoinS} s is not inside the ${o.durationS} s window`;
+    if (o.lateJoinS !== undefined && o.groups.some((/** @type {number} */ g) => g < 2)) return '--late-join holds back the last member of each group: --group must be 2 or more';
     if (o.restartAtS !== undefined && o.restartAtS >= o.durationS) return `--restart-at: ${o.restartAtS} s is not inside the ${o.durationS} s window`;
     if (o.killRelayAtS !== null && o.killRelayAtS >= o.durationS) return `--kill-relay-at: ${o.killRelayAtS} s is not inside the ${o.durationS} s window`;
     if (o.pauseRelay && o.killRelayAtS !== null) return '--pause-relay and --kill-relay-at both act on the first relay: give one of them';
@@ -143,6 +149,7 @@ export const simCommand = {
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop, editsPerMinute: options.editsPerMinute ?? 0,
     timelineS: options.timelineS, liveHeap: options.liveHeap,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
+    lateJoinS: options.lateJoinS,
     nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,
   }),
 };

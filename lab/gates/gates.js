@@ -98,6 +98,19 @@ export const GATES = Object.freeze([
     ],
   },
   {
+    name: 'late-join',
+    what: 'a member that joins its group late holds every edit the group made before it came within a second '
+      + '(was e2e/webkit.spec.js: a WebKit phone joining late over the relay)',
+    command: 'sim',
+    args: ['--transport', 'relay', '--clients', '20', '--group', '5', '--edits-per-minute', '60', '--late-join', '4',
+      '--duration', '8', '--warmup', '1'],
+    holds: [
+      { figure: 'scene.joinSyncMs.p99', op: '<', bound: 1000, measured: 'alone 59.5, beside a busy core 92.4' },
+      { figure: 'scene.joinSyncMs.n', op: '>=', bound: 4, measured: 'alone 4, beside a busy core 4' },
+      { figure: 'scene.atEnd.disagreeing', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+    ],
+  },
+  {
     name: 'restart',
     // A client's outage is the server's (a new process listening, about 0.5 s alone) plus the backoff's
     // full-jitter wait, up to 10 s (web/src/transport/relay-reconnect.js): the max is chance within

@@ -21,7 +21,8 @@ import { startEditing } from '../shared/edits.js';
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: import('../shared/flags.js').Placement, config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
- *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number }} */
+ *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number,
+ *   lateJoinMs?: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -75,6 +76,11 @@ function serversOf(i) {
   return [...urls.slice(home), ...urls.slice(0, home)];
 }
 const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.clients - g * job.groupSize);
+/**
+ * --late-join: the last member of each group of two or more connects lateJoinMs after the start.
+ * @param {number} i
+ */
+const joinsLate = (i) => job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2 && i === groupOf(i) * job.groupSize + groupSizeOf(groupOf(i)) - 1;
 
 async function connectAll() {
   const CONCURRENCY = 64;
@@ -97,15 +103,26 @@ async function connectAll() {
         pose: () => scriptedPose(i, performance.now()),
       });
       clients.push(client);
-      await client.connect();
+      if (!joinsLate(i)) await client.connect();
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, one));
 }
 
-/** Every client sees its whole group (the other members may live in other threads). */
+/** Every client sees its whole group (the other members may live in other threads), late joiners aside. */
 function allMeshed() {
-  return clients.every((c, k) => c.members.size === groupSizeOf(groupOf(job.from + k)) - 1);
+  return clients.every((c, k) => {
+    const i = job.from + k;
+    const late = job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2;
+    return joinsLate(i) || c.members.size === groupSizeOf(groupOf(i)) - 1 - Number(late);
+  });
+}
+
+/** --late-join: the held-back members connect and start their cycle. */
+function joinLate() {
+  clients.forEach((c, k) => {
+    if (joinsLate(job.from + k)) c.connect().then(() => c.start(), (err) => port.postMessage({ type: 'error', message: `late join: ${err?.message ?? err}` }));
+  });
 }
 
 // Client reports (--reports): every client POSTs a core/report.js report to
@@ -267,7 +284,8 @@ async function drain() {
 
 port.on('message', async (m) => {
   if (m.cmd === 'start') {
-    for (const c of clients) c.start();
+    clients.forEach((c, k) => { if (!joinsLate(job.from + k)) c.start(); });
+    if (job.lateJoinMs !== undefined) setTimeout(joinLate, job.lateJoinMs);
     if (job.editsPerMinute) editing = startEditing(clients, job.editsPerMinute);
     startReports();
     progressTimer = setInterval(() => {

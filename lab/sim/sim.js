@@ -43,6 +43,7 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {number} updates per client, 0 = use durationS
  * @property {number} ackTimeoutMs
  * @property {number} [editsPerMinute] each client edits the shared scene this often (0: never)
+ * @property {number} [lateJoinS] --late-join: the last member of every group joins this many seconds into the window
  * @property {number} [workers] generator threads (default: 1 per 400 clients, at most 2)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
@@ -103,6 +104,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
       editsPerMinute: o.editsPerMinute ?? 0,
+      ...(o.lateJoinS !== undefined ? { lateJoinMs: (o.warmupS + o.lateJoinS) * 1000 } : {}),
       ...(o.reconnect ? { reconnect: o.reconnect } : {}),
     }, asProcesses, net ? net.clientNs[w] : null);
     run.workers.push(worker);
