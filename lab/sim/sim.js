@@ -51,7 +51,7 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {boolean} [liveHeap] start the relay with --expose-gc and force a full GC as each
  *   timeline bucket closes, so that every bucket holds the live heap and the native memory
  *   (RSS beyond V8's heap and external buffers) rather than wherever V8's sizing happens to be:
- *   what a leak check compares (the soak test); it costs the relay a GC per bucket
+ *   what a leak check compares (the gate soak); it costs the relay a GC per bucket
  * @property {{ atS: number, downMs?: number }} [restart] kill the server (SIGKILL) this many
  *   seconds into the measured window and start it again on the same port after downMs:
  *   the clients reconnect, the run record reports the outage
