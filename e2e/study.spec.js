@@ -244,7 +244,10 @@ async function studyRound({ browser, fx, base, transport, testInfo, feed }) {
   for (const page of pages) sceneMembers.push(await page.evaluate(() => window.carlab.client.sceneMember(performance.timeOrigin + performance.now())));
 
   for (const page of pages) await page.evaluate(() => window.carlab.client.stop());
-  await pages[0].waitForTimeout(1500); // the last updates and ACKs land
+  // The last updates and ACKs land: until each page's count is settled (its cutoff past its last
+  // update), so the final report it sends later counts the same updates as the stats read here. A
+  // fixed 1.5 s once read one update fewer beside a busy loop than the final report did.
+  for (const page of pages) await page.waitForFunction(() => window.carlab.client.cycle.settled(), null, { timeout: 35_000, polling: 100 });
   const stats = [];
   for (const page of pages) stats.push(await page.evaluate(() => window.carlab.client.stats()));
   const families = new Map(stats.map((s, i) => [s.id, PHONES[i].family]));
