@@ -131,27 +131,3 @@ test('sim --placement haproxy: HAProxy in front of 2 to 6 relays, nothing else',
   }
   assert.match(await usage(['--placement', 'nearest', '--relays', '2']), /--placement/);
 });
-
-test('sim --late-join: the last member of each group joins late and catches up with the edits made before it', { timeout: 120_000 }, async () => {
-  const out = await mkdtemp(path.join(tmpdir(), 'carlab-sim-'));
-  try {
-    const stderr = sink();
-    const code = await run(['--transport', 'relay', '--clients', '10', '--group', '5', '--edits-per-minute', '120', '--late-join', '3',
-      '--duration', '6', '--warmup', '0', '--no-progress', '--out', out], { stdout: sink().stream, stderr: /** @type {any} */ (stderr.stream) });
-    assert.equal(code, 0, stderr.text());
-    const [r] = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8')).runs;
-    assert.equal(r.connected, 10);
-    assert.equal(r.scene.joinSyncMs.n, 2, 'one late joiner per group, each held what was edited before it');
-    assert.deepEqual(r.scene.atEnd, { groups: 2, members: 10, agreeing: 10, disagreeing: 0 });
-  } finally {
-    await rm(out, { recursive: true, force: true });
-  }
-  /** @param {string[]} argv */
-  const usage = async (argv) => {
-    const err = sink();
-    assert.equal(await run(argv, { stdout: sink().stream, stderr: /** @type {any} */ (err.stream) }), 2, argv.join(' '));
-    return err.text();
-  };
-  assert.match(await usage(['--late-join', '30', '--duration', '10']), /--late-join: 30 s is not inside the 10 s window/);
-  assert.match(await usage(['--late-join', '2', '--group', '1']), /--group must be 2 or more/);
-});
