@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
+import { parseIntFlag } from '../shared/flags.js';
 import { churnProblems, runChurn } from '../sim/churn.js';
 
 const FLAGS = /** @type {const} */ ({
@@ -65,13 +66,7 @@ export async function run(argv, { stdout = process.stdout, stderr = process.stde
   }
   if (values.help) { stdout.write(churnHelp()); return 0; }
   /** @param {keyof typeof FLAGS} name @param {number} fallback @param {number} min @param {number} max */
-  const int = (name, fallback, min, max) => {
-    const raw = values[name];
-    if (raw === undefined) return fallback;
-    const n = /^\d+$/.test(String(raw)) ? Number(raw) : NaN;
-    if (!(n >= min && n <= max)) throw new RangeError(`--${name}: "${raw}" is not an integer ${min}..${max}`);
-    return n;
-  };
+  const int = (name, fallback, min, max) => parseIntFlag(name, /** @type {string | undefined} */ (values[name]), fallback, min, max);
   let o;
   try {
     o = {

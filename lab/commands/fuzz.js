@@ -6,6 +6,7 @@
 
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { parseIntFlag } from '../shared/flags.js';
 import { formatFuzzReport, runFuzz } from '../fuzz/fuzz.js';
 
 /** Help text of `carlab fuzz`. */
@@ -98,19 +99,13 @@ export async function run(argv, io = {}) {
     stdout.write(`${fuzzHelp()}\n`);
     return 0;
   }
-  const int = (/** @type {string} */ name, /** @type {string | undefined} */ raw, /** @type {number} */ fallback, min = 1, max = Number.MAX_SAFE_INTEGER) => {
-    if (raw === undefined) return fallback;
-    const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
-    if (!Number.isSafeInteger(n) || n < min || n > max) throw new RangeError(`--${name}: "${raw}" is not an integer ${min}..${max}`);
-    return n;
-  };
   let frames;
   let lanes;
   let growthMb;
   try {
-    frames = int('frames', values.frames, 100000, 0);
-    lanes = int('lanes', values.lanes, 8, 1, 64);
-    growthMb = int('max-rss-growth', values['max-rss-growth'], 96, 1, 65536);
+    frames = parseIntFlag('frames', values.frames, 100000, 0);
+    lanes = parseIntFlag('lanes', values.lanes, 8, 1, 64);
+    growthMb = parseIntFlag('max-rss-growth', values['max-rss-growth'], 96, 1, 65536);
   } catch (err) {
     return usage(/** @type {Error} */ (err).message);
   }

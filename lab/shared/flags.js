@@ -84,6 +84,18 @@ export function parsePauseRelay(text) {
 }
 
 /**
+ * An integer flag: `fallback` when absent, else a whole number in min..max (a RangeError otherwise).
+ * @param {string} name the flag without its dashes @param {string | undefined} raw
+ * @param {number} fallback @param {number} [min] @param {number} [max]
+ */
+export function parseIntFlag(name, raw, fallback, min = 1, max = Number.MAX_SAFE_INTEGER) {
+  if (raw === undefined) return fallback;
+  const n = /^\d+$/.test(raw.trim()) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new RangeError(`--${name}: "${raw}" is not an integer ${min}..${max}`);
+  return n;
+}
+
+/**
  * Parses `--fail-if "rt.mean>250,lossPct>2"`.
  * @param {string} text
  * @returns {FailCondition[]}
