@@ -9,6 +9,7 @@ import WebSocket from 'ws';
 import { summarize } from '../../core/metrics.js';
 import { HelloFlag, MsgType, decode, encode } from '../../core/protocol.js';
 import { until } from '../shared/loop-stall.js';
+import { result } from './fuzz-reports.js';
 import { goodMember } from './fuzz-scenarios.js';
 
 /** The lane's name, as `--only` takes it. */
@@ -119,8 +120,7 @@ export async function runSlowConsumer(p) {
     };
     const summary = `4 well-behaved, one stopped reading after ${facts.updatesToSlow} UPDATEs; once the relay stopped waiting `
       + `(slowAckMs ${p.slowAckMs} ms): ${rt.n} updates ACKed, RT p95 ${rt.p95?.toFixed(1)} ms, max ${rt.max?.toFixed(1)} ms`;
-    const problems = judgeSlowConsumer(facts);
-    return { name: SLOW_CONSUMER, ok: problems.length === 0, skipped: null, problems, notes: [], summary, facts };
+    return result(SLOW_CONSUMER, judgeSlowConsumer(facts), summary, facts);
   } finally {
     for (const g of good) { g.client.stop(); g.client.close(); }
     slow?.close();
