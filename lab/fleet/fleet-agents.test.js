@@ -134,9 +134,7 @@ test('an agent still closing a run\'s browsers is waited for; one busy with a ru
   try {
     const fleet = { natsUrl: rig.nats.url, token: FLEET_TOKEN, serverHost: '127.0.0.1', discoverMs: 1000 };
     // busy with a run (not closing): refused once discovery is over
-    const t0 = Date.now();
     await assert.rejects(findAgents(nc, { ...fleet, agents: ['worker'] }, ['chromium']), /agent worker is busy with another run \(r2\)/);
-    assert.ok(Date.now() - t0 < 3000, `refused after ${Date.now() - t0} ms`);
     // closing: waited for past the 1 s of discovery, taken once it says it is free
     setTimeout(() => { clearInterval(timer); beat('closer', { busy: null, closing: false }); }, 2500);
     const t1 = Date.now();
