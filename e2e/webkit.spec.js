@@ -27,7 +27,8 @@ const WINDOW = { width: 412, height: 860 };
 /** @typedef {{ id: number, name: string, visible: boolean, drawn: boolean, position: number[], target: number[], seq: number, screen: { x: number, y: number } | null }} AvatarInfo */
 
 // Timing on a shared two-core machine: one more try if a burst of load spoils a window (as e2e/ar.spec.js).
-test.describe.configure({ retries: 1 });
+// WebKit's tracking starts slowly on a starved machine: a generous deadline for every test here.
+test.describe.configure({ retries: 1, timeout: 240_000 });
 
 /** @type {import('../lab/bench/webkit.js').WebKitBrowser} */
 let wk;
@@ -49,6 +50,19 @@ test.afterAll(async () => {
  * @param {A} [arg]
  */
 const inWebKit = (fn, arg) => webkitEvaluate(wk.driver, fn, arg, (m) => pageErrors.push(m));
+
+/**
+ * Waits until the page's `window.carlab[name]` promise has resolved: in slices of 20 s, each well
+ * inside WebDriver's 60 s script timeout, for up to `deadlineMs` (a starved WebKit can take
+ * longer than one slice to start tracking).
+ * @param {'ready' | 'trackingReady'} name @param {number} [deadlineMs]
+ */
+async function settledInWebKit(name, deadlineMs = 150_000) {
+  const end = Date.now() + deadlineMs;
+  while (!(await inWebKit((n) => Promise.race([window.carlab[n].then(() => true), new Promise((r) => setTimeout(() => r(false), 20_000))]), name))) {
+    if (Date.now() > end) throw new Error(`window.carlab.${name} did not resolve within ${deadlineMs / 1000} s`);
+  }
+}
 
 /**
  * Opens a page of the test server in WebKit and watches it for errors; an AR
@@ -138,14 +152,16 @@ test('landing page in WebKit: only the relay transports, one line on why, the jo
   expect(Object.fromEntries(url.searchParams)).toMatchObject({ group, name: 'Wendy', transport: 'relay' });
   await installErrorHook(wk.driver);
   await waitForCarlab(wk.driver);
+  await settledInWebKit('ready');
   expect(await inWebKit(() => window.carlab.ready.then(() => window.carlab.hudState().connection))).toBe('connected');
   // The camera path (WebKit's mock camera) under iOS's rule that media needs a tap to play: the muted,
   // inline camera video plays without one and AR.js processes its frames.
+  await settledInWebKit('trackingReady');
   expect(await inWebKit(() => window.carlab.trackingReady.then(() => {
     const video = window.carlab.tracking.element;
     return { stream: video.srcObject instanceof MediaStream, playsinline: video.hasAttribute('playsinline'), muted: video.muted };
   }))).toEqual({ stream: true, playsinline: true, muted: true });
-  await expect.poll(() => inWebKit(() => [window.carlab.tracking.element.paused, window.carlab.tracking.stats.processed > 3]))
+  await expect.poll(() => inWebKit(() => [window.carlab.tracking.element.paused, window.carlab.tracking.stats.processed > 3]), { timeout: 60_000 })
     .toEqual([false, true]);
   expect(pageErrors).toEqual([]);
 });
@@ -168,7 +184,8 @@ test('AR links asking for p2p, p2p-reliable or relay-udp in WebKit: explained (n
     await expect.poll(async () => new URL(await wk.driver.getCurrentUrl()).searchParams.get('transport')).toBe('relay');
     await installErrorHook(wk.driver);
     await waitForCarlab(wk.driver);
-    expect(await inWebKit(() => window.carlab.ready.then(() => window.carlab.hudState().connection))).toBe('connected');
+    await settledInWebKit('ready');
+  expect(await inWebKit(() => window.carlab.ready.then(() => window.carlab.hudState().connection))).toBe('connected');
   }
   expect(pageErrors).toEqual([]);
 });
@@ -184,7 +201,8 @@ for (const transport of ['relay', 'relay-faithful']) {
     const cr = await chromiumPhone(browser, base, `${q}&name=Chrome&source=none&pose=${crPose}`);
     try {
       await openInWebKit(base, `/ar.html?${q}&name=Safari&source=synthetic&probe=1`);
-      await inWebKit(() => window.carlab.ready.then(() => window.carlab.trackingReady).then(() => true));
+      await settledInWebKit('ready');
+      await settledInWebKit('trackingReady');
       const started = Date.now();
       const wkId = /** @type {number} */ (await inWebKit(() => window.carlab.client.id));
       const crId = await cr.page.evaluate(() => window.carlab.client.id);
@@ -306,7 +324,7 @@ for (const transport of ['relay', 'relay-faithful']) {
  */
 async function joinLateInWebKit(base, group, target) {
   await openInWebKit(base, `/ar.html?group=${group}&name=Safari&transport=relay&source=synthetic&dpr=1`);
-  await inWebKit(() => window.carlab.ready.then(() => true));
+  await settledInWebKit('ready');
   const joinedAt = Date.now();
   /** @type {number | null} */
   let syncMs = null;
@@ -346,7 +364,7 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
     const objects = /** @type {{ id: number, pose: number[] }[]} */ (await inWebKit(() => window.carlab.sceneObjects()));
     expect(objects.map((o) => o.id).sort()).toEqual([0, ...ids].sort());
     // drawn: once tracking finds the marker, every object is on screen where its pose says
-    await inWebKit(() => window.carlab.trackingReady.then(() => true));
+    await settledInWebKit('trackingReady');
     await expect.poll(() => inWebKit(() => window.carlab.sceneObjects().filter((/** @type {any} */ o) => o.screen !== null).length), { timeout: 20_000 }).toBe(4);
     await expect.poll(() => inWebKit(() => document.querySelector('[data-field="scene"]')?.textContent), { timeout: 5_000 }).toBe('4 objects · in sync');
     await screenshot(testInfo, 'webkit-late-join-scene');
@@ -356,7 +374,6 @@ test('a WebKit phone that joins late over the relay holds the scene two Chromium
 });
 
 test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what reaches it, edit the scene; a WebKit phone that joins late over the relay holds it', async ({ browser, baseURL }, testInfo) => {
-  test.setTimeout(150_000);
   const base = /** @type {string} */ (baseURL);
   const group = unique('wk-lossy');
   const fx = await firefox.launch(firefoxLaunchOptions());
@@ -399,8 +416,8 @@ test('two Chromium phones and a Firefox phone on p2p, each losing 5 % of what re
     expect(syncMs, 'the late joiner holds the group\'s scene').not.toBeNull();
     const held = /** @type {{ id: number }[]} */ (await inWebKit(() => window.carlab.sceneObjects()));
     expect(held.map((o) => o.id).sort((a, b) => a - b)).toEqual(ids);
-    await inWebKit(() => window.carlab.trackingReady.then(() => true));
-    await expect.poll(() => inWebKit(() => document.querySelector('[data-field="scene"]')?.textContent), { timeout: 5_000 }).toBe(`${ids.length} objects · in sync`);
+    await settledInWebKit('trackingReady');
+    await expect.poll(() => inWebKit(() => document.querySelector('[data-field="scene"]')?.textContent), { timeout: 15_000 }).toBe(`${ids.length} objects · in sync`);
     await screenshot(testInfo, 'webkit-late-join-lossy-scene');
   } finally {
     for (const context of contexts) await context.close();

@@ -68,7 +68,8 @@ function carlab(args, env = {}) {
   };
   child.stdout.on('data', read);
   child.stderr.on('data', read);
-  const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  // The exit code, or the signal that ended it (which fails an equal-to-0 with its name).
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
   return {
     child, exited, output: () => output,
     /** every nats-server it printed, in order (also after a restart) */
@@ -604,7 +605,7 @@ test('--cluster 2 over HTTPS: the primary reads nothing and spreads connections;
   } finally {
     for (const c of clients) c.close();
     run.child.kill('SIGTERM');
-    assert.equal(await run.exited, 0);
+    assert.equal(await run.exited, 0, `carlab printed:\n${run.output().slice(-3000)}`);
     run.endNats();
     rmSync(dir, { recursive: true, force: true });
   }
