@@ -1,0 +1,165 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DrawnErrorMeter } from './drawn-error.js';
+import { scriptedPose } from './path.js';
+import { DEFAULT_PLAYOUT, Playout, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
+import { distance } from './pose-math.js';
+
+/** @typedef {import('./protocol.js').Pose} Pose */
+
+const CYCLE_MS = 167;
+/** The sender's clock starts 5 s before the receiver's: only the lag minimum maps them. */
+const SENDER_CLOCK_AHEAD_MS = 5000;
+
+/** A position-only pose. @param {number} x @returns {Pose} */
+const at = (x) => [x, 0, 0, 0, 0, 0, 1];
+
+/** A seeded uniform 0..1 (mulberry32), so the runs are the same each time. @param {number} seed */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * One sender walking the scripted circle for `seconds`, its updates lost with `loss` and delayed 20..20+jitter ms,
+ * drawn at 60 fps by every mode from the same arrivals. Returns each mode's drawn-error summary.
+ * @param {{ loss?: number, jitterMs?: number, seconds?: number, seed?: number }} o
+ */
+function walk({ loss = 0, jitterMs = 10, seconds = 20, seed = 1 }) {
+  const rand = random(seed);
+  /** @type {{ arrival: number, seq: number, sendTime: number, pose: Pose }[]} */
+  const arrivals = [];
+  for (let seq = 0, t = 0; t < seconds * 1000; seq++, t += CYCLE_MS) {
+    const delay = 20 + rand() * jitterMs;
+    if (rand() >= loss) arrivals.push({ arrival: t + delay, seq, sendTime: t + SENDER_CLOCK_AHEAD_MS, pose: scriptedPose(3, t) });
+  }
+  arrivals.sort((a, b) => a.arrival - b.arrival);
+  return Object.fromEntries(PLAYOUT_MODES.map((mode) => {
+    const stream = new StreamPlayout(mode);
+    const meter = new DrawnErrorMeter();
+    let next = 0;
+    for (let now = 0; now < seconds * 1000; now += 1000 / 60) {
+      while (next < arrivals.length && arrivals[next].arrival <= now) {
+        const a = arrivals[next++];
+        stream.push(a.seq, a.sendTime, a.arrival, a.pose);
+      }
+      const drawn = stream.poseAt(now);
+      if (drawn && now > 2000) meter.frame(now, drawn.pose, scriptedPose(3, now), drawn.state);
+    }
+    return [mode, meter.summary()];
+  }));
+}
+
+test('interpolate draws between buffered poses a cycle and its jitter behind', () => {
+  const p = new StreamPlayout('interpolate');
+  for (let seq = 0; seq < 40; seq++) p.push(seq, 1000 + seq * 100, seq * 100 + 10, at(seq));
+  assert.ok(Math.abs(p.baseLagMs - (10 - 1000)) < 1e-9, 'the lag minimum maps the clocks');
+  assert.ok(Math.abs(p.cycleMs - 100) < 1, `cycle ${p.cycleMs}`);
+  const drawn = /** @type {NonNullable<ReturnType<StreamPlayout["poseAt"]>>} */ (p.poseAt(3910));
+  assert.equal(drawn.state, 'interpolating');
+  // 3910 on the receiver is 4900 on the sender; drawn 100 ms (one cycle, no jitter) behind: x = 38
+  assert.ok(Math.abs(drawn.pose[0] - 38) < 0.05, `x ${drawn.pose[0]}`);
+  assert.ok(Math.abs(p.behindMs() - 100) < 1);
+});
+
+test('a reordered update refines the curve ahead and never moves the drawing back in sender time', () => {
+  const p = new StreamPlayout('interpolate');
+  for (const seq of [0, 1, 2, 4, 5]) p.push(seq, seq * 100, seq * 100 + 10, at(seq));
+  const before = /** @type {any} */ (p.poseAt(420)).pose[0];
+  p.push(3, 300, 430, at(3)); // late: sent before seq 4
+  assert.equal(p.counts.reordered, 1);
+  assert.deepEqual(p.samples.map((s) => s.seq), [0, 1, 2, 3, 4, 5], 'kept in send order');
+  let last = before;
+  for (let now = 430; now < 700; now += 16) {
+    const x = /** @type {any} */ (p.poseAt(now)).pose[0];
+    assert.ok(x >= last - 1e-9, `drawn x went back from ${last} to ${x} at ${now}`);
+    last = x;
+  }
+});
+
+test('a duplicated update is ignored', () => {
+  const p = new StreamPlayout('predict');
+  p.push(0, 0, 10, at(0));
+  p.push(1, 100, 110, at(1));
+  p.push(1, 100, 130, at(9));
+  assert.equal(p.counts.duplicates, 1);
+  assert.deepEqual(p.samples.map((s) => s.pose[0]), [0, 1]);
+});
+
+test('a gap of several cycles: predict extrapolates at most 1.5 cycles, then holds; the next update is blended in', () => {
+  const p = new StreamPlayout('predict');
+  for (let seq = 0; seq < 5; seq++) p.push(seq, seq * 100, seq * 100, at(seq));
+  const ahead = /** @type {any} */ (p.poseAt(500));
+  assert.equal(ahead.state, 'extrapolating');
+  assert.ok(Math.abs(ahead.pose[0] - 5) < 1e-6, 'continues the motion');
+  const held = /** @type {any} */ (p.poseAt(900));
+  assert.equal(held.state, 'holding');
+  assert.ok(Math.abs(held.pose[0] - 5.5) < 1e-6, 'held at the limit, 150 ms past the newest pose');
+  assert.equal(/** @type {any} */ (p.poseAt(1000)).pose[0], held.pose[0], 'still');
+  p.push(10, 1000, 1000, at(10)); // four updates lost
+  const first = /** @type {any} */ (p.poseAt(1016)).pose[0];
+  assert.ok(first - held.pose[0] < 1, `the drawing moves on from where it was (${held.pose[0]} -> ${first}), no snap`);
+  const settled = /** @type {any} */ (p.poseAt(1200)).pose[0];
+  assert.ok(Math.abs(settled - 10) < 1.5 + 1e-6, `caught up after the blend: ${settled}`);
+});
+
+test('a clock step (the sender\'s clock set back 60 s) starts a new timeline without a jump', () => {
+  const p = new StreamPlayout('interpolate');
+  for (let seq = 0; seq < 10; seq++) p.push(seq, 100_000 + seq * 100, seq * 100, at(seq * 0.01));
+  const before = /** @type {any} */ (p.poseAt(1000)).pose;
+  for (let seq = 10; seq < 20; seq++) p.push(seq, 40_000 + seq * 100, seq * 100, at(seq * 0.01));
+  assert.equal(p.counts.clockSteps, 1);
+  const after = /** @type {any} */ (p.poseAt(1016)).pose;
+  assert.ok(distance(before, after) < 0.01, 'the drawing continues from where it was');
+  const later = /** @type {any} */ (p.poseAt(1950)); // 41 850 on the sender's new clock, 100 ms behind
+  assert.equal(later.state, 'interpolating', 'and plays the new timeline');
+  assert.ok(Math.abs(later.pose[0] - 0.185) < 0.002, `x ${later.pose[0]}`);
+});
+
+test('a member who stops sending is held still in every mode', () => {
+  for (const mode of PLAYOUT_MODES) {
+    const p = new StreamPlayout(mode);
+    for (let seq = 0; seq < 5; seq++) p.push(seq, seq * 100, seq * 100 + 5, at(seq));
+    for (let now = 400; now < 2000; now += 16) p.poseAt(now);
+    const a = /** @type {any} */ (p.poseAt(3000));
+    const b = /** @type {any} */ (p.poseAt(9000));
+    assert.deepEqual(a.pose, b.pose, mode);
+    assert.ok(mode === 'ease' || a.state === 'holding', `${mode}: ${a.state}`);
+  }
+});
+
+test('on the scripted walk with 10 % loss, the default (predict) draws within half of ease\'s p95 error, with no more jumps', () => {
+  const r = walk({ loss: 0.1, seed: 7 });
+  const p95 = (/** @type {string} */ mode) => /** @type {number} */ (r[mode].positionCm.p95);
+  assert.equal(DEFAULT_PLAYOUT, 'predict');
+  assert.ok(p95('predict') <= p95('ease') / 2, `predict p95 ${p95('predict')} cm vs ease ${p95('ease')} cm`);
+  assert.ok(r.predict.jumps <= r.ease.jumps, `jumps ${r.predict.jumps} vs ${r.ease.jumps}`);
+  assert.ok(p95('interpolate') < p95('ease'), `interpolate p95 ${p95('interpolate')} cm vs ease ${p95('ease')} cm`);
+  assert.ok(r.predict.shares.holding !== null && r.predict.shares.holding > 0, 'the lost updates show as time held');
+});
+
+test('hermiteAt passes through its poses; extrapolate continues a turn', () => {
+  const s = [0, 1, 2, 3].map((i) => ({ seq: i, sendTime: i * 100, pose: at(i * i) }));
+  assert.ok(Math.abs(hermiteAt(s[0], s[1], s[2], s[3], 100)[0] - 1) < 1e-9);
+  assert.ok(Math.abs(hermiteAt(s[0], s[1], s[2], s[3], 200)[0] - 4) < 1e-9);
+  const q = (/** @type {number} */ deg) => /** @type {Pose} */ ([0, 0, 0, 0, Math.sin((deg * Math.PI) / 360), 0, Math.cos((deg * Math.PI) / 360)]);
+  const turned = extrapolate({ seq: 0, sendTime: 0, pose: q(0) }, { seq: 1, sendTime: 100, pose: q(10) }, 50);
+  assert.ok(Math.abs((2 * Math.atan2(turned[4], turned[6]) * 180) / Math.PI - 15) < 1e-6);
+});
+
+test('Playout keeps one stream per sender; --playout lists are checked', () => {
+  const p = new Playout('ease');
+  p.push(7, 0, 0, 10, at(1));
+  assert.equal(p.poseAt(7, 10)?.pose[0], 1);
+  assert.equal(p.poseAt(8, 10), null);
+  p.forget(7);
+  assert.equal(p.poseAt(7, 20), null);
+  assert.throws(() => new Playout(/** @type {any} */ ('snap')), /unknown playout mode "snap"/);
+  assert.deepEqual(parsePlayoutModes('ease, predict,ease'), ['ease', 'predict']);
+  assert.throws(() => parsePlayoutModes('ease,fast'), /--playout takes a comma-separated list of ease, interpolate, predict; got "ease,fast"/);
+});
