@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DrawnErrorMeter } from './drawn-error.js';
-import { scriptedPose } from './path.js';
+import { PATH_KINDS, scriptedPose } from './path.js';
 import { DEFAULT_PLAYOUT, Playout, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
 import { distance } from './pose-math.js';
 
@@ -28,15 +28,15 @@ function random(seed) {
 /**
  * One sender walking the scripted circle for `seconds`, its updates lost with `loss` and delayed 20..20+jitter ms,
  * drawn at 60 fps by every mode from the same arrivals. Returns each mode's drawn-error summary.
- * @param {{ loss?: number, jitterMs?: number, seconds?: number, seed?: number }} o
+ * @param {{ loss?: number, jitterMs?: number, seconds?: number, seed?: number, index?: number }} o
  */
-function walk({ loss = 0, jitterMs = 10, seconds = 20, seed = 1 }) {
+function walk({ loss = 0, jitterMs = 10, seconds = 20, seed = 1, index = 0 }) {
   const rand = random(seed);
   /** @type {{ arrival: number, seq: number, sendTime: number, pose: Pose }[]} */
   const arrivals = [];
   for (let seq = 0, t = 0; t < seconds * 1000; seq++, t += CYCLE_MS) {
     const delay = 20 + rand() * jitterMs;
-    if (rand() >= loss) arrivals.push({ arrival: t + delay, seq, sendTime: t + SENDER_CLOCK_AHEAD_MS, pose: scriptedPose(3, t) });
+    if (rand() >= loss) arrivals.push({ arrival: t + delay, seq, sendTime: t + SENDER_CLOCK_AHEAD_MS, pose: scriptedPose(index, t) });
   }
   arrivals.sort((a, b) => a.arrival - b.arrival);
   return Object.fromEntries(PLAYOUT_MODES.map((mode) => {
@@ -49,7 +49,7 @@ function walk({ loss = 0, jitterMs = 10, seconds = 20, seed = 1 }) {
         stream.push(a.seq, a.sendTime, a.arrival, a.pose);
       }
       const drawn = stream.poseAt(now);
-      if (drawn && now > 2000) meter.frame(now, drawn.pose, scriptedPose(3, now), drawn.state);
+      if (drawn && now > 2000) meter.frame(now, drawn.pose, scriptedPose(index, now), drawn.state);
     }
     return [mode, meter.summary()];
   }));
@@ -133,14 +133,17 @@ test('a member who stops sending is held still in every mode', () => {
   }
 });
 
-test('on the scripted walk with 10 % loss, the default (predict) draws within half of ease\'s p95 error, with no more jumps', () => {
-  const r = walk({ loss: 0.1, seed: 7 });
-  const p95 = (/** @type {string} */ mode) => /** @type {number} */ (r[mode].positionCm.p95);
+test('on every scripted path with 10 % loss, the default (predict) draws within half of ease\'s p95 error, with no more jumps', () => {
   assert.equal(DEFAULT_PLAYOUT, 'predict');
-  assert.ok(p95('predict') <= p95('ease') / 2, `predict p95 ${p95('predict')} cm vs ease ${p95('ease')} cm`);
-  assert.ok(r.predict.jumps <= r.ease.jumps, `jumps ${r.predict.jumps} vs ${r.ease.jumps}`);
-  assert.ok(p95('interpolate') < p95('ease'), `interpolate p95 ${p95('interpolate')} cm vs ease ${p95('ease')} cm`);
-  assert.ok(r.predict.shares.holding !== null && r.predict.shares.holding > 0, 'the lost updates show as time held');
+  for (const index of PATH_KINDS.keys()) {
+    const r = walk({ loss: 0.1, seed: 7, index, seconds: 30 });
+    const p95 = (/** @type {string} */ mode) => /** @type {number} */ (r[mode].positionCm.p95);
+    const path = PATH_KINDS[index];
+    assert.ok(p95('predict') <= p95('ease') / 2, `${path}: predict p95 ${p95('predict')} cm vs ease ${p95('ease')} cm`);
+    assert.ok(r.predict.jumps <= r.ease.jumps, `${path}: jumps ${r.predict.jumps} vs ${r.ease.jumps}`);
+    assert.ok(p95('interpolate') < p95('ease'), `${path}: interpolate p95 ${p95('interpolate')} cm vs ease ${p95('ease')} cm`);
+    assert.ok(r.predict.shares.holding !== null && r.predict.shares.holding > 0, `${path}: the lost updates show as time held`);
+  }
 });
 
 test('hermiteAt passes through its poses; extrapolate continues a turn', () => {

@@ -13,7 +13,7 @@ import https from 'node:https';
 import WebSocket from 'ws';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../core/client.js';
 import { HORIZON_MAX_MS } from '../../core/cycle.js';
-import { scriptedPose } from '../../core/path.js';
+import { epochNow, scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
 import { startEditing } from '../shared/edits.js';
@@ -100,7 +100,7 @@ async function connectAll() {
         ackTimeoutMs: job.ackTimeoutMs,
         warmupMs: job.warmupMs,
         maxUpdates: job.maxUpdates,
-        pose: () => scriptedPose(i, performance.now()),
+        pose: () => scriptedPose(i, epochNow()),
       });
       clients.push(client);
       if (!joinsLate(i)) await client.connect();

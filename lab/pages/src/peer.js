@@ -30,7 +30,7 @@
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
-import { scriptedPose } from '../../../core/path.js';
+import { epochNow, scriptedPose } from '../../../core/path.js';
 import { summarize } from '../../../core/metrics.js';
 import { Reporter, overSession, tallyReports } from '../../../core/report.js';
 import { createTransport } from '../../../web/src/transport/index.js';
@@ -90,7 +90,7 @@ async function boot() {
       transport, group, name: `${settings.name}${index}`, token: settings.token || undefined,
       cycleMs: settings.cycleMs, cycleMode: settings.cycleMode, ackTimeoutMs: settings.ackTimeoutMs,
       warmupMs: settings.warmupMs, maxUpdates: settings.maxUpdates,
-      pose: () => scriptedPose(index, performance.now()),
+      pose: () => scriptedPose(index, epochNow()),
     });
     clients.push(client);
     joins.push(client.connect());
