@@ -123,7 +123,7 @@ export class CarClient {
     this.transport = options.transport;
     this.now = options.now ?? (() => performance.now());
     this.id = 0;
-    /** @type {Map<number, { id: number, name: string, pose: import('./protocol.js').Pose | null, seq: number, at: number }>} */
+    /** @type {Map<number, { id: number, name: string, pose: import('./protocol.js').Pose | null, seq: number, sendTime: number, at: number }>} at: arrival */
     this.members = new Map();
     /** @type {Map<number, ReceiveStream>} by sender id */
     this.streams = new Map();
@@ -299,7 +299,7 @@ export class CarClient {
   /** @param {number} id @param {string} name */
   addMember(id, name) {
     if (id === this.id || this.members.has(id)) return;
-    this.members.set(id, { id, name, pose: null, seq: 0, at: 0 });
+    this.members.set(id, { id, name, pose: null, seq: 0, sendTime: 0, at: 0 });
     this.scene.joined(id);
     this.emit('member-joined', { id, name });
   }
@@ -406,6 +406,7 @@ export class CarClient {
     if (member) {
       member.pose = m.pose;
       member.seq = m.seq;
+      member.sendTime = m.sendTime;
       member.at = arrivalTime;
       this.emit('pose', member);
     }

@@ -3,8 +3,9 @@
 // Marker frame (AR.js): the marker lies in the x-z plane, +y points out of
 // it, +z towards the bottom edge of the printed marker; metres.
 //   - one avatar per other member: a small camera frustum in the member's
-//     colour with their name, at the pose they sent, eased towards each new
-//     update so it moves smoothly between the updates of the action cycle;
+//     colour with their name, drawn where core/playout.js says it is at each
+//     frame (by default predicted from its updates, so it moves smoothly
+//     between the updates of the action cycle and across a lost one);
 //   - the group's shared scene (core/scene.js): the toy car (object 0) and the
 //     objects members added from the palette (shapes.js), each dragged on the
 //     marker plane with a finger and turned with two (or the HUD's buttons).
@@ -17,6 +18,7 @@ import {
   SRGBColorSpace, Vector2, Vector3, WebGLRenderer, DoubleSide, RingGeometry,
 } from 'three';
 
+import { DEFAULT_PLAYOUT, StreamPlayout } from '../../../core/playout.js';
 import { coverScale, projectionMatrixGL } from './camera-model.js';
 import { makeShape } from './shapes.js';
 
@@ -24,9 +26,7 @@ import { makeShape } from './shapes.js';
 const CAR = 0;
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
-
-/** Time constant of the avatars' easing towards their newest pose, ms. */
-export const EASE_MS = 90;
+/** @typedef {{ seq: number, sendTime: number, arrival: number }} AvatarUpdate sender's clock, receiver's clock (ms) */
 
 /** Avatars closer than this to our own camera are not drawn (they would fill the screen). */
 export const NEAR_AVATAR_M = 0.12;
@@ -96,11 +96,13 @@ export function buildSceneGraph(markerSize) {
 export class ArScene {
   /**
    * @param {HTMLCanvasElement} canvas
-   * @param {{ markerSize: number, pixelRatio?: number }} options
+   * @param {{ markerSize: number, pixelRatio?: number, playout?: import('../../../core/playout.js').PlayoutMode }} options
    */
-  constructor(canvas, { markerSize, pixelRatio = Math.min(window.devicePixelRatio || 1, 2) }) {
+  constructor(canvas, { markerSize, pixelRatio = Math.min(window.devicePixelRatio || 1, 2), playout = DEFAULT_PLAYOUT }) {
     this.canvas = canvas;
     this.markerSize = markerSize;
+    /** How avatars are drawn between updates (core/playout.js). */
+    this.playout = playout;
     /** Why nothing can be drawn, if WebGL is unavailable; the scene graph still works. */
     this.webglError = '';
     /** @type {WebGLRenderer | null} */
@@ -183,7 +185,7 @@ export class ArScene {
    */
   addAvatar(id, name) {
     if (this.avatars.has(id)) return;
-    const avatar = new Avatar(name, memberColour(id), this.markerSize);
+    const avatar = new Avatar(name, memberColour(id), this.markerSize, undefined, this.playout);
     this.avatars.set(id, avatar);
     this.content.add(avatar.group);
   }
@@ -198,11 +200,11 @@ export class ArScene {
   }
 
   /**
-   * A member's newest pose (camera pose in the marker frame).
-   * @param {number} id @param {Pose} pose
+   * A member's update (camera pose in the marker frame), for its avatar's playout.
+   * @param {number} id @param {Pose} pose @param {AvatarUpdate} [update] when it was sent and arrived
    */
-  setAvatarPose(id, pose) {
-    this.avatars.get(id)?.setTarget(pose);
+  setAvatarPose(id, pose, update) {
+    this.avatars.get(id)?.setTarget(pose, update);
   }
 
   /** @param {Pose} pose the car's pose (marker frame, metres) */
@@ -269,16 +271,14 @@ export class ArScene {
   }
 
   /**
-   * Eases the avatars and draws a frame, unless nothing on screen changed
-   * (software WebGL on a busy phone or test machine is not free).
+   * Places the avatars where their playout says and draws a frame, unless nothing on
+   * screen changed (software WebGL on a busy phone or test machine is not free).
    */
   render() {
     const now = performance.now();
-    const dt = Math.min(1000, now - this.lastRender);
     this.lastRender = now;
-    const k = 1 - Math.exp(-dt / EASE_MS);
     let moving = false;
-    for (const avatar of this.avatars.values()) moving = avatar.ease(k) || moving;
+    for (const avatar of this.avatars.values()) moving = avatar.draw(now) || moving;
     // An avatar right at our own camera would fill the screen: leave it out.
     if (this.markerRoot.visible) {
       this.markerRoot.updateMatrixWorld(true);
@@ -443,8 +443,9 @@ export class Avatar {
   /**
    * @param {string} name @param {string} colour @param {number} markerSize
    * @param {Object3D} [label] the name tag; by default drawn on a 2D canvas (tests without a DOM pass their own)
+   * @param {import('../../../core/playout.js').PlayoutMode} [mode] how it is drawn between updates
    */
-  constructor(name, colour, markerSize, label) {
+  constructor(name, colour, markerSize, label, mode = DEFAULT_PLAYOUT) {
     this.name = name;
     this.group = new Group();
     this.group.visible = false;
@@ -469,47 +470,62 @@ export class Avatar {
     this.label = label ?? makeLabel(name, colour, markerSize * 0.4);
     this.label.position.set(0, hh * 2.2, -depth * 0.5);
     this.group.add(this.body, this.edges, top, this.label);
-    this.target = { position: new Vector3(), quaternion: new Quaternion() };
+    this.playout = new StreamPlayout(mode);
+    /** Seq of updates given without one (fixed poses). */
+    this.localSeq = 0;
     this.hasPose = false;
   }
 
   /**
-   * Their newest pose: the avatar eases towards it (jumps there if it had none); an untracked pose hides it.
-   * @param {Pose} pose
+   * An update of theirs: into the playout; an untracked pose hides the avatar and starts its playout over.
+   * @param {Pose} pose @param {AvatarUpdate} [update] without it (a fixed pose, a test), sent and arrived now
    */
-  setTarget(pose) {
+  setTarget(pose, update) {
     if (isUntracked(pose)) {
       this.group.visible = false;
       this.hasPose = false;
+      this.playout = new StreamPlayout(this.playout.mode);
       return;
     }
-    this.target.position.set(pose[0], pose[1], pose[2]);
-    this.target.quaternion.set(pose[3], pose[4], pose[5], pose[6]).normalize();
-    if (!this.hasPose) {
-      this.group.position.copy(this.target.position);
-      this.group.quaternion.copy(this.target.quaternion);
-      this.hasPose = true;
-    }
+    const now = performance.now();
+    const u = update ?? { seq: ++this.localSeq, sendTime: now, arrival: now };
+    this.playout.push(u.seq, u.sendTime, u.arrival, pose);
+    if (!this.hasPose) this.place(pose);
+    this.hasPose = true;
     this.group.visible = true;
   }
 
   /**
-   * Moves `k` of the remaining way towards the newest pose.
-   * @param {number} k
-   * @returns {boolean} whether it is still visibly moving
+   * Puts the avatar where the playout draws it at `now`.
+   * @param {number} now performance.now() of the frame
+   * @returns {boolean} whether it visibly moved
    */
-  ease(k) {
+  draw(now) {
     if (!this.hasPose) return false;
-    const far = this.group.position.distanceToSquared(this.target.position) > 1e-8
-      || this.group.quaternion.angleTo(this.target.quaternion) > 1e-4;
-    if (!far) {
-      this.group.position.copy(this.target.position);
-      this.group.quaternion.copy(this.target.quaternion);
-      return false;
-    }
-    this.group.position.lerp(this.target.position, k);
-    this.group.quaternion.slerp(this.target.quaternion, k);
-    return this.group.visible;
+    const drawn = this.playout.poseAt(now);
+    if (!drawn) return false;
+    const before = this.group.position.clone();
+    const turnedFrom = this.group.quaternion.clone();
+    this.place(drawn.pose);
+    const moved = before.distanceToSquared(this.group.position) > 1e-8 || turnedFrom.angleTo(this.group.quaternion) > 1e-4;
+    return moved && this.group.visible;
+  }
+
+  /** Where their newest update says they are (marker frame, metres), or null before one. */
+  newestPosition() {
+    const pose = this.playout.samples.at(-1)?.pose;
+    return pose ? [pose[0], pose[1], pose[2]] : null;
+  }
+
+  /** How far behind the sender's present it is drawn, ms (interpolate's delay; 0 otherwise). */
+  behindMs() {
+    return this.playout.behindMs();
+  }
+
+  /** @param {Pose} pose */
+  place(pose) {
+    this.group.position.set(pose[0], pose[1], pose[2]);
+    this.group.quaternion.set(pose[3], pose[4], pose[5], pose[6]).normalize();
   }
 
   /** Frees the GPU resources of its geometry, materials and label texture. */

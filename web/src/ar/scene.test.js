@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import { Matrix4, Object3D, Quaternion, Vector3 } from 'three';
 
 import { idealCamera } from './camera-model.js';
+import { DEFAULT_PLAYOUT } from '../../../core/playout.js';
 import { ArScene, Avatar, buildSceneGraph, isUntracked, memberColour, NEAR_AVATAR_M } from './scene.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
@@ -75,26 +76,38 @@ describe('avatars', () => {
     close(a.group.quaternion.w, 1, 1e-12);
   });
 
-  test('ease towards each new pose, and stop once there', () => {
-    const a = avatar();
-    a.setTarget([0, 0.2, 0, 0, 0, 0, 1]);
-    a.setTarget([0.4, 0.2, 0, 0, 0, 0, 1]);
-    assert.equal(a.ease(0.25), true);
-    close(a.group.position.x, 0.1);
-    assert.equal(a.ease(1), true);
-    close(a.group.position.x, 0.4);
-    assert.equal(a.ease(0.5), false, 'arrived');
+  test('drawn through its playout: eased towards each new pose, and still once there', () => {
+    const a = new Avatar('Ann', memberColour(3), 0.16, new Object3D(), 'ease');
+    a.setTarget([0, 0.2, 0, 0, 0, 0, 1], { seq: 1, sendTime: 0, arrival: 0 });
+    assert.equal(a.draw(0), false, 'placed at its first pose');
+    a.setTarget([0.4, 0.2, 0, 0, 0, 0, 1], { seq: 2, sendTime: 167, arrival: 50 });
+    assert.equal(a.draw(90), true, 'one time constant later');
+    close(a.group.position.x, 0.4 * (1 - Math.exp(-1)), 1e-9);
+    for (let t = 300; t < 3000; t += 16) a.draw(t);
+    close(a.group.position.x, 0.4, 1e-6);
+    assert.equal(a.draw(3016), false, 'arrived');
     a.setTarget([0, 0, 0, 0, 0, 0, 1]);
     assert.equal(a.group.visible, false, 'stopped tracking');
-    assert.equal(a.ease(0.5), false);
+    assert.equal(a.draw(3032), false);
+  });
+
+  test('by default its motion is predicted between updates', () => {
+    const a = avatar();
+    assert.equal(a.playout.mode, DEFAULT_PLAYOUT);
+    for (let seq = 0; seq < 4; seq++) a.setTarget([seq * 0.1, 0.2, 0, 0, 0, 0, 1], { seq, sendTime: seq * 100, arrival: seq * 100 + 5 });
+    a.draw(300 + 5);
+    a.draw(350 + 5);
+    close(a.group.position.x, 0.35, 1e-6);
+    assert.equal(a.behindMs(), 0);
   });
 
   test('rotate towards the new orientation', () => {
-    const a = avatar();
-    a.setTarget([0, 0.2, 0, 0, 0, 0, 1]);
+    const a = new Avatar('Ann', memberColour(3), 0.16, new Object3D(), 'ease');
+    a.setTarget([0, 0.2, 0, 0, 0, 0, 1], { seq: 1, sendTime: 0, arrival: 0 });
+    a.draw(0);
     const q = new Quaternion().setFromAxisAngle(new Vector3(0, 1, 0), 1);
-    a.setTarget([0, 0.2, 0, q.x, q.y, q.z, q.w]);
-    a.ease(0.5);
+    a.setTarget([0, 0.2, 0, q.x, q.y, q.z, q.w], { seq: 2, sendTime: 100, arrival: 100 });
+    a.draw(90 * Math.LN2); // half the way in one half-life after the last frame
     close(a.group.quaternion.angleTo(q), 0.5, 1e-6);
   });
 

@@ -21,6 +21,7 @@ import { Peer } from 'peerjs';
 
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
 import { LiveLoss } from '../../../core/live-loss.js';
+import { DEFAULT_PLAYOUT, PLAYOUT_MODES } from '../../../core/playout.js';
 import { CloseCode } from '../../../core/protocol.js';
 import { createTransport, TRANSPORTS } from '../transport/index.js';
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from '../../../core/defaults.js';
@@ -41,6 +42,15 @@ const UNTRACKED = /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
 const MARKER_HELP_MS = 10_000;
 
 const q = new URLSearchParams(location.search);
+
+/**
+ * `?playout=ease|interpolate|predict`: how avatars are drawn between updates; anything else is the default.
+ * @param {string | null} value
+ * @returns {import('../../../core/playout.js').PlayoutMode}
+ */
+function playoutOf(value) {
+  return PLAYOUT_MODES.find((m) => m === value) ?? DEFAULT_PLAYOUT;
+}
 const num = (/** @type {string} */ key, /** @type {number} */ dflt) => {
   const v = Number(q.get(key));
   return q.has(key) && Number.isFinite(v) && v > 0 ? v : dflt;
@@ -61,6 +71,7 @@ const settings = {
   probe: q.get('probe') === '1',
   fixedPose: parsePose(q.get('pose')),
   pixelRatio: num('dpr', Math.min(window.devicePixelRatio || 1, 2)),
+  playout: playoutOf(q.get('playout')),
 };
 
 if (!settings.group || !settings.name) {
@@ -74,7 +85,7 @@ if (!settings.group || !settings.name) {
 
 const hud = new Hud(/** @type {HTMLElement} */ (document.getElementById('hud')));
 const canvas = /** @type {HTMLCanvasElement} */ (document.getElementById('scene'));
-const scene = new ArScene(canvas, { markerSize: settings.markerSize, pixelRatio: settings.pixelRatio });
+const scene = new ArScene(canvas, { markerSize: settings.markerSize, pixelRatio: settings.pixelRatio, playout: settings.playout });
 document.title = `carlab · ${settings.group}`;
 if (scene.webglError) {
   hud.showError('webgl', 'This browser cannot draw 3D graphics (WebGL is off or unsupported), so the shared scene stays '
@@ -147,7 +158,7 @@ function onClientEvent(event, detail) {
       liveLoss.left(detail.id);
       break;
     case 'pose':
-      scene.setAvatarPose(detail.id, detail.pose);
+      scene.setAvatarPose(detail.id, detail.pose, { seq: detail.seq, sendTime: detail.sendTime, arrival: detail.at });
       liveLoss.applied(detail.id, detail.seq, client?.streams.get(detail.id));
       received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
       if (received.length > 1000) received.splice(0, received.length - 1000);
@@ -457,7 +468,9 @@ window.carlab = {
       /** drawn on screen now (marker in view, not at our own camera) */
       drawn: a.group.visible && scene.markerRoot.visible,
       position: a.group.position.toArray(),
-      target: a.target.position.toArray(),
+      target: a.newestPosition(),
+      playout: a.playout.mode,
+      behindMs: a.behindMs(),
       quaternion: a.group.quaternion.toArray(),
       seq: client?.members.get(id)?.seq ?? 0,
       screen: scene.screenPosition(a.group.position),
