@@ -1,6 +1,6 @@
 // `carlab sim` end to end with edits, and its usage errors. Every transport in
 // groups of 5 and 25: sim-transports.test.js; the baselines and --reports:
-// sim-baselines-reports.test.js (apart, so that no file nears the runner's 180 s
+// sim-baselines-reports.test.js (apart, so that no file nears the runner's 300 s
 // on a starved machine).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

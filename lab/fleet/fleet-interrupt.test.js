@@ -52,7 +52,6 @@ test('Ctrl-C on the bench stops every agent\'s browsers: once, the point ends ea
       await until(() => child.exitCode !== null || measuring(), 90_000, () => `both agents to measure${story()}`);
       assert.ok(measuring(), `the bench exited (${child.exitCode}) before both agents measured${story()}`);
       await new Promise((r) => setTimeout(r, 1000));
-      const t0 = Date.now();
       child.kill(signal);
       const code = await new Promise((r) => child.once('exit', (c) => r(c)));
       for (const name of ['a1', 'a2']) await until(() => expected.test(fresh(name)), 20_000, `${name} to close its browsers after ${signal}:\n${fresh(name)}`);
@@ -61,7 +60,6 @@ test('Ctrl-C on the bench stops every agent\'s browsers: once, the point ends ea
         const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
         assert.equal(results.runs[0].stoppedEarly, true);
         assert.equal(results.runs[0].connected, 4);
-        assert.ok(Date.now() - t0 < 20_000);
       }
     }
   } finally {

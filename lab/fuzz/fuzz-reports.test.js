@@ -227,6 +227,9 @@ test('judgeReportFlood: a burst of two, then at most one a second and not none, 
     "the flooding session's final report got 429 too_frequent, not 204 (a final report is let in once)",
     'a second final report at once got 204 accepted, not 429 with Retry-After (the final one is let in once)',
   ]);
+  assert.deepEqual(judgeReportFlood({ ...healthyFlood(), secondFinal: { status: 204, code: 'accepted', retryAfter: null, spanMs: 1400 } }), [],
+    'a machine that stalled past an interval between the two finals may let the second in');
+  assert.equal(judgeReportFlood({ ...healthyFlood(), secondFinal: { status: 204, code: 'accepted', retryAfter: null, spanMs: 40 } }).length, 1);
   assert.deepEqual(judgeReportFlood({ ...healthyFlood(), accepted: [{ sentAt: 0, doneAt: 2 }], byStatus: { 204: 1, 429: 899 } }),
     ['the flooding session had 1 reports accepted in 2010 ms: fewer than one per 1 s (at least 2)']);
 });
