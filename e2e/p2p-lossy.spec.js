@@ -6,6 +6,10 @@ import { test, expect } from '@playwright/test';
 import { needsNamespacesAndTurn } from './namespaces.js';
 import { benchNet } from './bench-run.js';
 
+// A starved browser drops datagrams of its own beyond the links' (16.6 % against 9.7 % once, with
+// the e2e stage alone on a slow two-core machine): one more try, as the other real-time specs have.
+test.describe.configure({ retries: 1 });
+
 test('bench --net lossy-5 on p2p: the loss the links dropped, counted', async ({ browserName }) => {
   test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
   needsNamespacesAndTurn();
