@@ -21,6 +21,7 @@
 // time drawn never goes backwards, so a late (reordered) update only refines
 // the curve ahead; duplicates are ignored.
 
+import { percentile } from './metrics.js';
 import { conjugate, multiply, normalize, power, poseOf, quatOf, slerp } from './pose-math.js';
 
 /** @typedef {import('./protocol.js').Pose} Pose */
@@ -70,6 +71,12 @@ export const PLAYOUT_DEFAULTS = Object.freeze({
   initialCycleMs: 167,
 });
 
+/** @param {PlayoutMode} mode @returns {PlayoutMode} */
+function checkedMode(mode) {
+  if (!PLAYOUT_MODES.includes(mode)) throw new TypeError(`unknown playout mode "${mode}" (one of ${PLAYOUT_MODES.join(', ')})`);
+  return mode;
+}
+
 /**
  * The pose on a cubic Hermite curve through p1 (t=0) and p2 (t=1), with
  * tangents from the neighbours p0 and p3 (non-uniform Catmull-Rom).
@@ -114,8 +121,7 @@ export class StreamPlayout {
    * @param {Partial<PlayoutOptions>} [options]
    */
   constructor(mode, options = {}) {
-    if (!PLAYOUT_MODES.includes(mode)) throw new TypeError(`unknown playout mode "${mode}" (one of ${PLAYOUT_MODES.join(', ')})`);
-    this.mode = mode;
+    this.mode = checkedMode(mode);
     this.options = { ...PLAYOUT_DEFAULTS, ...options };
     /** @type {Sample[]} ascending sendTime */
     this.samples = [];
@@ -182,7 +188,7 @@ export class StreamPlayout {
     if (this.lags.length > this.options.lagWindow) this.lags.shift();
     this.baseLagMs = Math.min(...this.lags);
     const above = this.lags.map((l) => l - this.baseLagMs).sort((a, b) => a - b);
-    this.jitterMs = above[Math.min(above.length - 1, Math.ceil(0.95 * above.length) - 1)];
+    this.jitterMs = /** @type {number} */ (percentile(above, 95));
     const target = this.cycleMs + this.jitterMs;
     this.delayMs = this.lags.length === 1 || this.cyclesSeen <= 1 ? target : this.delayMs + (target - this.delayMs) * this.options.delayGain;
   }
@@ -286,8 +292,7 @@ export class StreamPlayout {
 export class Playout {
   /** @param {PlayoutMode} mode @param {Partial<PlayoutOptions>} [options] */
   constructor(mode, options = {}) {
-    void new StreamPlayout(mode, options); // the mode is checked here, not at the first update
-    this.mode = mode;
+    this.mode = checkedMode(mode); // here, not at the first update
     this.options = options;
     /** @type {Map<number, StreamPlayout>} by sender id */
     this.streams = new Map();

@@ -4,6 +4,7 @@ import { DrawnErrorMeter } from './drawn-error.js';
 import { PATH_KINDS, scriptedPose } from './path.js';
 import { DEFAULT_PLAYOUT, Playout, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
 import { distance } from './pose-math.js';
+import { makeRng } from '../lab/shared/rng.js';
 
 /** @typedef {import('./protocol.js').Pose} Pose */
 
@@ -14,24 +15,13 @@ const SENDER_CLOCK_AHEAD_MS = 5000;
 /** A position-only pose. @param {number} x @returns {Pose} */
 const at = (x) => [x, 0, 0, 0, 0, 0, 1];
 
-/** A seeded uniform 0..1 (mulberry32), so the runs are the same each time. @param {number} seed */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * One sender walking the scripted circle for `seconds`, its updates lost with `loss` and delayed 20..20+jitter ms,
  * drawn at 60 fps by every mode from the same arrivals. Returns each mode's drawn-error summary.
  * @param {{ loss?: number, jitterMs?: number, seconds?: number, seed?: number, index?: number }} o
  */
 function walk({ loss = 0, jitterMs = 10, seconds = 20, seed = 1, index = 0 }) {
-  const rand = random(seed);
+  const rand = makeRng(seed).next;
   /** @type {{ arrival: number, seq: number, sendTime: number, pose: Pose }[]} */
   const arrivals = [];
   for (let seq = 0, t = 0; t < seconds * 1000; seq++, t += CYCLE_MS) {

@@ -102,7 +102,7 @@ export class ArScene {
     this.canvas = canvas;
     this.markerSize = markerSize;
     /** How avatars are drawn between updates (core/playout.js). */
-    this.playout = playout;
+    this.playoutMode = playout;
     /** Why nothing can be drawn, if WebGL is unavailable; the scene graph still works. */
     this.webglError = '';
     /** @type {WebGLRenderer | null} */
@@ -146,7 +146,6 @@ export class ArScene {
     this.plane = new Plane(new Vector3(0, 1, 0), 0);
     this.grabOffset = new Vector3();
     this.installPointer();
-    this.lastRender = performance.now();
     this.eye = new Vector3();
     this.toContent = new Matrix4();
     /** What the last drawn frame showed, to skip identical frames. */
@@ -185,7 +184,7 @@ export class ArScene {
    */
   addAvatar(id, name) {
     if (this.avatars.has(id)) return;
-    const avatar = new Avatar(name, memberColour(id), this.markerSize, undefined, this.playout);
+    const avatar = new Avatar(name, memberColour(id), this.markerSize, undefined, this.playoutMode);
     this.avatars.set(id, avatar);
     this.content.add(avatar.group);
   }
@@ -276,7 +275,6 @@ export class ArScene {
    */
   render() {
     const now = performance.now();
-    this.lastRender = now;
     let moving = false;
     for (const avatar of this.avatars.values()) moving = avatar.draw(now) || moving;
     // An avatar right at our own camera would fill the screen: leave it out.
@@ -504,10 +502,12 @@ export class Avatar {
     if (!this.hasPose) return false;
     const drawn = this.playout.poseAt(now);
     if (!drawn) return false;
-    const before = this.group.position.clone();
-    const turnedFrom = this.group.quaternion.clone();
+    const [x, y, z, qx, qy, qz, qw] = drawn.pose;
+    const { position: p, quaternion: q } = this.group;
+    // A frame's move, from the numbers themselves: no objects made per avatar per frame.
+    const dot = Math.abs(q.x * qx + q.y * qy + q.z * qz + q.w * qw) / (Math.hypot(qx, qy, qz, qw) || 1);
+    const moved = (p.x - x) ** 2 + (p.y - y) ** 2 + (p.z - z) ** 2 > 1e-8 || 2 * Math.acos(Math.min(1, dot)) > 1e-4;
     this.place(drawn.pose);
-    const moved = before.distanceToSquared(this.group.position) > 1e-8 || turnedFrom.angleTo(this.group.quaternion) > 1e-4;
     return moved && this.group.visible;
   }
 
