@@ -84,7 +84,7 @@ import { CAR_ID, SharedScene } from './scene.js';
  * @property {() => number} [epochNow] ms since 1970 for the scene log, which members of one run
  *   compare: default performance.timeOrigin + performance.now()
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
- *   'member-joined', 'member-left', 'pose', 'object' (the legacy car moved), 'scene' (a scene record
+ *   'member-joined', 'member-left', 'pose' (a member's newest pose), 'update' (every arrival: { update, arrivalTime }), 'object' (the legacy car moved), 'scene' (a scene record
  *   changed: { record, local }), 'rt', 'closed',
  *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id }),
  *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
@@ -394,6 +394,8 @@ export class CarClient {
     if (m.sender === this.id) return;
     const stream = this.streamOf(m.sender);
     const newest = stream.arrive(m.seq, m.sendTime, arrivalTime);
+    // Every arrival, stale ones too: a playout refines its curve with them (core/playout-probe.js).
+    if (this.options.onEvent) this.emit('update', { update: m, arrivalTime });
     // Every update is ACKed, also a stale one: its sender is waiting on it.
     stream.acksSent++;
     this.transport.sendAck(m.sender, m.seq, this.id);

@@ -1,13 +1,18 @@
 // The drawn error: how far the pose a receiver draws for a sender is from
 // where the sender really is at that same instant (docs/architecture.md,
 // "Drawn error"). One meter per (receiver, sender) stream and playout mode;
-// it is given, at each render instant, the drawn pose and the true one.
+// it is given, at each render instant, the drawn pose and the true one, and
+// adds what it sees to a tally. A tally is mergeable: a browser keeps one per
+// stream, `carlab sim` one per mode for all its streams, merged over its
+// generators (position and angle in two-significant-digit histograms, so a
+// run of a thousand streams at 60 fps stays a few kilobytes).
 
-import { summarize } from './metrics.js';
+import { RtHistogram } from './report.js';
 import { angleDeg, distance, quatOf } from './pose-math.js';
 
 /** @typedef {import('./protocol.js').Pose} Pose */
 /** @typedef {import('./playout.js').PlayoutState} PlayoutState */
+/** @typedef {import('./report.js').RtHistogramJson} HistogramJson */
 
 /**
  * A render step is a jump when the drawn pose moves this much farther than the
@@ -16,54 +21,117 @@ import { angleDeg, distance, quatOf } from './pose-math.js';
  */
 export const JUMP_EXCESS_CM = 2;
 
-const STATES = /** @type {const} */ (['interpolating', 'extrapolating', 'holding', 'easing']);
+/** @type {readonly PlayoutState[]} */
+export const PLAYOUT_STATES = Object.freeze(['interpolating', 'extrapolating', 'holding', 'easing']);
 
-export class DrawnErrorMeter {
+/**
+ * A tally as JSON (results.json's `drawn.<mode>` before it is summarized; what generators send).
+ * @typedef {object} DrawnTallyJson
+ * @property {number} streams
+ * @property {number} durationMs stream-time measured, summed over the streams
+ * @property {number} jumps
+ * @property {Record<PlayoutState, number>} stateMs
+ * @property {HistogramJson} positionCm
+ * @property {HistogramJson} angleDeg
+ * @property {HistogramJson} jumpCm
+ */
+
+/** What one or many streams drew: errors, jumps and time by state. */
+export class DrawnErrorTally {
   constructor() {
-    /** @type {number[]} */ this.positionCm = [];
-    /** @type {number[]} */ this.angleDeg = [];
-    /** @type {number[]} */ this.jumpCm = [];
-    /** @type {Record<PlayoutState, number>} ms spent in each state */
+    this.streams = 0;
+    this.durationMs = 0;
+    this.jumps = 0;
+    /** @type {Record<PlayoutState, number>} */
     this.stateMs = { interpolating: 0, extrapolating: 0, holding: 0, easing: 0 };
+    this.positionCm = new RtHistogram();
+    this.angleDeg = new RtHistogram();
+    this.jumpCm = new RtHistogram();
+  }
+
+  /** @param {DrawnTallyJson} t */
+  merge(t) {
+    this.streams += t.streams;
+    this.durationMs += t.durationMs;
+    this.jumps += t.jumps;
+    for (const s of PLAYOUT_STATES) this.stateMs[s] += t.stateMs[s] ?? 0;
+    this.positionCm.merge(t.positionCm);
+    this.angleDeg.merge(t.angleDeg);
+    this.jumpCm.merge(t.jumpCm);
+    return this;
+  }
+
+  /** @returns {DrawnTallyJson} */
+  toJSON() {
+    return {
+      streams: this.streams, durationMs: this.durationMs, jumps: this.jumps, stateMs: { ...this.stateMs },
+      positionCm: this.positionCm.toJSON(), angleDeg: this.angleDeg.toJSON(), jumpCm: this.jumpCm.toJSON(),
+    };
+  }
+
+  /** The figures: errors summarized, jumps per minute of stream-time and sized, time shares by state. */
+  summary() {
+    const minutes = this.durationMs / 60_000;
+    /** @type {Record<string, number | null>} */
+    const shares = {};
+    for (const s of PLAYOUT_STATES) shares[s] = this.durationMs > 0 ? this.stateMs[s] / this.durationMs : null;
+    return {
+      streams: this.streams,
+      frames: this.positionCm.n,
+      durationMs: this.durationMs,
+      positionCm: this.positionCm.summary(),
+      angleDeg: this.angleDeg.summary(),
+      jumps: this.jumps,
+      jumpsPerMinute: minutes > 0 ? this.jumps / minutes : null,
+      jumpCm: this.jumpCm.summary(),
+      shares,
+    };
+  }
+
+  /** @param {Iterable<DrawnTallyJson | null | undefined>} list */
+  static merged(list) {
+    const t = new DrawnErrorTally();
+    for (const item of list) if (item) t.merge(item);
+    return t;
+  }
+}
+
+/** One stream's meter: what it sees at each frame goes into its tally (its own, or one shared by many streams). */
+export class DrawnErrorMeter {
+  /** @param {DrawnErrorTally} [tally] */
+  constructor(tally = new DrawnErrorTally()) {
+    this.tally = tally;
+    tally.streams++;
     /** @type {{ t: number, drawn: Pose, truth: Pose } | null} */
     this.previous = null;
-    this.firstAt = NaN;
   }
 
   /**
-   * One render instant.
+   * One render instant. Time between two frames counts for the state the second is in.
    * @param {number} t ms @param {Pose} drawn @param {Pose} truth @param {PlayoutState} state
+   * @returns {number} the position error, cm
    */
   frame(t, drawn, truth, state) {
-    this.positionCm.push(distance(drawn, truth) * 100);
-    this.angleDeg.push(angleDeg(quatOf(drawn), quatOf(truth)));
+    const tally = this.tally;
+    const positionCm = distance(drawn, truth) * 100;
+    tally.positionCm.add(positionCm);
+    tally.angleDeg.add(angleDeg(quatOf(drawn), quatOf(truth)));
     const p = this.previous;
     if (p) {
-      this.stateMs[state] += t - p.t;
+      tally.durationMs += t - p.t;
+      tally.stateMs[state] += t - p.t;
       const excessCm = (distance(drawn, p.drawn) - distance(truth, p.truth)) * 100;
-      if (excessCm > JUMP_EXCESS_CM) this.jumpCm.push(excessCm);
-    } else {
-      this.firstAt = t;
+      if (excessCm > JUMP_EXCESS_CM) {
+        tally.jumps++;
+        tally.jumpCm.add(excessCm);
+      }
     }
     this.previous = { t, drawn, truth };
+    return positionCm;
   }
 
-  /** The stream's figures: errors summarized, jumps counted and sized, time shares by state. */
+  /** The figures of the tally (this stream's, unless shared). */
   summary() {
-    const durationMs = this.previous ? this.previous.t - this.firstAt : 0;
-    const minutes = durationMs / 60_000;
-    /** @type {Record<string, number | null>} */
-    const shares = {};
-    for (const s of STATES) shares[s] = durationMs > 0 ? this.stateMs[s] / durationMs : null;
-    return {
-      frames: this.positionCm.length,
-      durationMs,
-      positionCm: summarize(this.positionCm),
-      angleDeg: summarize(this.angleDeg),
-      jumps: this.jumpCm.length,
-      jumpsPerMinute: minutes > 0 ? this.jumpCm.length / minutes : null,
-      jumpCm: summarize(this.jumpCm),
-      shares,
-    };
+    return this.tally.summary();
   }
 }

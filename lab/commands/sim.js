@@ -149,7 +149,7 @@ export const simCommand = {
     ackTimeoutMs: options.ackTimeoutMs, workers: options.workers, onProgress, shouldStop, editsPerMinute: options.editsPerMinute ?? 0,
     timelineS: options.timelineS, liveHeap: options.liveHeap,
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
-    lateJoinS: options.lateJoinS,
+    lateJoinS: options.lateJoinS, playout: options.playout, renderFps: options.renderFps,
     nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,
   }),
 };

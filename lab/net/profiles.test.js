@@ -40,7 +40,7 @@ test('bad profiles are refused with the field named', () => {
 
 test('the built-in file has the issue\'s profiles and one that needs netem', async () => {
   const all = await loadProfiles();
-  for (const name of ['none', 'lossy-1', 'lossy-2', 'lossy-5', '3g', 'hspa', 'internet']) assert.ok(all.has(name), name);
+  for (const name of ['none', 'lossy-1', 'lossy-2', 'lossy-5', 'lossy-10', '3g', 'hspa', 'internet']) assert.ok(all.has(name), name);
   assert.equal(all.get('lossy-5')?.down.lossPct, 5);
   assert.equal(all.get('3g')?.up.rateKbit, 256);
   assert.equal(all.get('hspa')?.down.rateKbit, 21000);

@@ -19,6 +19,7 @@ import { LOSS_LIMIT_PCT, RT_LIMIT_MS, supportedBySource, supportedClients } from
 import { renderRecordingTables } from './recording-tables.js';
 import { renderFreshnessTable } from './freshness-table.js';
 import { renderSceneTable } from './scene-table.js';
+import { renderDrawnTable } from './drawn.js';
 import { renderSlowdownTable } from './slowdown-table.js';
 import { renderFleetTable, renderScaleOutTable } from './scale-out-tables.js';
 import { LOAD_FLAGS_NOTE, loadFlagLabels, loadFlagNotes } from './saturation.js';
@@ -208,6 +209,8 @@ export function renderTables(results) {
   if (fresh) out.push(fresh);
   const scene = renderSceneTable(runs);
   if (scene) out.push(scene);
+  const drawn = renderDrawnTable(runs);
+  if (drawn) out.push(drawn);
   const slowdown = renderSlowdownTable(runs);
   if (slowdown) out.push(slowdown);
   const recordings = renderRecordingTables(results);

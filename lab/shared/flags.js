@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS, REPORT_LIMITS, SLOW_CYCLE_MS } from '../../core/defaults.js';
+import { PLAYOUT_MODES, parsePlayoutModes } from '../../core/playout.js';
 
 /** A usage error: printed with the help, exit code 2. */
 export class UsageError extends Error {
@@ -282,6 +283,8 @@ const LAB_FLAG_SPECS = {
   'kill-relay-at': { type: 'string' },
   'pause-relay': { type: 'string' },
   reports: { type: 'string' },
+  playout: { type: 'string' },
+  'render-fps': { type: 'string' },
   'no-progress': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 };
@@ -342,8 +345,31 @@ function readLabOptions(v, transports) {
     // a flag of `carlab sim` only (START_CLUSTER_FLAG): null for the commands without it
     startClusters: v['start-cluster'] === undefined ? null : parseStartClusterCounts(String(v['start-cluster'])),
     reports: parseReportIntervals(String(v.reports)),
+    playout: v.playout === undefined ? null : playoutModesFlag(String(v.playout)),
+    renderFps: intFlag('render-fps', v['render-fps'], DEFAULT_RENDER_FPS, 1, 240),
     values: v,
   };
+}
+
+/** The rate at which --playout draws every neighbour (a phone's display). */
+export const DEFAULT_RENDER_FPS = 60;
+
+/** @param {string} text */
+function playoutModesFlag(text) {
+  try {
+    return parsePlayoutModes(text);
+  } catch (err) {
+    throw new UsageError(/** @type {Error} */ (err).message);
+  }
+}
+
+/** parseIntFlag, its RangeError a usage error. @param {string} name @param {string | undefined} raw @param {number} fallback @param {number} min @param {number} max */
+function intFlag(name, raw, fallback, min, max) {
+  try {
+    return parseIntFlag(name, raw, fallback, min, max);
+  } catch (err) {
+    throw new UsageError(/** @type {Error} */ (err).message);
+  }
 }
 
 /**
@@ -360,6 +386,7 @@ function checkLabOptions(options) {
   // --nats is the relays' NATS, or (bench --agents) the one the fleet's agents joined
   if (options.nats && options.relays.every((n) => n === 0) && options.values.agents === undefined) throw new UsageError('--nats needs --relays N (the relays that join it)');
   if (options.nets && options.nets.length === 0) throw new UsageError('--net: empty list');
+  if (options.values['render-fps'] !== undefined && !options.playout) throw new UsageError('--render-fps needs --playout (the modes to draw)');
   if (options.netFile && !options.nets) throw new UsageError('--net-file needs --net (the profiles to run)');
   if (options.url) {
     try { new URL(options.url); } catch { throw new UsageError(`--url: "${options.url}" is not a URL`); }
@@ -511,6 +538,11 @@ Network (root; docs/network.md):
                        own network namespaces joined by shaped veth links, each profile
                        calibrated first (none, lossy-1, lossy-2, lossy-5, 3g, hspa, internet, ...)
   --net-file FILE      more profiles (JSON, the format of lab/net/profiles.json)
+What a person sees (docs/architecture.md "Drawn error"):
+  --playout MODES      every receiver draws each neighbour in each of these playout modes
+                       (${PLAYOUT_MODES.join(', ')}) from the same arrivals and measures the drawn
+                       pose against the sender's true pose at every frame: drawn error, jumps
+  --render-fps N       frames per second of that drawing (default ${DEFAULT_RENDER_FPS})
 Output:
   --out DIR            write DIR/results.json, results.csv, tables.md, report.html
   --fail-if EXPR       exit 1 if any run breaks a condition, e.g. "rt.mean>250,lossPct>2"

@@ -8,6 +8,7 @@ import { forkInNamespace } from '../net/network.js';
 import { sumReportTallies } from '../report/tallies.js';
 
 /** @typedef {import('../report/tallies.js').ReportTally} ReportTally */
+/** @typedef {ReturnType<import('../../core/playout-probe.js').DrawnErrorLab['toJSON']>} DrawnLabJson */
 
 const SIM_WORKER = new URL('./sim-worker.js', import.meta.url);
 
@@ -85,7 +86,7 @@ export function generatorShares(clients, workers) {
  * @typedef {{ type: 'progress', rtSum: number, rtN: number, sent: number, done: boolean }
  *   | { type: 'connected', count: number, meshed: boolean }
  *   | { type: 'error', message: string }
- *   | { type: 'stats', stats: any[], reports?: ReportTally | null }
+ *   | { type: 'stats', stats: any[], reports?: ReportTally | null, drawn?: DrawnLabJson | null }
  *   | { type: 'cpu', usage: NodeJS.CpuUsage }} GeneratorMessage
  */
 
@@ -110,7 +111,8 @@ export function whenConnected(worker) {
  * Asks every generator to stop (their clients send their final reports) and
  * resolves with all its clients' stats and what their reports did.
  * @param {Generator[]} workers
- * @returns {Promise<{ stats: any[], reports: ReportTally | null }>} CarClient.stats() of every client
+ * @returns {Promise<{ stats: any[], reports: ReportTally | null, drawn: (DrawnLabJson | null)[] }>} CarClient.stats() of
+ *   every client; with --playout each generator's drawn-error tallies
  */
 export async function stopGenerators(workers) {
   const perWorker = await Promise.all(workers.map((w) => new Promise((resolve) => {
@@ -118,8 +120,8 @@ export async function stopGenerators(workers) {
     w.on('message', onMessage);
     w.postMessage({ cmd: 'stop' });
   })));
-  const replies = /** @type {{ stats: any[], reports?: ReportTally | null }[]} */ (perWorker);
-  return { stats: replies.flatMap((m) => m.stats), reports: sumReportTallies(replies.map((m) => m.reports)) };
+  const replies = /** @type {{ stats: any[], reports?: ReportTally | null, drawn?: DrawnLabJson | null }[]} */ (perWorker);
+  return { stats: replies.flatMap((m) => m.stats), reports: sumReportTallies(replies.map((m) => m.reports)), drawn: replies.map((m) => m.drawn ?? null) };
 }
 
 /**

@@ -17,12 +17,14 @@ import { epochNow, scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
 import { startEditing } from '../shared/edits.js';
+import { DrawnErrorLab, PlayoutProbe } from '../../core/playout-probe.js';
+import { DEFAULT_RENDER_FPS } from '../shared/flags.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: import('../shared/flags.js').Placement, config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number,
- *   lateJoinMs?: number }} */
+ *   lateJoinMs?: number, playout?: import('../../core/playout.js').PlayoutMode[], renderFps?: number }} */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -54,6 +56,7 @@ const io = job.transport === 'socketio' ? (await import('socket.io-client')).io 
 
 /** Closes every client and exits; open peer connections would keep the process alive. */
 function exit() {
+  drawn?.stop();
   for (const r of reporting) r.stop();
   for (const c of clients) c.close();
   setTimeout(() => {
@@ -82,12 +85,74 @@ const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.cli
  */
 const joinsLate = (i) => job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2 && i === groupOf(i) * job.groupSize + groupSizeOf(groupOf(i)) - 1;
 
+// --playout: every client draws its neighbours in each mode from the same arrivals, at a fixed
+// render rate, and measures each drawing against the sender's scripted pose at that instant
+// (core/playout-probe.js). The measured window is the run's: from the end of the warm-up.
+
+/** The probes of this generator's clients and their render loop. */
+class DrawnMeasurement {
+  /** @param {import('../../core/playout.js').PlayoutMode[]} modes @param {number} fps */
+  constructor(modes, fps) {
+    this.lab = new DrawnErrorLab(modes, Infinity);
+    /** @type {PlayoutProbe[]} by client index in this generator */
+    this.probes = [];
+    /** @type {Map<number, number>[]} per client: sender id -> the sender's sim index (its scripted path) */
+    this.senderIndex = [];
+    this.fps = fps;
+    /** @type {ReturnType<typeof setInterval> | undefined} */
+    this.timer = undefined;
+  }
+
+  /** @param {number} k @param {string} event @param {any} detail */
+  onClientEvent(k, event, detail) {
+    if (event === 'update') {
+      const m = detail.update;
+      (this.probes[k] ??= new PlayoutProbe(this.lab)).arrive(m.sender, m.seq, m.sendTime, detail.arrivalTime, m.pose);
+    } else if (event === 'member-left') {
+      this.probes[k]?.forget(detail.id);
+    }
+  }
+
+  /** Renders from the end of the warm-up on. @param {number} warmupMs */
+  start(warmupMs) {
+    this.lab.timeline.startMs = performance.now() + warmupMs;
+    this.timer = setInterval(() => this.frame(), 1000 / this.fps);
+  }
+
+  stop() {
+    clearInterval(this.timer);
+  }
+
+  /** One frame of every client's drawing. */
+  frame() {
+    const now = performance.now();
+    if (now < this.lab.timeline.startMs) return;
+    const epoch = performance.timeOrigin + now;
+    this.probes.forEach((probe, k) => {
+      const index = (this.senderIndex[k] ??= new Map());
+      probe.render(now, (sender) => {
+        let i = index.get(sender);
+        if (i === undefined) {
+          const name = clients[k]?.members.get(sender)?.name;
+          if (!name?.startsWith('sim')) return null;
+          index.set(sender, i = Number(name.slice(3)));
+        }
+        return scriptedPose(i, epoch);
+      });
+    });
+  }
+}
+
+/** @type {DrawnMeasurement | null} */
+const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, job.renderFps ?? DEFAULT_RENDER_FPS) : null;
+
 async function connectAll() {
   const CONCURRENCY = 64;
   let next = job.from;
   const one = async () => {
     while (next < job.to) {
       const i = next++;
+      const k = i - job.from;
       const client = new CarClient({
         transport: createLabTransport(job.transport, {
           baseUrl: serversOf(i)[0], failoverBaseUrls: serversOf(i).slice(1), config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io,
@@ -101,8 +166,9 @@ async function connectAll() {
         warmupMs: job.warmupMs,
         maxUpdates: job.maxUpdates,
         pose: () => scriptedPose(i, epochNow()),
+        ...(drawn ? { onEvent: (/** @type {string} */ event, /** @type {any} */ detail) => drawn?.onClientEvent(k, event, detail) } : {}),
       });
-      clients.push(client);
+      clients[k] = client;
       if (!joinsLate(i)) await client.connect();
     }
   };
@@ -287,6 +353,7 @@ port.on('message', async (m) => {
     clients.forEach((c, k) => { if (!joinsLate(job.from + k)) c.start(); });
     if (job.lateJoinMs !== undefined) setTimeout(joinLate, job.lateJoinMs);
     if (job.editsPerMinute) editing = startEditing(clients, job.editsPerMinute);
+    drawn?.start(job.warmupMs);
     startReports();
     progressTimer = setInterval(() => {
       // RTs since the last report, for the live progress line
@@ -306,9 +373,13 @@ port.on('message', async (m) => {
     editing?.stop();
     const endedAt = performance.timeOrigin + performance.now();
     for (const c of clients) c.stop();
+    drawn?.stop();
     await drain();
     await finishReports();
-    port.postMessage({ type: 'stats', stats: clients.map((c) => withSceneMember(c, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null });
+    port.postMessage({
+      type: 'stats', stats: clients.map((c) => withSceneMember(c, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null,
+      drawn: drawn ? drawn.lab.toJSON() : null,
+    });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's
     port.postMessage({ type: 'cpu', usage: process.cpuUsage() });

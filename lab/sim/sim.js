@@ -14,7 +14,8 @@ import { withLoadFlags } from '../report/saturation.js';
 import { BASELINE_TRANSPORTS } from './transports.js';
 import { clusterRunFields, startRelayCluster } from '../target/cluster.js';
 import { startCarlab, startClusterRunFields } from '../target/start-cluster.js';
-import { reportPeriodMs } from '../shared/flags.js';
+import { DEFAULT_RENDER_FPS, reportPeriodMs } from '../shared/flags.js';
+import { drawnRecord } from '../report/drawn.js';
 import { reportFields } from '../report/tallies.js';
 import { startServerChild } from '../target/server-process.js';
 import { startBalancer } from '../target/lb.js';
@@ -44,6 +45,8 @@ export const BASELINES = BASELINE_TRANSPORTS;
  * @property {number} ackTimeoutMs
  * @property {number} [editsPerMinute] each client edits the shared scene this often (0: never)
  * @property {number} [lateJoinS] --late-join: the last member of every group joins this many seconds into the window
+ * @property {import('../../core/playout.js').PlayoutMode[] | null} [playout] --playout: the modes every receiver draws
+ * @property {number} [renderFps] --render-fps: at this rate
  * @property {number} [workers] generator threads (default: 1 per 400 clients, at most 2)
  * @property {(p: { phase: string, elapsedS: number, rtMean: number | null, sent: number }) => void} [onProgress]
  * @property {() => boolean} [shouldStop] Ctrl-C: end the measurement early
@@ -104,6 +107,7 @@ function startGenerators(o, run, shares, runId, asProcesses) {
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
       editsPerMinute: o.editsPerMinute ?? 0,
+      ...(o.playout ? { playout: o.playout, renderFps: o.renderFps } : {}),
       ...(o.lateJoinS !== undefined ? { lateJoinMs: (o.warmupS + o.lateJoinS) * 1000 } : {}),
       ...(o.reconnect ? { reconnect: o.reconnect } : {}),
     }, asProcesses, net ? net.clientNs[w] : null);
@@ -228,8 +232,9 @@ async function measure(o, run, asProcesses, restart) {
  * @param {any} input.serverMetrics the server child's metrics after the window
  * @param {any[]} input.stats every client's CarClient.stats()
  * @param {ReportTally | null} input.reports what the clients' reports did (--reports)
+ * @param {(import('./generators.js').DrawnLabJson | null)[]} input.drawn each generator's drawn-error tallies (--playout)
  */
-function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports }) {
+function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports, drawn }) {
   const { point } = o;
   const { restartInfo } = run;
   // the server's counters for the transport under test
@@ -257,6 +262,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       serverLoopStallMs: typeof serverMetrics.loopStallMs === 'number' ? serverMetrics.loopStallMs : null,
       stoppedEarly: Boolean(o.shouldStop?.()),
       ...(o.editsPerMinute ? { scene: sceneRecord(stats, o.editsPerMinute) } : {}),
+      ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
       timeline: window.timeline,
       stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
@@ -333,8 +339,8 @@ export async function runSimPoint(o) {
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const pauseInfo = await run.pause;
     const serverMetrics = await run.server.metrics();
-    const { stats, reports } = await stopGenerators(run.workers);
-    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports });
+    const { stats, reports, drawn } = await stopGenerators(run.workers);
+    const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports, drawn });
     if (run.started) {
       // Stopped before the record is done: the primary logs what it routed as it stops.
       await closeGenerators(run.workers);

@@ -1,0 +1,69 @@
+// The drawn error of a run (--playout): each mode's tallies merged over the
+// load generators (or browser pages) into results.json's `drawn` field, and
+// its rows in tables.md (docs/architecture.md, "Drawn error").
+
+import { DrawnErrorTally, JUMP_EXCESS_CM } from '../../core/drawn-error.js';
+import { DrawnTimeline } from '../../core/playout-probe.js';
+import { NONE, fmt, markdownTable, mdText, netName } from './format.js';
+
+/** @typedef {ReturnType<import('../../core/playout-probe.js').DrawnErrorLab['toJSON']>} DrawnLabJson */
+/** @typedef {ReturnType<DrawnErrorTally['summary']>} DrawnSummary */
+
+/**
+ * results.json's `drawn`: per mode the summary (position cm, angle degrees, jumps per minute of
+ * stream-time, time shares by state), and the timeline of the mean error per second of the
+ * measured window with the updates found missing in it. Null without --playout.
+ * @param {(DrawnLabJson | null | undefined)[]} parts one per generator or page
+ * @param {{ renderFps: number }} how
+ * @returns {{ renderFps: number, modes: Record<string, DrawnSummary>, timeline: ReturnType<typeof DrawnTimeline.merged> } | null}
+ */
+export function drawnRecord(parts, how) {
+  const present = parts.filter((p) => p != null);
+  if (present.length === 0) return null;
+  const modes = [...new Set(present.flatMap((p) => Object.keys(p.modes)))];
+  return {
+    renderFps: how.renderFps,
+    modes: Object.fromEntries(modes.map((m) => [m, DrawnErrorTally.merged(present.map((p) => p.modes[m])).summary()])),
+    timeline: DrawnTimeline.merged(present.map((p) => p.timeline)),
+  };
+}
+
+const share = (/** @type {number | null | undefined} */ v) => (v == null ? NONE : `${fmt(v * 100, 1)} %`);
+
+/** Columns of the drawn-error table. */
+export const DRAWN_COLUMNS = Object.freeze([
+  'Transport', 'Clients', 'Group', 'Cycle', 'Net', 'Mode', 'Streams',
+  'Error p50 cm', 'p95 cm', 'p99 cm', 'max cm', 'Angle p95 °', 'Jumps/min', 'Jump p95 cm', 'Extrapolating', 'Holding',
+]);
+
+/**
+ * The drawn-error rows of the runs that measured it, one per (run, mode).
+ * @param {any[]} runs results.json's runs
+ * @returns {string[][]}
+ */
+export function drawnRows(runs) {
+  return runs.filter((r) => r.drawn).flatMap((r) => Object.entries(/** @type {Record<string, DrawnSummary>} */ (r.drawn.modes)).map(([mode, d]) => [
+    mdText(r.transport), fmt(r.clients), fmt(r.group), fmt(r.cycleMs), mdText(netName(r) ?? 'none'), mdText(mode), fmt(d.streams),
+    fmt(d.positionCm.p50, 1), fmt(d.positionCm.p95, 1), fmt(d.positionCm.p99, 1), fmt(d.positionCm.max, 1), fmt(d.angleDeg.p95, 1),
+    fmt(d.jumpsPerMinute, 2), fmt(d.jumpCm.p95, 1), share(d.shares.extrapolating), share(d.shares.holding),
+  ]));
+}
+
+/**
+ * tables.md's section on the drawn error, or '' when no run measured it.
+ * @param {any[]} runs
+ */
+export function renderDrawnTable(runs) {
+  const rows = drawnRows(runs);
+  if (rows.length === 0) return '';
+  return [
+    '## Drawn error (--playout)',
+    '',
+    'How far each receiver draws a neighbour from where it really is, at every rendered frame, in each playout mode '
+      + 'from the same arrivals (docs/architecture.md "Drawn error"). Jumps: frames whose drawn step exceeds the true '
+      + `step by more than ${JUMP_EXCESS_CM} cm, per minute of stream.`,
+    '',
+    markdownTable(DRAWN_COLUMNS, rows, DRAWN_COLUMNS.map((_, i) => (i === 0 || i === 4 || i === 5 ? 'left' : 'right'))),
+    '',
+  ].join('\n');
+}
