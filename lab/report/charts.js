@@ -6,6 +6,7 @@ import { byCycle, transportColors } from './charts-common.js';
 import { lossChart, rtChart, supportedChart } from './charts-rt.js';
 import { cpuChart, setupChart } from './charts-setup-cpu.js';
 import { freshnessChart } from './charts-freshness.js';
+import { drawnCharts } from './charts-drawn.js';
 
 /** @typedef {import('./types.js').Results} Results */
 /** @typedef {import('./charts-common.js').ChartSpec} ChartSpec */
@@ -36,5 +37,6 @@ export function buildCharts(results) {
   for (const { cycleMs, runs: cycleRuns } of cycles) add('cpu', cpuChart(cycleRuns, cycleMs, colors, many));
   add('fresh', freshnessChart(runs, colors, 'fresh'));
   add('freeze', freshnessChart(runs, colors, 'freeze'));
+  for (const { kind, spec } of drawnCharts(runs)) add(kind, spec);
   return charts;
 }

@@ -4,7 +4,7 @@
 
 import { DrawnErrorTally, JUMP_EXCESS_CM } from '../../core/drawn-error.js';
 import { DrawnTimeline } from '../../core/playout-probe.js';
-import { NONE, fmt, markdownTable, mdText, netName } from './format.js';
+import { NONE, fmt, markdownTable, netName } from './format.js';
 
 /** @typedef {ReturnType<import('../../core/playout-probe.js').DrawnErrorLab['toJSON']>} DrawnLabJson */
 /** @typedef {ReturnType<DrawnErrorTally['summary']>} DrawnSummary */
@@ -43,11 +43,16 @@ export const DRAWN_COLUMNS = Object.freeze([
  */
 export function drawnRows(runs) {
   return runs.filter((r) => r.drawn).flatMap((r) => Object.entries(/** @type {Record<string, DrawnSummary>} */ (r.drawn.modes)).map(([mode, d]) => [
-    mdText(r.transport), fmt(r.clients), fmt(r.group), fmt(r.cycleMs), mdText(netName(r) ?? 'none'), mdText(mode), fmt(d.streams),
+    String(r.transport), fmt(r.clients), fmt(r.group), fmt(r.cycleMs), netName(r) ?? 'none', mode, fmt(d.streams),
     fmt(d.positionCm.p50, 1), fmt(d.positionCm.p95, 1), fmt(d.positionCm.p99, 1), fmt(d.positionCm.max, 1), fmt(d.angleDeg.p95, 1),
     fmt(d.jumpsPerMinute, 2), fmt(d.jumpCm.p95, 1), share(d.shares.extrapolating), share(d.shares.holding),
   ]));
 }
+
+/** What the drawn-error table shows. */
+export const DRAWN_LEGEND = 'How far each receiver draws a neighbour from where it really is, at every rendered frame, in each playout mode '
+  + 'from the same arrivals (docs/architecture.md "Drawn error"). Jumps: frames whose drawn step exceeds the true '
+  + `step by more than ${JUMP_EXCESS_CM} cm, per minute of stream. Extrapolating, holding: shares of the time drawn ahead of the newest pose, or held still.`;
 
 /**
  * tables.md's section on the drawn error, or '' when no run measured it.
@@ -59,9 +64,7 @@ export function renderDrawnTable(runs) {
   return [
     '## Drawn error (--playout)',
     '',
-    'How far each receiver draws a neighbour from where it really is, at every rendered frame, in each playout mode '
-      + 'from the same arrivals (docs/architecture.md "Drawn error"). Jumps: frames whose drawn step exceeds the true '
-      + `step by more than ${JUMP_EXCESS_CM} cm, per minute of stream.`,
+    DRAWN_LEGEND,
     '',
     markdownTable(DRAWN_COLUMNS, rows, DRAWN_COLUMNS.map((_, i) => (i === 0 || i === 4 || i === 5 ? 'left' : 'right'))),
     '',

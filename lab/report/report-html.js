@@ -17,6 +17,7 @@ import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTa
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
 import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
 import { SCENE_LEGEND, sceneColumns, sceneRow, sceneRuns } from './scene-table.js';
+import { DRAWN_COLUMNS, DRAWN_LEGEND, drawnRows } from './drawn.js';
 import { SCALE_OUT_COLUMNS, SCALE_OUT_LEGEND, scaleOutRow } from './scale-out-tables.js';
 import {
   DEVICE_COLUMNS,
@@ -284,6 +285,14 @@ export function freshnessSectionsHtml(runs) {
   }
   const scene = sceneSectionHtml(runs);
   if (scene) out.push(scene);
+  const drawn = drawnRows(runs);
+  if (drawn.length) {
+    out.push(`<section id="drawn">
+<h2>Drawn error</h2>
+<p class="legend">${escapeHtml(DRAWN_LEGEND)}</p>
+<div class="card scroll">${htmlTable([...DRAWN_COLUMNS], drawn.map((cells) => ({ cells })), { numeric: DRAWN_COLUMNS.map((_, i) => i !== 0 && i !== 4 && i !== 5) })}</div>
+</section>`);
+  }
   const slow = slowdownRuns(runs);
   if (slow.length) {
     out.push(`<section id="slowdown">
@@ -400,11 +409,11 @@ ${envTable.length ? `<div class="card scroll">${htmlTable(['Key', 'Value'], envT
  * @param {{ href: string, label: string }[]} labLinks
  * @param {boolean} carSections
  * @param {boolean} hasNet
- * @param {{ freshness: boolean, scaleOut: boolean, recordings?: boolean }} [extra] sections present
+ * @param {{ freshness: boolean, scaleOut: boolean, recordings?: boolean, drawn?: boolean }} [extra] sections present
  * @returns {string}
  */
 function navHtml(labLinks, carSections, hasNet, extra = { freshness: false, scaleOut: false, recordings: false }) {
-  const more = (extra.freshness ? '<a href="#freshness">Freshness</a>' : '') + (extra.scaleOut ? '<a href="#scale-out">Scale-out</a>' : '')
+  const more = (extra.freshness ? '<a href="#freshness">Freshness</a>' : '') + (extra.drawn ? '<a href="#drawn">Drawn error</a>' : '') + (extra.scaleOut ? '<a href="#scale-out">Scale-out</a>' : '')
     + (extra.recordings ? '<a href="#recordings">Recordings</a>' : '');
   return `${labLinks.map((link) => `<a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`).join('')}${carSections ? '<a href="#charts">Charts</a>' + (hasNet ? '<a href="#network">Network</a>' : '') + '<a href="#tables">Tables</a>' + more + '<a href="#supported">Supported clients</a><a href="#runs">All runs</a>' : ''}<a href="#env">Environment</a>`;
 }
@@ -480,6 +489,7 @@ export function renderReportHtml(results, { title = 'carlab results', renderedAt
       freshness: freshnessRuns(runs).length > 0,
       scaleOut: runs.some((run) => Boolean(run.cluster || run.failover)),
       recordings: Boolean(recordings),
+      drawn: drawnRows(runs).length > 0,
     }),
     sections,
     results: allResults,

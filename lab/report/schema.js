@@ -55,6 +55,7 @@ export function addedFieldProblems(run) {
       else for (const k of ['p50', 'p99', 'max']) if (!isNumOrNull(f.freezeMs[k])) p.push(`freshness.freezeMs.${k} is not a number or null`);
     }
   }
+  if ('drawn' in run && run.drawn !== null) p.push(...drawnProblems(run.drawn));
   for (const k of ['source', 'sourceName', 'groupName', 'family']) if (k in run && typeof run[k] !== 'string') p.push(`${k} is not a string`);
   if ('families' in run && !(Array.isArray(run.families) && run.families.every((/** @type {unknown} */ f) => typeof f === 'string'))) p.push('families is not a list of names');
   if ('sessions' in run && !isNumOrNull(run.sessions)) p.push('sessions is not a number or null');
@@ -87,6 +88,22 @@ export function addedFieldProblems(run) {
         else for (const k of ['p50', 'p99', 'max']) if (k in f.reconnectMs && !isNumOrNull(f.reconnectMs[k])) p.push(`failover.reconnectMs.${k} is not a number or null`);
       }
     }
+  }
+  return p;
+}
+
+/**
+ * `drawn` (--playout): per mode the summary, and a timeline list.
+ * @param {any} d
+ * @returns {string[]}
+ */
+function drawnProblems(d) {
+  if (typeof d !== 'object' || !d.modes || typeof d.modes !== 'object') return ['drawn has no modes'];
+  const p = Array.isArray(d.timeline) ? [] : ['drawn.timeline is not a list'];
+  for (const [mode, m] of Object.entries(d.modes)) {
+    if (typeof m?.frames !== 'number') p.push(`drawn.modes.${mode}.frames is not a number`);
+    for (const k of ['p50', 'p95', 'p99', 'max']) if (!isNumOrNull(m?.positionCm?.[k])) p.push(`drawn.modes.${mode}.positionCm.${k} is not a number or null`);
+    if (!isNumOrNull(m?.jumpsPerMinute)) p.push(`drawn.modes.${mode}.jumpsPerMinute is not a number or null`);
   }
   return p;
 }

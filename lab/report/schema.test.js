@@ -62,3 +62,12 @@ test('the load flags (lab/report/saturation.js) are optional: null or { rule, fi
   assert.deepEqual(addedFieldProblems({ unsettled: { rule: 3, figures: { inFlight: [] } } }), ['unsettled.rule is not a string', 'unsettled.figures.inFlight is not a number, null or a name']);
   assert.deepEqual(addedFieldProblems({ saturated: { rule: 'r' } }), ['saturated.figures is not an object']);
 });
+
+test('drawn (--playout) is optional: null, or per mode its figures and a timeline', () => {
+  const mode = { frames: 10, positionCm: { p50: 1, p95: 2, p99: 3, max: 4 }, jumpsPerMinute: 0 };
+  assert.deepEqual(addedFieldProblems({ ...base, drawn: null }), []);
+  assert.deepEqual(addedFieldProblems({ ...base, drawn: { renderFps: 60, modes: { predict: mode }, timeline: [] } }), []);
+  assert.deepEqual(addedFieldProblems({ ...base, drawn: { modes: { ease: { ...mode, positionCm: { ...mode.positionCm, p95: '2' } } }, timeline: {} } }),
+    ['drawn.timeline is not a list', 'drawn.modes.ease.positionCm.p95 is not a number or null']);
+  assert.deepEqual(addedFieldProblems({ ...base, drawn: 'fine' }), ['drawn has no modes']);
+});
