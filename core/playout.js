@@ -193,9 +193,21 @@ export class StreamPlayout {
     this.delayMs = this.lags.length === 1 || this.cyclesSeen <= 1 ? target : this.delayMs + (target - this.delayMs) * this.options.delayGain;
   }
 
-  /** How far behind the sender's present this stream is drawn, ms (the HUD's figure). */
-  behindMs() {
-    return this.mode === 'interpolate' ? this.delayMs : 0;
+  /**
+   * How far behind the sender's present the drawing is at `now`, ms, beyond the network's
+   * shortest delay (which no clock here can see): interpolate's delay; past the newest pose's
+   * extrapolation limit, the time since; for ease, the newest pose's age and the easing lag.
+   * The HUD's figure per neighbour.
+   * @param {number} [now] receiver's clock (default: the last frame drawn)
+   */
+  behindMs(now = this.lastRenderAt) {
+    const newest = this.samples.at(-1);
+    if (!newest) return 0;
+    const present = now - this.baseLagMs;
+    if (this.mode === 'ease') return Math.max(0, present - newest.sendTime) + this.options.easeMs;
+    const at = present - (this.mode === 'interpolate' ? this.delayMs : 0);
+    const limit = newest.sendTime + this.options.maxAheadCycles * this.cycleMs;
+    return Math.max(0, present - Math.min(at, limit));
   }
 
   /**

@@ -55,6 +55,8 @@ test('interpolate draws between buffered poses a cycle and its jitter behind', (
   // 3910 on the receiver is 4900 on the sender; drawn 100 ms (one cycle, no jitter) behind: x = 38
   assert.ok(Math.abs(drawn.pose[0] - 38) < 0.05, `x ${drawn.pose[0]}`);
   assert.ok(Math.abs(p.behindMs() - 100) < 1);
+  // 1 s on, no update: the newest pose (sent at 4900) is 1000 ms old, drawn held at its limit 150 ms past it
+  assert.ok(Math.abs(p.behindMs(3910 + 1000) - (1000 - 150)) < 1, `behind ${p.behindMs(4910)}`);
 });
 
 test('a reordered update refines the curve ahead and never moves the drawing back in sender time', () => {

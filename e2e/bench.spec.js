@@ -17,7 +17,7 @@ const sink = () => {
   return { stream: new Writable({ write(c, _e, cb) { chunks.push(String(c)); cb(); } }), text: () => chunks.join('') };
 };
 
-test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) => {
+test('smoke bench: 10 Chromium peers on relay and p2p, drawn in two playout modes', async ({ browserName }) => {
   test.skip(browserName !== 'chromium', 'the bench launches its own browsers');
   test.setTimeout(180_000);
   const out = await mkdtemp(path.join(tmpdir(), 'carlab-bench-'));
@@ -25,7 +25,7 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
     const stdout = sink();
     const stderr = sink();
     const code = await run(['--transport', 'relay,p2p', '--clients', '10', '--group', '5', '--duration', '3',
-      '--warmup', '1', '--peers-per-page', '5', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
+      '--warmup', '1', '--peers-per-page', '5', '--playout', 'ease,predict', '--no-progress', '--out', out], { stdout: stdout.stream, stderr: /** @type {any} */ (stderr.stream) });
     expect(code, stderr.text()).toBe(0);
     const results = JSON.parse(await readFile(path.join(out, 'results.json'), 'utf8'));
     expect(resultsSchemaProblems(results)).toEqual([]);
@@ -40,6 +40,12 @@ test('smoke bench: 10 Chromium peers on relay and p2p', async ({ browserName }) 
       expect(r.rt.n).toBeGreaterThan(0);
       expect(r.cpu.clients).toBeGreaterThan(0);
       expect(r.pageErrors).toEqual([]);
+      // every peer drew its 4 neighbours in both modes on the same frames (lab/shared/drawn-measure.js)
+      expect(Object.keys(r.drawn.modes)).toEqual(['ease', 'predict']);
+      expect(r.drawn.modes.ease.streams).toBe(40);
+      expect(r.drawn.modes.predict.frames).toBe(r.drawn.modes.ease.frames);
+      expect(r.drawn.modes.predict.frames).toBeGreaterThan(40 * 60);
+      expect(r.drawn.modes.predict.positionCm.p95).toBeGreaterThan(0);
     }
     expect(relay.lossPct).toBe(0);
     expect(relay.rts.mean).toBeGreaterThanOrEqual(0);

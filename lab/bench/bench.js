@@ -15,7 +15,8 @@ import { CHROMIUM_PATH, FIREFOX_PATH, chromiumArgs, ensureWarmFirefox, firefoxLa
 import { warmFirefoxPath } from './firefox-profile.js';
 import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from '../net/commands.js';
-import { reportPeriodMs } from '../shared/flags.js';
+import { DEFAULT_RENDER_FPS, reportPeriodMs } from '../shared/flags.js';
+import { drawnRecord } from '../report/drawn.js';
 import { ipPath } from '../net/network.js';
 import { aggregateRun } from '../report/aggregate.js';
 import { withLoadFlags } from '../report/saturation.js';
@@ -71,6 +72,8 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {number} updates
  * @property {number} ackTimeoutMs
  * @property {number} [editsPerMinute] every peer edits the shared scene this often (lab/shared/edits.js; 0: never)
+ * @property {import('../../core/playout.js').PlayoutMode[] | null} [playout] --playout: the modes every peer draws
+ * @property {number} [renderFps] --render-fps: at this rate
  * @property {string[]} browsers fleet mix; pages take them in turn
  * @property {number} peersPerPage
  * @property {number} pagesPerBrowser
@@ -362,6 +365,7 @@ export async function openPages(o, { layout, browsers, baseUrls, runId, pageHost
     });
     if (indices) q.set('indices', indices.join(','));
     if (o.editsPerMinute) q.set('edits', String(o.editsPerMinute));
+    if (o.playout) { q.set('playout', o.playout.join(',')); q.set('fps', String(o.renderFps ?? DEFAULT_RENDER_FPS)); }
     if (pageHost) q.set('server', baseUrls[p % baseUrls.length]);
     await page.goto(`${pageHost ?? baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
@@ -549,6 +553,7 @@ export async function runBenchPoint(o) {
     // --reports: each peer's last report (beacon), and what the pages' reports did
     const reports = sumReportTallies(await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.finishReports()))));
     const clients = await collectPeerStats(pages);
+    const drawn = o.playout ? await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.drawn()))) : [];
     const relay = serverMetrics?.relay ?? null;
     /** @type {Record<string, string>} */
     const userAgents = {};
@@ -577,6 +582,7 @@ export async function runBenchPoint(o) {
         ...slowdownFields(point, o.browsers),
         ...(o.tracking ? { tracking } : {}),
         ...(o.editsPerMinute ? { scene: sceneRecord(clients, o.editsPerMinute) } : {}),
+        ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
       },
     }), { cores: availableParallelism() });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too

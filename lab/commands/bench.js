@@ -108,6 +108,7 @@ export const benchCommand = {
     const edits = validateEdits(o);
     if (edits) return edits;
     if (o.editsPerMinute && o.values.agents !== undefined) return '--edits-per-minute is not carried to carlab agents yet: run it on one machine';
+    if (o.playout && o.values.agents !== undefined) return '--playout is not carried to carlab agents yet: run it on one machine';
     const problem = slowdownProblem(o);
     if (problem) return problem;
     o.pagesPort = Number(o.values['pages-port'] ?? 0);
@@ -140,6 +141,7 @@ export const benchCommand = {
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
     tracking: options.tracking, trackingBrowser: options.trackingBrowser, editsPerMinute: options.editsPerMinute ?? 0,
+    playout: options.playout, renderFps: options.renderFps,
   })),
 };
 

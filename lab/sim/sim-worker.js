@@ -17,7 +17,7 @@ import { epochNow, scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
 import { startEditing } from '../shared/edits.js';
-import { DrawnErrorLab, PlayoutProbe } from '../../core/playout-probe.js';
+import { DrawnMeasurement } from '../shared/drawn-measure.js';
 import { DEFAULT_RENDER_FPS } from '../shared/flags.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
@@ -85,66 +85,9 @@ const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.cli
  */
 const joinsLate = (i) => job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2 && i === groupOf(i) * job.groupSize + groupSizeOf(groupOf(i)) - 1;
 
-// --playout: every client draws its neighbours in each mode from the same arrivals, at a fixed
-// render rate, and measures each drawing against the sender's scripted pose at that instant
-// (core/playout-probe.js). The measured window is the run's: from the end of the warm-up.
-
-/** The probes of this generator's clients and their render loop. */
-class DrawnMeasurement {
-  /** @param {import('../../core/playout.js').PlayoutMode[]} modes @param {number} fps */
-  constructor(modes, fps) {
-    this.lab = new DrawnErrorLab(modes, Infinity);
-    /** @type {PlayoutProbe[]} by client index in this generator */
-    this.probes = [];
-    /** @type {Map<number, number>[]} per client: sender id -> the sender's sim index (its scripted path) */
-    this.senderIndex = [];
-    this.fps = fps;
-    /** @type {ReturnType<typeof setInterval> | undefined} */
-    this.timer = undefined;
-  }
-
-  /** @param {number} k @param {string} event @param {any} detail */
-  onClientEvent(k, event, detail) {
-    if (event === 'update') {
-      const m = detail.update;
-      (this.probes[k] ??= new PlayoutProbe(this.lab)).arrive(m.sender, m.seq, m.sendTime, detail.arrivalTime, m.pose);
-    } else if (event === 'member-left') {
-      this.probes[k]?.forget(detail.id);
-    }
-  }
-
-  /** Renders from the end of the warm-up on. @param {number} warmupMs */
-  start(warmupMs) {
-    this.lab.timeline.startMs = performance.now() + warmupMs;
-    this.timer = setInterval(() => this.frame(), 1000 / this.fps);
-  }
-
-  stop() {
-    clearInterval(this.timer);
-  }
-
-  /** One frame of every client's drawing. */
-  frame() {
-    const now = performance.now();
-    if (now < this.lab.timeline.startMs) return;
-    const epoch = performance.timeOrigin + now;
-    this.probes.forEach((probe, k) => {
-      const index = (this.senderIndex[k] ??= new Map());
-      probe.render(now, (sender) => {
-        let i = index.get(sender);
-        if (i === undefined) {
-          const name = clients[k]?.members.get(sender)?.name;
-          if (!name?.startsWith('sim')) return null;
-          index.set(sender, i = Number(name.slice(3)));
-        }
-        return scriptedPose(i, epoch);
-      });
-    });
-  }
-}
-
 /** @type {DrawnMeasurement | null} */
-const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, job.renderFps ?? DEFAULT_RENDER_FPS) : null;
+/** --playout: the drawn error of every client's drawing (lab/shared/drawn-measure.js). */
+const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, job.renderFps ?? DEFAULT_RENDER_FPS, clients) : null;
 
 async function connectAll() {
   const CONCURRENCY = 64;
@@ -378,7 +321,7 @@ port.on('message', async (m) => {
     await finishReports();
     port.postMessage({
       type: 'stats', stats: clients.map((c) => withSceneMember(c, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null,
-      drawn: drawn ? drawn.lab.toJSON() : null,
+      drawn: drawn ? drawn.toJSON() : null,
     });
   } else if (m.cmd === 'cpu') {
     // only asked of child processes: in a worker thread this would be the whole process's

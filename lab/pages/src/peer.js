@@ -26,7 +26,10 @@
 //              the phone app sends them: periodic ones with fetch keepalive, the last one with
 //              navigator.sendBeacon when the page hides (or on finishReports()); 0 or absent: none
 //              (the bench passes lab/shared/flags.js reportPeriodMs of --reports)
-// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), settled(), finishReports(), reportCounts(), close().
+//   playout    playout modes, comma-separated (bench --playout): every peer draws its neighbours in
+//              each from the same arrivals at `fps` frames per second (default 60) and measures the
+//              drawing against the scripted truth (lab/shared/drawn-measure.js); drawn() returns it
+// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), drawn(), settled(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
@@ -37,6 +40,8 @@ import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { startEditing } from '../../shared/edits.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
+import { DrawnMeasurement } from '../../shared/drawn-measure.js';
+import { parsePlayoutModes } from '../../../core/playout.js';
 
 const q = new URLSearchParams(location.search);
 const num = (/** @type {string} */ name, /** @type {number} */ dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
@@ -63,6 +68,8 @@ const settings = {
   editsPerMinute: num('edits', 0),
   name: q.get('name') ?? 'peer',
   reportsS: num('reports', 0),
+  playout: q.get('playout') ? parsePlayoutModes(/** @type {string} */ (q.get('playout'))) : null,
+  renderFps: num('fps', 60),
 };
 
 const summaryEl = /** @type {HTMLElement} */ (document.getElementById('summary'));
@@ -70,6 +77,8 @@ const tbody = /** @type {HTMLElement} */ (document.querySelector('#peers tbody')
 
 /** @type {CarClient[]} */
 const clients = [];
+/** playout=: the drawn error of every peer's drawing. */
+const drawn = settings.playout ? new DrawnMeasurement(settings.playout, settings.renderFps, clients) : null;
 
 /** The population index of this page's i-th peer. @param {number} i */
 const indexOf = (i) => (settings.indices ? settings.indices[i] : settings.offset + i * settings.stride);
@@ -91,6 +100,7 @@ async function boot() {
       cycleMs: settings.cycleMs, cycleMode: settings.cycleMode, ackTimeoutMs: settings.ackTimeoutMs,
       warmupMs: settings.warmupMs, maxUpdates: settings.maxUpdates,
       pose: () => scriptedPose(index, epochNow()),
+      ...(drawn ? { onEvent: (/** @type {string} */ event, /** @type {any} */ detail) => drawn.onClientEvent(i, event, detail) } : {}),
     });
     clients.push(client);
     joins.push(client.connect());
@@ -208,6 +218,7 @@ window.carlab = {
   ready,
   start() {
     for (const c of clients) c.start();
+    drawn?.start(settings.warmupMs);
     if (settings.editsPerMinute > 0) editing = startEditing(clients, settings.editsPerMinute);
     startReports();
   },
@@ -216,8 +227,11 @@ window.carlab = {
     editing?.stop();
     stoppedAt = performance.timeOrigin + performance.now();
     for (const c of clients) c.stop();
+    drawn?.stop();
   },
   stats() { return clients.map(statsOf); },
+  /** With playout=: what this page's peers drew (DrawnErrorLab JSON), else null. */
+  drawn() { return drawn ? drawn.toJSON() : null; },
   /** Every hosted peer's last update is one delivery horizon old: a count now covers all it sent. */
   settled() { return clients.every((c) => c.cycle.settled()); },
   /**
@@ -250,7 +264,7 @@ window.carlab = {
     for (const c of clients) for (let i = Math.max(0, c.rt.length - 6); i < c.rt.length; i++) { sum += c.rt[i]; n++; }
     return { sum, n };
   },
-  close() { sendFinalReports(); for (const c of clients) c.close(); },
+  close() { drawn?.stop(); sendFinalReports(); for (const c of clients) c.close(); },
 };
 ready.then(() => {
   if (settings.autostart) window.carlab.start();

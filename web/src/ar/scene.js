@@ -517,9 +517,9 @@ export class Avatar {
     return pose ? [pose[0], pose[1], pose[2]] : null;
   }
 
-  /** How far behind the sender's present it is drawn, ms (interpolate's delay; 0 otherwise). */
-  behindMs() {
-    return this.playout.behindMs();
+  /** How far behind the sender's present it is drawn, ms (StreamPlayout.behindMs). @param {number} [now] */
+  behindMs(now) {
+    return this.hasPose ? this.playout.behindMs(now) : 0;
   }
 
   /** @param {Pose} pose */

@@ -366,6 +366,12 @@ function sceneState() {
   return { objects: client.scene.live, behind };
 }
 
+/** How far behind its present a member's avatar is drawn now (ms), null when it is not drawn. @param {number} id */
+function behindOf(id) {
+  const a = scene.avatars.get(id);
+  return a?.hasPose ? a.behindMs(performance.now()) : null;
+}
+
 /** The HUD's numbers. */
 function hudState() {
   const rt = client ? client.rtSummary() : { mean: null, p95: null, n: 0 };
@@ -391,6 +397,7 @@ function hudState() {
     members: client ? [...client.members.values()].map((m) => ({
       id: m.id, name: m.name, colour: memberColour(m.id), tracking: !isUntracked(m.pose),
       ageMs: ages.get(m.id)?.ageMs ?? null, stale: ages.get(m.id)?.stale ?? false, path: paths.get(m.id),
+      behindMs: behindOf(m.id),
     })) : [],
     rt: { last: status.rtLast, mean: rt.mean, p95: rt.p95, n: rt.n },
     lossPct: current ? liveLoss.lossPct(current.streams, (id) => current.members.has(id)) : null,
@@ -417,7 +424,7 @@ function updateHud() {
   }
 }
 
-// Draw at most ~30 times a second: the avatars ease between updates.
+// Draw at most ~30 times a second: the avatars' playout (core/playout.js) fills in between updates.
 let lastFrame = 0;
 function animate(/** @type {number} */ now) {
   requestAnimationFrame(animate);

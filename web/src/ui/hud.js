@@ -10,8 +10,10 @@
  * @property {number} [now] the clock of `links[].at`, now
  * @property {string} transport
  * @property {{ ordered?: boolean, maxRetransmits?: number | null, channels?: number } | null} channel
- * @property {{ id: number, name: string, colour: string, tracking: boolean, ageMs?: number | null, stale?: boolean, path?: string }[]} members
+ * @property {{ id: number, name: string, colour: string, tracking: boolean, ageMs?: number | null, stale?: boolean, path?: string,
+ *   behindMs?: number | null }[]} members
  *   `ageMs`: how long ago the member's last fresh update arrived (null: none yet); `stale`: longer than 1 s;
+ *   `behindMs`: how far behind its present its avatar is drawn (core/playout.js behindMs; null: not drawn);
  *   `path` (p2p): how the link to it goes, 'direct' | 'turn' | 'relay' | 'connecting'
  *   (core/metrics.js FREEZE_MS), its avatar stands still
  * @property {number | null} clientId
@@ -70,6 +72,15 @@ export function ageText(m) {
   const s = m.ageMs / 1000;
   const text = s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
   return m.stale ? `stale ${text}` : text;
+}
+
+/**
+ * How far behind a member's avatar is drawn, for the members row: "drawn 120 ms behind", '' when not drawn.
+ * @param {{ behindMs?: number | null }} m
+ */
+export function behindText(m) {
+  if (m.behindMs === null || m.behindMs === undefined) return '';
+  return m.behindMs < 1000 ? `drawn ${Math.round(m.behindMs)} ms behind` : `drawn ${(m.behindMs / 1000).toFixed(1)} s behind`;
 }
 
 /**
@@ -167,6 +178,7 @@ export class Hud {
       ? s.members.map((m) => `<span class="hud-member${m.stale ? ' hud-stale' : ''}" data-member="${m.id}" data-stale="${m.stale ? '1' : '0'}"`
         + ` style="--c:${m.colour}" title="last fresh update ${escapeHtml(ageText(m))}${m.stale ? ' ago: the avatar stands still' : ' ago'}">`
         + `${escapeHtml(m.name)}${m.tracking ? '' : ' (no pose)'} <span class="hud-age">${escapeHtml(ageText(m))}</span>`
+        + `${behindText(m) ? ` <span class="hud-behind">${escapeHtml(behindText(m))}</span>` : ''}`
         + `${m.path ? ` <span class="hud-path" data-path="${escapeHtml(m.path)}">${escapeHtml(pathText(m.path))}</span>` : ''}</span>`).join(' ')
       : '<span class="hud-muted">nobody else yet</span>';
     const rows = [

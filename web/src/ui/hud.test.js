@@ -1,7 +1,7 @@
 // The HUD's connection line, driven by the transports' connection statuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ageText, connectionText, pathText, sceneText } from './hud.js';
+import { ageText, behindText, connectionText, pathText, sceneText } from './hud.js';
 
 /** @typedef {import('./hud.js').HudState} HudState */
 /** @typedef {NonNullable<HudState['links']>} Links */
@@ -34,6 +34,13 @@ test('a neighbour\'s age: seconds since its last fresh update, "stale" past 1 s,
   assert.equal(ageText({ ageMs: 3400, stale: true }), 'stale 3.4 s');
   assert.equal(ageText({ ageMs: 25_000, stale: true }), 'stale 25 s');
   assert.equal(ageText({ ageMs: null, stale: false }), 'no update yet');
+});
+
+test('how far behind an avatar is drawn: ms under a second, then seconds; nothing when not drawn', () => {
+  assert.equal(behindText({ behindMs: 118.6 }), 'drawn 119 ms behind');
+  assert.equal(behindText({ behindMs: 2345 }), 'drawn 2.3 s behind');
+  assert.equal(behindText({ behindMs: null }), '');
+  assert.equal(behindText({}), '');
 });
 
 test('a p2p link\'s path reads direct, via TURN or via relay', () => {
