@@ -16,10 +16,17 @@ import { angleDeg, distance, quatOf } from './pose-math.js';
 
 /**
  * A render step is a jump when the drawn pose moves this much farther than the
- * true pose did over the same step, cm. A person walking at 1 m/s moves 1.7 cm
- * in a 60 fps frame; a drawing that snaps to a new update moves a cycle's worth.
+ * true pose did over the same step, cm, in a frame of JUMP_FRAME_MS; over a longer
+ * step, proportionally more (an excess speed of 1.2 m/s), so that a stalled
+ * renderer's long frame is not taken for a jump. A person walking at 1 m/s moves
+ * 1.7 cm in a 60 fps frame; a drawing that snaps to a new update moves a cycle's worth.
  */
 export const JUMP_EXCESS_CM = 2;
+/** The frame JUMP_EXCESS_CM is given for: 60 fps, a phone's display. */
+export const JUMP_FRAME_MS = 1000 / 60;
+
+/** A render step of `stepMs` is a jump past this excess, cm. @param {number} stepMs */
+export const jumpThresholdCm = (stepMs) => JUMP_EXCESS_CM * Math.max(1, stepMs / JUMP_FRAME_MS);
 
 /** @type {readonly PlayoutState[]} */
 export const PLAYOUT_STATES = Object.freeze(['interpolating', 'extrapolating', 'holding', 'easing']);
@@ -121,7 +128,7 @@ export class DrawnErrorMeter {
       tally.durationMs += t - p.t;
       tally.stateMs[state] += t - p.t;
       const excessCm = (distance(drawn, p.drawn) - distance(truth, p.truth)) * 100;
-      if (excessCm > JUMP_EXCESS_CM) {
+      if (excessCm > jumpThresholdCm(t - p.t)) {
         tally.jumps++;
         tally.jumpCm.add(excessCm);
       }

@@ -116,7 +116,7 @@ export class PlayoutProbe {
     if (!s) {
       s = {
         highestSeq: -1,
-        modes: this.lab.modes.map((mode) => ({ mode, playout: new StreamPlayout(mode), meter: new DrawnErrorMeter(this.lab.tallies[mode]) })),
+        modes: this.lab.modes.map((mode) => ({ mode, playout: new StreamPlayout(mode), meter: Object.assign(new DrawnErrorMeter(this.lab.tallies[mode]), { mode }) })),
       };
       this.streams.set(sender, s);
     }

@@ -10,14 +10,18 @@
 // reloaded, a clock set): the buffer starts over from the new timeline.
 //
 // Modes (PLAYOUT_MODES):
-//   ease        today's drawing: an exponential approach to the newest pose;
+//   newest      the newest pose as it came, nothing in between: the baseline
+//               every other mode is measured against;
+//   ease        an exponential approach to the newest pose (the AR view's
+//               drawing before playout);
 //   interpolate draws the stream `delayMs` in the past, between buffered
 //               poses (position by a cubic Hermite curve, rotation by slerp);
 //               the delay follows the stream's measured cycle and jitter;
 //   predict     draws the sender's present, extrapolated from its last two
 //               poses for at most `maxAheadCycles` cycles, then holds.
-// In every mode a new update never makes the drawing jump: the difference it
-// makes at the instant last drawn is blended out over `blendMs`. Sender
+// In interpolate and predict a new update never makes the drawing jump: the
+// difference it makes at the instant last drawn is walked out over `blendMs`,
+// or longer at `maxCorrectionSpeed`. Sender
 // time drawn never goes backwards, so a late (reordered) update only refines
 // the curve ahead; duplicates are ignored.
 
@@ -26,7 +30,7 @@ import { conjugate, multiply, normalize, power, poseOf, quatOf, slerp } from './
 
 /** @typedef {import('./protocol.js').Pose} Pose */
 /** @typedef {import('./pose-math.js').Quat} Quat */
-/** @typedef {'ease' | 'interpolate' | 'predict'} PlayoutMode */
+/** @typedef {'newest' | 'ease' | 'interpolate' | 'predict'} PlayoutMode */
 /**
  * What a drawn pose is: between two received poses, ahead of the newest,
  * held still (past the extrapolation limit, or before the second pose), or eased.
@@ -35,20 +39,20 @@ import { conjugate, multiply, normalize, power, poseOf, quatOf, slerp } from './
 /** @typedef {{ seq: number, sendTime: number, pose: Pose }} Sample sendTime on the sender's clock */
 
 /** @type {readonly PlayoutMode[]} */
-export const PLAYOUT_MODES = Object.freeze(['ease', 'interpolate', 'predict']);
+export const PLAYOUT_MODES = Object.freeze(['newest', 'ease', 'interpolate', 'predict']);
 
 /**
- * The mode the AR view and the lab use unless told otherwise. On the scripted paths
- * (core/playout.test.js: 167 ms cycle, 10 % loss, 60 fps) predict's p95 position error is
- * 1.1-3.6 cm against ease's 4.9-8.8 and interpolate's 3.1-5.6 (a cycle behind by design),
- * with no jumps in any mode; its worst case is the reversal, where it overshoots.
+ * The mode the AR view and the lab use unless told otherwise, chosen by measurement: the
+ * lowest drawn error at no more jumps than ease, on every transport, loss and cycle of
+ * docs/results.md "Drawn error" (and on every scripted path of core/playout.test.js). Its
+ * worst case is a reversal, where it overshoots for up to `maxAheadCycles`.
  * @type {PlayoutMode}
  */
 export const DEFAULT_PLAYOUT = 'predict';
 
 /**
  * @typedef {{ easeMs: number, capacity: number, lagWindow: number, maxAheadCycles: number, blendMs: number,
- *   clockStepMs: number, delayGain: number, initialCycleMs: number }} PlayoutOptions
+ *   maxCorrectionSpeed: number, clockStepMs: number, delayGain: number, initialCycleMs: number }} PlayoutOptions
  */
 
 /** @type {Readonly<PlayoutOptions>} */
@@ -61,8 +65,10 @@ export const PLAYOUT_DEFAULTS = Object.freeze({
   lagWindow: 64,
   /** Extrapolation limit, in cycles of the stream. */
   maxAheadCycles: 1.5,
-  /** A correction is blended in over this long, ms. */
+  /** A correction is blended in over this long, ms, or longer at the speed below. */
   blendMs: 100,
+  /** The fastest a correction moves the drawing, m/s: under a jump (JUMP_EXCESS_CM per frame) at 30 fps and up. */
+  maxCorrectionSpeed: 0.5,
   /** A lag this far from the window's minimum is a clock step, ms. */
   clockStepMs: 2000,
   /** How fast `interpolate`'s delay follows its target, per update (0..1). */
@@ -138,7 +144,7 @@ export class StreamPlayout {
     /** @type {Pose | null} */
     this.drawn = null;
     this.lastRenderAt = 0;
-    /** @type {{ at: number, offset: number[], turn: Quat } | null} blended-out difference */
+    /** @type {{ at: number, offset: number[], turn: Quat, durationMs: number } | null} blended-out difference */
     this.correction = null;
     this.changed = false;
     this.counts = { updates: 0, duplicates: 0, reordered: 0, clockSteps: 0 };
@@ -204,6 +210,7 @@ export class StreamPlayout {
     const newest = this.samples.at(-1);
     if (!newest) return 0;
     const present = now - this.baseLagMs;
+    if (this.mode === 'newest') return Math.max(0, present - newest.sendTime);
     if (this.mode === 'ease') return Math.max(0, present - newest.sendTime) + this.options.easeMs;
     const at = present - (this.mode === 'interpolate' ? this.delayMs : 0);
     const limit = newest.sendTime + this.options.maxAheadCycles * this.cycleMs;
@@ -217,6 +224,11 @@ export class StreamPlayout {
    */
   poseAt(now) {
     if (this.samples.length === 0 && !this.drawn) return null;
+    if (this.mode === 'newest') {
+      this.drawn = this.samples.at(-1)?.pose ?? /** @type {Pose} */ (this.drawn);
+      this.lastRenderAt = now;
+      return { pose: this.drawn, state: 'holding' };
+    }
     if (this.changed && this.drawn && this.mode !== 'ease') this.startCorrection();
     this.changed = false;
     const raw = this.mode === 'ease' ? this.eased(now) : this.curveAt(now);
@@ -276,10 +288,13 @@ export class StreamPlayout {
   startCorrection() {
     const drawn = /** @type {Pose} */ (this.drawn);
     const now = this.sampleAt(this.drawnSendTime).pose;
+    const offset = [0, 1, 2].map((k) => drawn[k] - now[k]);
     this.correction = {
       at: this.lastRenderAt,
-      offset: [0, 1, 2].map((k) => drawn[k] - now[k]),
+      offset,
       turn: normalize(multiply(quatOf(drawn), conjugate(quatOf(now)))),
+      // a large correction is walked, not snapped: a jump a person sees is a fast drawn move
+      durationMs: Math.max(this.options.blendMs, (Math.hypot(...offset) / this.options.maxCorrectionSpeed) * 1000),
     };
   }
 
@@ -296,7 +311,7 @@ export class StreamPlayout {
   /** Share of the correction still applied at `t` (1 when it starts, 0 after blendMs). @param {number} t */
   fadeAt(t) {
     if (!this.correction) return 0;
-    return Math.max(0, 1 - (t - this.correction.at) / this.options.blendMs);
+    return Math.max(0, 1 - (t - this.correction.at) / this.correction.durationMs);
   }
 }
 

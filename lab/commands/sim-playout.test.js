@@ -48,7 +48,7 @@ test('sim --playout: drawn error per mode on the same frames, in results.json an
 
 test('sim --playout: bad modes and --render-fps alone are usage errors', async () => {
   for (const [args, message] of /** @type {const} */ ([
-    [['--playout', 'ease,smooth'], /--playout takes a comma-separated list of ease, interpolate, predict; got "ease,smooth"/],
+    [['--playout', 'ease,smooth'], /--playout takes a comma-separated list of newest, ease, interpolate, predict; got "ease,smooth"/],
     [['--render-fps', '30'], /--render-fps needs --playout/],
     [['--playout', 'predict', '--render-fps', '0'], /--render-fps: "0" is not an integer 1\.\.240/],
   ])) {

@@ -52,7 +52,7 @@ export function drawnRows(runs) {
 /** What the drawn-error table shows. */
 export const DRAWN_LEGEND = 'How far each receiver draws a neighbour from where it really is, at every rendered frame, in each playout mode '
   + 'from the same arrivals (docs/architecture.md "Drawn error"). Jumps: frames whose drawn step exceeds the true '
-  + `step by more than ${JUMP_EXCESS_CM} cm, per minute of stream. Extrapolating, holding: shares of the time drawn ahead of the newest pose, or held still.`;
+  + `step by more than ${JUMP_EXCESS_CM} cm in a 60 fps frame (proportionally more in a longer one), per minute of stream. Extrapolating, holding: shares of the time drawn ahead of the newest pose, or held still.`;
 
 /**
  * tables.md's section on the drawn error, or '' when no run measured it.

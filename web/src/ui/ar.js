@@ -44,7 +44,7 @@ const MARKER_HELP_MS = 10_000;
 const q = new URLSearchParams(location.search);
 
 /**
- * `?playout=ease|interpolate|predict`: how avatars are drawn between updates; anything else is the default.
+ * `?playout=newest|ease|interpolate|predict`: how avatars are drawn between updates; anything else is the default.
  * @param {string | null} value
  * @returns {import('../../../core/playout.js').PlayoutMode}
  */
