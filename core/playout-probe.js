@@ -142,7 +142,11 @@ export class PlayoutProbe {
   render(now, truthOf) {
     for (const [sender, s] of this.streams) {
       const truth = truthOf(sender);
-      if (!truth) continue;
+      if (!truth) {
+        // not judged (no truth here): the next judged frame starts a new run of frames
+        for (const m of s.modes) m.meter.previous = null;
+        continue;
+      }
       for (const m of s.modes) {
         const drawn = m.playout.poseAt(now);
         if (!drawn) continue;
@@ -154,5 +158,75 @@ export class PlayoutProbe {
   /** The sender left: its drawing ends (its figures stay in the tallies). @param {number} sender */
   forget(sender) {
     this.streams.delete(sender);
+  }
+}
+
+/**
+ * Where a sender really is at an epoch instant, as the receiver with index `k` knows it; null
+ * where the drawing is not judged (an unknown sender, the marker out of the sender's view).
+ * @typedef {(k: number, sender: number, epochMs: number) => Pose | null} TruthOf
+ */
+
+/**
+ * --playout in a process or page of clients: each client's probe, fed every arrival from the
+ * client's events, drawn at each frame (a timer at a fixed rate, or the page's own frames) from
+ * the start of the measured window until stop, measured against `truthOf`.
+ */
+export class DrawnMeasurement {
+  /**
+   * @param {readonly PlayoutMode[]} modes
+   * @param {TruthOf} truthOf
+   * @param {{ accept?: (pose: Pose) => boolean }} [options] `accept`: a pose that fails it (a phone
+   *   not tracking) starts the sender's drawing over, as the AR view does
+   */
+  constructor(modes, truthOf, options = {}) {
+    this.lab = new DrawnErrorLab(modes, Infinity);
+    this.truthOf = truthOf;
+    this.accept = options.accept ?? (() => true);
+    /** @type {PlayoutProbe[]} by client index */
+    this.probes = [];
+    /** @type {ReturnType<typeof setInterval> | undefined} */
+    this.timer = undefined;
+  }
+
+  /**
+   * A client's event (CarClient's onEvent): every arrival goes to its probe; a member that left is forgotten.
+   * @param {number} k the client's index @param {string} event @param {any} detail
+   */
+  onClientEvent(k, event, detail) {
+    if (event === 'update') {
+      const m = detail.update;
+      const probe = (this.probes[k] ??= new PlayoutProbe(this.lab));
+      if (this.accept(m.pose)) probe.arrive(m.sender, m.seq, m.sendTime, detail.arrivalTime, m.pose);
+      else probe.forget(m.sender);
+    } else if (event === 'member-left') {
+      this.probes[k]?.forget(detail.id);
+    }
+  }
+
+  /**
+   * Draws from `delayMs` on: every `1000 / fps` ms, or (fps 0) whenever frame() is called.
+   * @param {number} delayMs the warm-up left @param {number} fps
+   */
+  start(delayMs, fps) {
+    this.lab.timeline.startMs = performance.now() + delayMs;
+    clearInterval(this.timer);
+    if (fps > 0) this.timer = setInterval(() => this.frame(), 1000 / fps);
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.lab.timeline.startMs = Infinity;
+  }
+
+  /** One frame of every client's drawing. @param {number} [now] performance.now() of the frame */
+  frame(now = performance.now()) {
+    if (now < this.lab.timeline.startMs) return;
+    const epoch = performance.timeOrigin + now;
+    this.probes.forEach((probe, k) => probe.render(now, (sender) => this.truthOf(k, sender, epoch)));
+  }
+
+  toJSON() {
+    return this.lab.toJSON();
   }
 }

@@ -17,6 +17,8 @@ import { driverSwitches, launchChromium } from './cdp.js';
 import { namespaceWrapperScript } from '../net/commands.js';
 import { DEFAULT_RENDER_FPS, reportPeriodMs } from '../shared/flags.js';
 import { drawnRecord } from '../report/drawn.js';
+import { finishArPair, openArPair, startArPair } from './ar-pair.js';
+import { DEFAULT_PLAYOUT } from '../../core/playout.js';
 import { ipPath } from '../net/network.js';
 import { aggregateRun } from '../report/aggregate.js';
 import { withLoadFlags } from '../report/saturation.js';
@@ -74,6 +76,7 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {number} [editsPerMinute] every peer edits the shared scene this often (lab/shared/edits.js; 0: never)
  * @property {import('../../core/playout.js').PlayoutMode[] | null} [playout] --playout: the modes every peer draws
  * @property {number} [renderFps] --render-fps: at this rate
+ * @property {boolean} [arPair] --ar-pair: two AR pages on the synthetic camera draw each other, judged against the truth (ar-pair.js)
  * @property {string[]} browsers fleet mix; pages take them in turn
  * @property {number} peersPerPage
  * @property {number} pagesPerBrowser
@@ -514,6 +517,10 @@ export async function runBenchPoint(o) {
     await waitForMesh(pages);
     const trackingHost = o.tracking ? browsers.find((b) => b.name === (o.trackingBrowser ?? 'chromium')) : undefined;
     const tracker = trackingHost ? await openTrackingPage(trackingHost, baseUrls[0], runId, point.cpuSlowdown) : null;
+    const arPair = o.arPair ? await openArPair({
+      hosts: browsers.filter((b) => b.name === 'chromium'), baseUrl: baseUrls[0], runId, transport: point.transport,
+      modes: o.playout ?? [DEFAULT_PLAYOUT], rate: point.cpuSlowdown,
+    }) : null;
 
     await Promise.all(pages.map(({ page }) => page.evaluate(() => window.carlab.start())));
     const started = Date.now();
@@ -528,6 +535,7 @@ export async function runBenchPoint(o) {
       : [];
     const windowStart = performance.now();
     const trackingFrom = tracker ? await sampleTracking(tracker) : null;
+    if (arPair) await startArPair(arPair);
     const measuringS = o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS;
     if (o.editsPerMinute) {
       // the edits stop before the window ends, so that the end-of-run check sees a settled scene
@@ -539,6 +547,7 @@ export async function runBenchPoint(o) {
     }
     const windowMs = performance.now() - windowStart;
     const tracking = tracker && trackingFrom ? { ...trackingFigures(trackingFrom, await sampleTracking(tracker)), browser: trackingHost?.name } : null;
+    const arDrawn = arPair ? await finishArPair(arPair) : null;
     const browserUsage = sampler.stop();
     /** @type {Record<string, { cpuPct: number | null, rssMaxBytes: number | null }>} */
     const usageByBrowser = kindSamplers.length
@@ -583,6 +592,7 @@ export async function runBenchPoint(o) {
         ...(o.tracking ? { tracking } : {}),
         ...(o.editsPerMinute ? { scene: sceneRecord(clients, o.editsPerMinute) } : {}),
         ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
+        ...(o.arPair ? { arDrawn } : {}),
       },
     }), { cores: availableParallelism() });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too

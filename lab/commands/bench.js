@@ -57,6 +57,11 @@ ${EDITS_FLAG_HELP}
                        \`tracking\` (not with --agents)
   --tracking-browser B the tracking page in chromium (default), firefox or webkit (one of
                        --browsers; implies --tracking)
+  --ar-pair            what a person sees: two AR pages on the synthetic camera in a group of their
+                       own on the point's transport, in two Chromium processes (under --net behind
+                       two links), each drawing the other in every --playout mode (default: the
+                       AR view's) at each frame, measured against where the other's video really
+                       is; in the run's \`arDrawn\` (docs/architecture.md "Drawn error")
 
 ${FLEET_HELP}
 
@@ -87,6 +92,7 @@ export const benchCommand = {
     'cpu-slowdown': { type: 'string' },
     tracking: { type: 'boolean', default: false },
     'tracking-browser': { type: 'string' },
+    'ar-pair': { type: 'boolean', default: false },
     'edits-per-minute': { type: 'string' },
     ...FLEET_FLAGS,
   },
@@ -109,6 +115,9 @@ export const benchCommand = {
     if (edits) return edits;
     if (o.editsPerMinute && o.values.agents !== undefined) return '--edits-per-minute is not carried to carlab agents yet: run it on one machine';
     if (o.playout && o.values.agents !== undefined) return '--playout is not carried to carlab agents yet: run it on one machine';
+    o.arPair = Boolean(o.values['ar-pair']);
+    if (o.arPair && o.values.agents !== undefined) return '--ar-pair runs on this machine: not with --agents';
+    if (o.arPair && !o.browsers.includes('chromium')) return '--ar-pair opens its AR pages in Chromium: add chromium to --browsers';
     const problem = slowdownProblem(o);
     if (problem) return problem;
     o.pagesPort = Number(o.values['pages-port'] ?? 0);
@@ -141,7 +150,7 @@ export const benchCommand = {
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
     tracking: options.tracking, trackingBrowser: options.trackingBrowser, editsPerMinute: options.editsPerMinute ?? 0,
-    playout: options.playout, renderFps: options.renderFps,
+    playout: options.playout, renderFps: options.renderFps, arPair: options.arPair,
   })),
 };
 

@@ -17,7 +17,8 @@ import { epochNow, scriptedPose } from '../../core/path.js';
 import { Reporter, overSession, tallyReports } from '../../core/report.js';
 import { createLabTransport } from './transports.js';
 import { startEditing } from '../shared/edits.js';
-import { DrawnMeasurement } from '../shared/drawn-measure.js';
+import { DrawnMeasurement } from '../../core/playout-probe.js';
+import { scriptedTruth } from '../shared/drawn-measure.js';
 import { DEFAULT_RENDER_FPS } from '../shared/flags.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
@@ -86,8 +87,8 @@ const groupSizeOf = (/** @type {number} */ g) => Math.min(job.groupSize, job.cli
 const joinsLate = (i) => job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2 && i === groupOf(i) * job.groupSize + groupSizeOf(groupOf(i)) - 1;
 
 /** @type {DrawnMeasurement | null} */
-/** --playout: the drawn error of every client's drawing (lab/shared/drawn-measure.js). */
-const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, job.renderFps ?? DEFAULT_RENDER_FPS, clients) : null;
+/** --playout: the drawn error of every client's drawing against its sender's scripted path. */
+const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, scriptedTruth(clients)) : null;
 
 async function connectAll() {
   const CONCURRENCY = 64;
@@ -296,7 +297,7 @@ port.on('message', async (m) => {
     clients.forEach((c, k) => { if (!joinsLate(job.from + k)) c.start(); });
     if (job.lateJoinMs !== undefined) setTimeout(joinLate, job.lateJoinMs);
     if (job.editsPerMinute) editing = startEditing(clients, job.editsPerMinute);
-    drawn?.start(job.warmupMs);
+    drawn?.start(job.warmupMs, job.renderFps ?? DEFAULT_RENDER_FPS);
     startReports();
     progressTimer = setInterval(() => {
       // RTs since the last report, for the live progress line

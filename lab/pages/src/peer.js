@@ -28,7 +28,7 @@
 //              (the bench passes lab/shared/flags.js reportPeriodMs of --reports)
 //   playout    playout modes, comma-separated (bench --playout): every peer draws its neighbours in
 //              each from the same arrivals at `fps` frames per second (default 60) and measures the
-//              drawing against the scripted truth (lab/shared/drawn-measure.js); drawn() returns it
+//              drawing against the scripted truth (core/playout-probe.js DrawnMeasurement); drawn() returns it
 // window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), drawn(), settled(), finishReports(), reportCounts(), close().
 
 import { Peer } from 'peerjs';
@@ -40,7 +40,8 @@ import { createTransport } from '../../../web/src/transport/index.js';
 import { joinErrorText } from '../../../web/src/ui/join-errors.js';
 import { startEditing } from '../../shared/edits.js';
 import { tokenFrom } from '../../../web/src/ui/join-link.js';
-import { DrawnMeasurement } from '../../shared/drawn-measure.js';
+import { DrawnMeasurement } from '../../../core/playout-probe.js';
+import { scriptedTruth } from '../../shared/drawn-measure.js';
 import { parsePlayoutModes } from '../../../core/playout.js';
 
 const q = new URLSearchParams(location.search);
@@ -78,7 +79,7 @@ const tbody = /** @type {HTMLElement} */ (document.querySelector('#peers tbody')
 /** @type {CarClient[]} */
 const clients = [];
 /** playout=: the drawn error of every peer's drawing. */
-const drawn = settings.playout ? new DrawnMeasurement(settings.playout, settings.renderFps, clients) : null;
+const drawn = settings.playout ? new DrawnMeasurement(settings.playout, scriptedTruth(clients)) : null;
 
 /** The population index of this page's i-th peer. @param {number} i */
 const indexOf = (i) => (settings.indices ? settings.indices[i] : settings.offset + i * settings.stride);
@@ -218,7 +219,7 @@ window.carlab = {
   ready,
   start() {
     for (const c of clients) c.start();
-    drawn?.start(settings.warmupMs);
+    drawn?.start(settings.warmupMs, settings.renderFps);
     if (settings.editsPerMinute > 0) editing = startEditing(clients, settings.editsPerMinute);
     startReports();
   },

@@ -273,8 +273,8 @@ export class ArScene {
    * Places the avatars where their playout says and draws a frame, unless nothing on
    * screen changed (software WebGL on a busy phone or test machine is not free).
    */
-  render() {
-    const now = performance.now();
+  /** @param {number} [now] performance.now() of the frame */
+  render(now = performance.now()) {
     let moving = false;
     for (const avatar of this.avatars.values()) moving = avatar.draw(now) || moving;
     // An avatar right at our own camera would fill the screen: leave it out.

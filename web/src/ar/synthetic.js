@@ -117,6 +117,30 @@ export function markerVisibility(pose, spec) {
   return { visible, corners };
 }
 
+/** Frames whose marker is in the picture whole, per spec (computed once). @type {WeakMap<VideoSpec, boolean[]>} */
+const wholeFrames = new WeakMap();
+
+/**
+ * Where the phone filming the video really is `ms` after the video's first frame: the camera
+ * path at that instant (between frames: the path goes on, as a phone does between camera frames),
+ * as a pose [x, y, z, qx, qy, qz, qw] in the marker frame; null while the frame shown then does
+ * not have the marker in it whole (the camera looking away, the loop's wrap), where nothing
+ * the phone sends can be judged.
+ * @param {number} ms
+ * @param {VideoSpec} [spec]
+ * @returns {[number, number, number, number, number, number, number] | null}
+ */
+export function syntheticTruthAt(ms, spec = DEFAULT_VIDEO) {
+  let whole = wholeFrames.get(spec);
+  if (!whole) wholeFrames.set(spec, whole = truePoses(spec).map((f) => f.visible === 'full'));
+  const f = (ms / 1000) * spec.fps;
+  const k = ((Math.floor(f) % spec.frames) + spec.frames) % spec.frames;
+  // the last frame of the loop: the path jumps back to frame 0 within it
+  if (!whole[k] || k === spec.frames - 1) return null;
+  const { position, quaternion } = cameraPose(f, spec);
+  return [position[0], position[1], position[2], quaternion[0], quaternion[1], quaternion[2], quaternion[3]];
+}
+
 /**
  * The true pose record of every frame, as written beside the video.
  * @param {VideoSpec} spec

@@ -5,7 +5,7 @@ import { projectPoint } from './camera-model.js';
 import { compileMarker } from './marker-pattern.js';
 import {
   CODE_CELL, DEFAULT_VIDEO, cameraPose, drawFrameCode, frameCodeBits, frameCodeOrigin, imageToPlane, markerVisibility, readFrameCode,
-  renderFrame, toArCamera, truePoses,
+  renderFrame, syntheticTruthAt, toArCamera, truePoses,
 } from './synthetic.js';
 
 const spec = DEFAULT_VIDEO;
@@ -88,5 +88,23 @@ describe('renderFrame', () => {
     assert.ok(luma(at(-0.52 * s, -0.52 * s)) > 230);
     const { y } = frameCodeOrigin(spec.camera.height);
     assert.equal(readFrameCode(rgba.subarray(y * width * 4), width, CODE_CELL / 2), i);
+  });
+});
+
+describe('the truth between frames (syntheticTruthAt)', () => {
+  test('at a frame it is the frame\'s true pose; between frames the path goes on; away and the wrap have none', () => {
+    const poses = truePoses(DEFAULT_VIDEO);
+    const frameMs = 1000 / DEFAULT_VIDEO.fps;
+    const whole = poses.findIndex((p) => p.visible === 'full');
+    const at = /** @type {number[]} */ (syntheticTruthAt(whole * frameMs));
+    assert.deepEqual(at, [...poses[whole].position, ...poses[whole].quaternion]);
+    const mid = /** @type {number[]} */ (syntheticTruthAt((whole + 0.5) * frameMs));
+    const next = poses[whole + 1].position;
+    assert.ok(mid.slice(0, 3).every((v, i) => Math.min(poses[whole].position[i], next[i]) - 1e-9 <= v && v <= Math.max(poses[whole].position[i], next[i]) + 1e-9),
+      'half a frame on: between the two frames');
+    const away = poses.findIndex((p) => p.visible !== 'full' && p.i > whole);
+    assert.equal(syntheticTruthAt(away * frameMs), null);
+    assert.equal(syntheticTruthAt((DEFAULT_VIDEO.frames - 0.5) * frameMs), null, 'the last frame wraps');
+    assert.deepEqual(syntheticTruthAt((DEFAULT_VIDEO.frames + whole) * frameMs), at, 'the loop repeats');
   });
 });

@@ -380,7 +380,7 @@ export function shapeChanged(size, camera) {
  */
 export async function startTracking(options) {
   const assets = options.assets ?? '/markers/';
-  const { element, stopSource } = await openSource(options.source);
+  const { element, stopSource, syntheticStartEpoch } = await openSource(options.source);
   let tracker = await createTracker(element, options, assets);
   /** @type {FrameLoop} */
   const loop = { tracker, running: true, rebuilding: false, stats: createStats(), latest: createLatest() };
@@ -411,6 +411,8 @@ export async function startTracking(options) {
     stats: loop.stats,
     /** Newest camera pose relative to the marker. */
     latest: loop.latest,
+    /** The synthetic video's first frame (ms since 1970): its truth's clock (synthetic.js syntheticTruthAt); null for a camera. */
+    syntheticStartEpoch,
     /** Processed frames per second over the last second. */
     fps() {
       return framesPerSecond(loop.stats);
@@ -426,7 +428,8 @@ export async function startTracking(options) {
 /**
  * Opens the video source through AR.js and waits for its first frame.
  * @param {TrackingOptions['source']} source
- * @returns {Promise<{ element: HTMLVideoElement, stopSource: () => void }>}
+ * @returns {Promise<{ element: HTMLVideoElement, stopSource: () => void, syntheticStartEpoch: number | null }>}
+ *   `syntheticStartEpoch`: the synthetic video's first frame, ms since 1970 (null for other sources)
  */
 async function openSource(source) {
   if (source.type === 'camera') {
@@ -440,6 +443,8 @@ async function openSource(source) {
   }
   /** @type {(() => void) | null} */
   let stopSynthetic = null;
+  /** @type {number | null} */
+  let syntheticStartEpoch = null;
   const { ArToolkitSource } = await loadArjs();
   const arSource = new ArToolkitSource(source.type === 'camera'
     ? { sourceType: 'webcam', sourceWidth: 640, sourceHeight: 480 }
@@ -454,6 +459,7 @@ async function openSource(source) {
   if (source.type === 'synthetic') {
     const synthetic = syntheticStream();
     stopSynthetic = synthetic.stop;
+    syntheticStartEpoch = synthetic.startEpoch;
     // AR.js's 'video' source, fed a MediaStream instead of a URL.
     element.removeAttribute('src');
     element.srcObject = synthetic.stream;
@@ -473,6 +479,7 @@ async function openSource(source) {
   element.play?.().catch(() => {});
   return {
     element,
+    syntheticStartEpoch,
     stopSource() {
       stopSynthetic?.();
       arSource.dispose();
@@ -528,6 +535,8 @@ export function syntheticStream(spec = DEFAULT_VIDEO) {
   return {
     stream,
     canvas,
+    /** When frame 0 was drawn, ms since 1970: frame i is shown from startEpoch + i / fps s on. */
+    startEpoch: performance.timeOrigin + t0,
     stop() {
       clearInterval(timer);
       for (const track of stream.getTracks()) track.stop();

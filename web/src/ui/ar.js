@@ -15,6 +15,9 @@
 //   pose            x,y,z,qx,qy,qz,qw: the camera pose sent with source=none
 //   probe=1         log every processed frame with the synthetic video's frame index (tests)
 //   dpr             renderer pixel ratio (default: the screen's, at most 2)
+//   playout         newest | ease | interpolate | predict: how avatars are drawn between updates
+//   drawn=MODES     the lab's drawn-error check (drawn-check.js): every neighbour also drawn in each of
+//                   these modes at every frame and measured against its synthetic video's truth
 // window.carlab exposes the state and test hooks (see the bottom of this file).
 
 import { Peer } from 'peerjs';
@@ -33,6 +36,7 @@ import { browserCapabilities } from './capabilities.js';
 import { closeCodeText, joinErrorText, unsupportedTransportText, withTransport } from './join-errors.js';
 import { tokenFrom } from './join-link.js';
 import { showRecordingNotice, startReports, trackingCounts } from './reports.js';
+import { createDrawnCheck } from './drawn-check.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
 
@@ -86,6 +90,8 @@ if (!settings.group || !settings.name) {
 const hud = new Hud(/** @type {HTMLElement} */ (document.getElementById('hud')));
 const canvas = /** @type {HTMLCanvasElement} */ (document.getElementById('scene'));
 const scene = new ArScene(canvas, { markerSize: settings.markerSize, pixelRatio: settings.pixelRatio, playout: settings.playout });
+/** ?drawn=: the lab's drawn-error check, null otherwise. */
+const drawnCheck = createDrawnCheck(q.get('drawn'), () => client);
 document.title = `carlab · ${settings.group}`;
 if (scene.webglError) {
   hud.showError('webgl', 'This browser cannot draw 3D graphics (WebGL is off or unsupported), so the shared scene stays '
@@ -149,6 +155,7 @@ function currentPose() {
  * @param {string} event @param {any} detail
  */
 function onClientEvent(event, detail) {
+  drawnCheck?.onClientEvent(event, detail);
   switch (event) {
     case 'member-joined':
       scene.addAvatar(detail.id, detail.name);
@@ -157,8 +164,13 @@ function onClientEvent(event, detail) {
       scene.removeAvatar(detail.id);
       liveLoss.left(detail.id);
       break;
+    case 'update': {
+      // every arrival, a late one too: the avatar's playout refines its curve with it
+      const m = detail.update;
+      scene.setAvatarPose(m.sender, m.pose, { seq: m.seq, sendTime: m.sendTime, arrival: detail.arrivalTime });
+      break;
+    }
     case 'pose':
-      scene.setAvatarPose(detail.id, detail.pose, { seq: detail.seq, sendTime: detail.sendTime, arrival: detail.at });
       liveLoss.applied(detail.id, detail.seq, client?.streams.get(detail.id));
       received.push({ sender: detail.id, seq: detail.seq, epoch: performance.timeOrigin + detail.at });
       if (received.length > 1000) received.splice(0, received.length - 1000);
@@ -430,7 +442,9 @@ function animate(/** @type {number} */ now) {
   requestAnimationFrame(animate);
   if (now - lastFrame < 30) return;
   lastFrame = now;
-  scene.render();
+  const at = performance.now();
+  scene.render(at);
+  drawnCheck?.frame(at);
 }
 requestAnimationFrame(animate);
 window.addEventListener('resize', () => scene.resize());
@@ -495,4 +509,8 @@ window.carlab = {
     return client ? { digest: client.scene.digest, ...sceneState() } : null;
   },
   objectScreen() { return scene.objectScreenPosition(); },
+  /** The synthetic video's first frame (ms since 1970), null for a camera: the truth's clock for other pages. */
+  syntheticStart() { return tracking?.syntheticStartEpoch ?? null; },
+  /** ?drawn=: the check (start, stop, truthOf, toJSON), else null. */
+  drawnCheck,
 };
