@@ -21,6 +21,7 @@ import { Matrix4, Quaternion, Vector3 } from 'three';
 import { encodeCameraPara, idealCamera } from './camera-model.js';
 import { PATTERN_RATIO } from './marker-pattern.js';
 import { CODE_CELL, DEFAULT_VIDEO, frameCodeOrigin, readFrameCode, renderFrame } from './synthetic.js';
+import { extrapolate } from '../../../core/playout.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
 /** @typedef {typeof import('@ar-js-org/ar.js/three.js/build/ar-threex.mjs')} ArJs */
@@ -253,11 +254,38 @@ export function cameraPoseInMarker(modelView, metres, scratch = createPoseScratc
 }
 
 /**
- * The newest camera pose relative to the marker, and when it was seen.
- * @returns {{ pose: Pose | null, at: number }}
+ * The newest camera pose relative to the marker and when it was processed (`at`), with when
+ * its frame was captured (`capturedAt`: the video frame's capture or presentation time where
+ * the browser gives one, else `at`), and the tracked pose before it (`previous`): what
+ * posePredictedAt extrapolates from.
+ * @returns {{ pose: Pose | null, at: number, capturedAt: number, previous: { pose: Pose, capturedAt: number } | null }}
  */
 export function createLatest() {
-  return { pose: null, at: 0 };
+  return { pose: null, at: 0, capturedAt: 0, previous: null };
+}
+
+/** The sender's own motion is extrapolated at most this far past its newest frame, ms. */
+export const SELF_PREDICT_MAX_MS = 200;
+/** Two tracked frames further apart than this say nothing about the motion between them, ms. */
+const SELF_PREDICT_SPAN_MS = 300;
+
+/**
+ * Where the camera is at `now`, from its two newest tracked frames: the newest pose carried on
+ * along their motion for the time since its frame was captured (at most SELF_PREDICT_MAX_MS).
+ * A phone's newest pose is a frame old when it is sent (capture, processing, the cycle's wait:
+ * 100-160 ms on the synthetic camera, 3 cm at a walk); sending where it is now instead is what
+ * lets a receiver draw it where it is. The newest pose alone when there is no motion to go on.
+ * @param {ReturnType<typeof createLatest>} latest
+ * @param {number} now performance.now()
+ * @returns {Pose | null}
+ */
+export function posePredictedAt(latest, now) {
+  const { pose, previous, capturedAt } = latest;
+  if (!pose || !previous) return pose;
+  const span = capturedAt - previous.capturedAt;
+  if (span <= 0 || span > SELF_PREDICT_SPAN_MS) return pose;
+  const ahead = Math.min(Math.max(0, now - capturedAt), SELF_PREDICT_MAX_MS);
+  return extrapolate({ seq: 0, sendTime: previous.capturedAt, pose: previous.pose }, { seq: 1, sendTime: capturedAt, pose }, ahead);
 }
 
 /**
@@ -295,11 +323,13 @@ export function forgetPreviousPoses(controller) {
  * @param {FrameLoop} loop
  * @param {HTMLVideoElement} element
  * @param {Pick<TrackingOptions, 'markerRoot' | 'markerSize' | 'probe' | 'onFrame'>} options
- * @returns {() => void} processes the current frame; never throws (a bad frame is counted in stats.errors and logged once)
+ * @returns {(capturedAt?: number) => void} processes the current frame (captured at `capturedAt`, performance.now()
+ *   clock, where known); never throws (a bad frame is counted in stats.errors and logged once)
  */
 export function createFrameStep(loop, element, options) {
   const scratch = createPoseScratch();
-  const process = () => {
+  /** @param {number | undefined} capturedAt */
+  const process = (capturedAt) => {
     const begin = performance.now();
     const { context } = loop.tracker;
     if (!context.update(element)) return;
@@ -311,8 +341,11 @@ export function createFrameStep(loop, element, options) {
     const info = { t: now, visible, frame: -1, position: null, quaternion: null };
     if (visible) {
       const pose = cameraPoseInMarker(options.markerRoot.matrix, options.markerSize, scratch);
-      loop.latest.pose = pose;
-      loop.latest.at = now;
+      const latest = loop.latest;
+      latest.previous = latest.pose && latest.at > 0 ? { pose: latest.pose, capturedAt: latest.capturedAt } : null;
+      latest.pose = pose;
+      latest.at = now;
+      latest.capturedAt = capturedAt ?? now;
       info.position = pose.slice(0, 3);
       info.quaternion = pose.slice(3);
     }
@@ -322,10 +355,10 @@ export function createFrameStep(loop, element, options) {
     }
     options.onFrame?.(info);
   };
-  return () => {
+  return (/** @type {number | undefined} */ capturedAt) => {
     if (loop.rebuilding) return;
     try {
-      process();
+      process(capturedAt);
     } catch (err) {
       // one bad frame must not stop tracking
       if (loop.stats.errors++ === 0) console.error('carlab: tracking a frame failed', err);
@@ -338,15 +371,16 @@ export function createFrameStep(loop, element, options) {
  * animation frames whenever the video's time moved, until `loop.running` is false.
  * @param {Pick<HTMLVideoElement, 'currentTime'> & { requestVideoFrameCallback?: HTMLVideoElement['requestVideoFrameCallback'] }} element
  * @param {Pick<FrameLoop, 'running'>} loop
- * @param {() => void} step
+ * @param {(capturedAt?: number) => void} step
  * @param {(callback: () => void) => void} [nextAnimationFrame] requestAnimationFrame; replaceable for tests
  */
 export function scheduleFrames(element, loop, step, nextAnimationFrame = (callback) => { requestAnimationFrame(callback); }) {
   if (typeof element.requestVideoFrameCallback === 'function') {
     const request = element.requestVideoFrameCallback.bind(element);
-    const onVideoFrame = () => {
+    const onVideoFrame = (/** @type {number} */ _now, /** @type {VideoFrameCallbackMetadata | undefined} */ metadata) => {
       if (!loop.running) return;
-      step();
+      // when the frame was taken (a camera's), else when it was ready to show
+      step(metadata?.captureTime ?? metadata?.presentationTime);
       request(onVideoFrame);
     };
     request(onVideoFrame);

@@ -7,7 +7,7 @@ import { PATTERN_RATIO } from './marker-pattern.js';
 import { CODE_CELL, drawFrameCode, frameCodeOrigin } from './synthetic.js';
 import {
   cameraParameters, cameraPoseInMarker, contextOptions, countFrame, createFrameStep, createLatest, createStats,
-  forgetPreviousPoses, framesPerSecond, markerOptions, processingSize, scheduleFrames, shapeChanged,
+  forgetPreviousPoses, framesPerSecond, markerOptions, posePredictedAt, processingSize, scheduleFrames, shapeChanged, SELF_PREDICT_MAX_MS,
 } from './tracking.js';
 import { idealCamera } from './camera-model.js';
 
@@ -278,5 +278,29 @@ describe('frame scheduling', () => {
     loop.running = false;
     /** @type {() => void} */ (pending.shift())();
     assert.equal(pending.length, 0);
+  });
+});
+
+describe('the pose a phone sends (posePredictedAt)', () => {
+  test('the newest tracked pose carried on along the last motion for the time since its frame, at most 200 ms', () => {
+    const latest = createLatest();
+    assert.equal(posePredictedAt(latest, 0), null, 'nothing tracked yet');
+    Object.assign(latest, { pose: [0.1, 0, 0, 0, 0, 0, 1], at: 1060, capturedAt: 1000, previous: { pose: [0, 0, 0, 0, 0, 0, 1], capturedAt: 900 } });
+    close(/** @type {number[]} */ (posePredictedAt(latest, 1150))[0], 0.25); // 1 m/s, 150 ms on
+    close(/** @type {number[]} */ (posePredictedAt(latest, 5000))[0], 0.1 + SELF_PREDICT_MAX_MS / 1000);
+    close(/** @type {number[]} */ (posePredictedAt(latest, 990))[0], 0.1); // never before its own frame
+    latest.previous = { pose: [0, 0, 0, 0, 0, 0, 1], capturedAt: 500 };
+    assert.deepEqual(posePredictedAt(latest, 1150), [0.1, 0, 0, 0, 0, 0, 1], 'frames 0.5 s apart say nothing of the motion');
+  });
+
+  test('a tracked frame keeps the one before it and when each was captured', () => {
+    const { loop } = fakeLoop();
+    const step = createFrameStep(loop, /** @type {HTMLVideoElement} */ ({}), { markerRoot: { visible: true, matrix: modelViewFor([0, 5, 0], new Quaternion()) }, markerSize: 0.1 });
+    step(1000);
+    assert.equal(loop.latest.previous, null);
+    assert.equal(loop.latest.capturedAt, 1000);
+    step(1100);
+    assert.equal(/** @type {any} */ (loop.latest).previous?.capturedAt, 1000);
+    assert.equal(loop.latest.capturedAt, 1100);
   });
 });

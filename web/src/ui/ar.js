@@ -30,7 +30,7 @@ import { createTransport, TRANSPORTS } from '../transport/index.js';
 import { DEFAULT_ACK_TIMEOUT_MS, DEFAULT_CYCLE_MS } from '../../../core/defaults.js';
 import { ArScene, isUntracked, memberColour } from '../ar/scene.js';
 import { DEFAULT_MARKER_SIZE_M, markerKindName, parseMarkerKind } from '../ar/marker-pattern.js';
-import { startTracking } from '../ar/tracking.js';
+import { posePredictedAt, startTracking } from '../ar/tracking.js';
 import { Hud } from './hud.js';
 import { browserCapabilities } from './capabilities.js';
 import { closeCodeText, joinErrorText, unsupportedTransportText, withTransport } from './join-errors.js';
@@ -140,9 +140,9 @@ function parsePose(text) {
   return /** @type {Pose} */ ([v[0], v[1], v[2], v[3] / n, v[4] / n, v[5] / n, v[6] / n]);
 }
 
-/** The pose sent with the next update: the newest camera pose relative to the marker. */
+/** The pose sent with the next update: where the camera is now relative to the marker (tracking.js posePredictedAt). */
 function currentPose() {
-  const pose = tracking?.latest.pose ?? settings.fixedPose ?? UNTRACKED;
+  const pose = (tracking && posePredictedAt(tracking.latest, performance.now())) ?? settings.fixedPose ?? UNTRACKED;
   if (client) {
     sent.set(client.cycle.seq, { pose, epoch: performance.timeOrigin + performance.now() });
     if (sent.size > 300) sent.delete(sent.keys().next().value);
