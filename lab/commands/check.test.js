@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { failIfOf, gateCommand, gateRows, run } from './check.js';
-import { GATES } from '../gates/gates.js';
+import { GATES, drawnHolds } from '../gates/gates.js';
+import { DEFAULT_PLAYOUT } from '../../core/playout.js';
 
 const sink = () => {
   let text = '';
@@ -56,4 +57,22 @@ test('a sim or bench gate writes a results folder with --fail-if; a fuzz gate on
   const fuzz = gateCommand({ ...gate, command: 'fuzz', args: ['--only', 'fair-flood'] }, '/tmp/g');
   assert.deepEqual(fuzz.argv.slice(1), ['fuzz', '--only', 'fair-flood', '--json', '/tmp/g/fuzz.json']);
   assert.equal(fuzz.file, '/tmp/g/fuzz.json');
+});
+
+test('the drawn-error gate holds the default playout and fails the newest pose alone (jumps) and ease (p50)', () => {
+  // bench --ar-pair on p2p with 5 % loss, beside a busy core (59a909c, 2-core AMD EPYC): each mode's figures
+  const measured = {
+    predict: { positionCm: { p50: 2.6, p95: 8.8 }, jumpsPerMinute: 0, frames: 940 },
+    ease: { positionCm: { p50: 5.3, p95: 9.4 }, jumpsPerMinute: 0, frames: 940 },
+    newest: { positionCm: { p50: 3.4, p95: 8.7 }, jumpsPerMinute: 126.68, frames: 940 },
+  };
+  const run = { arDrawn: { modes: measured } };
+  const failing = (/** @type {string} */ mode) => gateRows({ ...gate, holds: drawnHolds(mode, { p50: '', p95: '', jumps: '', frames: '' }) }, run)
+    .filter((r) => !r.ok).map((r) => r.figure.split('.').slice(3).join('.'));
+  assert.deepEqual(failing('predict'), []);
+  assert.deepEqual(failing('ease'), ['positionCm.p50']);
+  assert.deepEqual(failing('newest'), ['jumpsPerMinute']);
+  const drawnGate = /** @type {import('../gates/gates.js').Gate} */ (GATES.find((g) => g.name === 'drawn-p2p'));
+  assert.deepEqual(drawnGate.holds.map((h) => h.figure.split('.')[2]), [DEFAULT_PLAYOUT, DEFAULT_PLAYOUT, DEFAULT_PLAYOUT, DEFAULT_PLAYOUT]);
+  assert.deepEqual(gateRows(drawnGate, { arDrawn: { modes: {} } }).map((r) => r.ok), [false, false, false, false], 'no figures: failed');
 });

@@ -6,6 +6,8 @@
 // time; each says beside it what it read alone and beside one busy core, and
 // which test held it before (docs/architecture.md "Conventions").
 
+import { DEFAULT_PLAYOUT } from '../../core/playout.js';
+
 /**
  * @typedef {object} Gate
  * @property {string} name
@@ -37,10 +39,42 @@ function arGate(transport, rtRead, fpsRead) {
   };
 }
 
+/**
+ * The drawn error's bounds on playout mode `mode` of a `bench --ar-pair` run (was nothing: new with
+ * the playout). p50 holds interpolation and prediction to a drawing near the truth; p95 bounds what a
+ * lost update costs; jumps per minute keep the drawing from snapping. The newest pose alone snaps at
+ * every update (jumps), ease trails (p50): the gate's default mode must beat both.
+ * @param {string} mode
+ * @param {{ p50: string, p95: string, jumps: string, frames: string }} measured
+ * @returns {Gate['holds']}
+ */
+export function drawnHolds(mode, measured) {
+  return [
+    { figure: `arDrawn.modes.${mode}.positionCm.p50`, op: '<', bound: 4, measured: measured.p50 },
+    { figure: `arDrawn.modes.${mode}.positionCm.p95`, op: '<', bound: 12, measured: measured.p95 },
+    { figure: `arDrawn.modes.${mode}.jumpsPerMinute`, op: '<', bound: 10, measured: measured.jumps },
+    // enough judged frames that the figures mean something (20 s at ~28 fps, the marker away 15 %)
+    { figure: `arDrawn.modes.${mode}.frames`, op: '>=', bound: 400, measured: measured.frames },
+  ];
+}
+
 /** @type {readonly Gate[]} */
 export const GATES = Object.freeze([
   arGate('relay', 'alone 38, beside a busy core 47.6', 'alone 8, beside a busy core 9'),
   arGate('p2p', 'alone 29.3, beside a busy core 32.3', 'alone 9.8, beside a busy core 9.8'),
+  {
+    name: 'drawn-p2p',
+    what: `two phones on p2p, each link losing 5 %, each on the synthetic camera: each draws the other (${DEFAULT_PLAYOUT}, the AR `
+      + 'view\'s default) within 4 cm of where it really is half the time, 12 cm 95 % of the time, and never snaps '
+      + '(ar.html?drawn=, lab/bench/ar-pair.js)',
+    command: 'bench',
+    args: ['--transport', 'p2p', '--net', 'lossy-5', '--clients', '2', '--group', '2', '--ar-pair', '--playout', `${DEFAULT_PLAYOUT},ease,newest`,
+      '--duration', '20', '--warmup', '3'],
+    holds: drawnHolds(DEFAULT_PLAYOUT, {
+      p50: 'alone 2.5-2.8, beside a busy core 2.6-2.8', p95: 'alone 6-7.3, beside a busy core 8-8.8',
+      jumps: 'alone 0, beside a busy core 0', frames: 'alone 908-1025, beside a busy core 940-979',
+    }),
+  },
   {
     name: 'webkit-delivery',
     // WebKit paints the synthetic video in JavaScript on its AR page's main thread (e2e/webkit.spec.js):
