@@ -108,14 +108,24 @@ export function hermiteAt(s0, s1, s2, s3, at) {
 }
 
 /**
- * The pose `ahead` ms past `last`, continuing the motion from `prev` to `last`.
+ * The fastest motion extrapolated, m/s: two poses that say a phone moves faster are more
+ * likely a tracking error than a person, and carrying that on would draw a jump
+ * (core/drawn-error.js: 1.2 m/s over the truth is one).
+ */
+export const MAX_EXTRAPOLATED_SPEED = 1.2;
+
+/**
+ * The pose `ahead` ms past `last`, continuing the motion from `prev` to `last` (its speed at most
+ * MAX_EXTRAPOLATED_SPEED).
  * @param {Sample} prev @param {Sample} last @param {number} ahead
  */
 export function extrapolate(prev, last, ahead) {
   const span = last.sendTime - prev.sendTime;
   if (span <= 0) return last.pose;
   const f = ahead / span;
-  const position = [0, 1, 2].map((k) => last.pose[k] + (last.pose[k] - prev.pose[k]) * f);
+  const speed = (Math.hypot(last.pose[0] - prev.pose[0], last.pose[1] - prev.pose[1], last.pose[2] - prev.pose[2]) / span) * 1000;
+  const g = speed > MAX_EXTRAPOLATED_SPEED ? f * (MAX_EXTRAPOLATED_SPEED / speed) : f;
+  const position = [0, 1, 2].map((k) => last.pose[k] + (last.pose[k] - prev.pose[k]) * g);
   const turn = power(multiply(quatOf(last.pose), conjugate(quatOf(prev.pose))), f);
   return poseOf(position, normalize(multiply(turn, quatOf(last.pose))));
 }

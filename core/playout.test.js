@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DrawnErrorMeter, DrawnErrorTally } from './drawn-error.js';
 import { PATH_KINDS, scriptedPose } from './path.js';
-import { DEFAULT_PLAYOUT, Playout, PLAYOUT_DEFAULTS, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
+import { DEFAULT_PLAYOUT, MAX_EXTRAPOLATED_SPEED, Playout, PLAYOUT_DEFAULTS, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
 import { distance } from './pose-math.js';
 import { makeRng } from '../lab/shared/rng.js';
 
@@ -169,6 +169,14 @@ test('updates held up for a second now and then (a TCP retransmission), drawn at
     const w = walk({ loss: 0.1, seed: 7, index, seconds: 30, fps: 30, stalls: 0.05 });
     assert.equal(w.predict.jumps, 0, `${PATH_KINDS[index]}: ${w.predict.jumps} jumps`);
   }
+});
+
+test('extrapolate carries on no faster than MAX_EXTRAPOLATED_SPEED: a 5 m/s step is a tracking error, not a phone', () => {
+  const prev = { seq: 0, sendTime: 0, pose: at(0) };
+  const last = { seq: 1, sendTime: 100, pose: at(0.5) };
+  assert.ok(Math.abs(extrapolate(prev, last, 100)[0] - (0.5 + MAX_EXTRAPOLATED_SPEED * 0.1)) < 1e-9);
+  const walk = { seq: 1, sendTime: 100, pose: at(0.1) };
+  assert.ok(Math.abs(extrapolate(prev, walk, 100)[0] - 0.2) < 1e-9, '1 m/s goes on as it was');
 });
 
 test('hermiteAt passes through its poses; extrapolate continues a turn', () => {

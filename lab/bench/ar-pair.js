@@ -17,16 +17,16 @@ const PAIR_READY_MS = 60_000;
 /**
  * Opens the pair and waits until both track the video and see each other, then tells each
  * where the other's video starts (its truth's clock).
- * @param {{ hosts: FleetBrowser[], baseUrl: string, runId: string, transport: string, modes: readonly string[], rate?: number }} o
+ * @param {{ hosts: FleetBrowser[], baseUrl: string, runId: string, transport: string, cycleMs: number, modes: readonly string[], rate?: number }} o
  * @returns {Promise<FleetPage[]>}
  */
-export async function openArPair({ hosts, baseUrl, runId, transport, modes, rate }) {
+export async function openArPair({ hosts, baseUrl, runId, transport, cycleMs, modes, rate }) {
   const pages = [];
   for (let i = 0; i < 2; i++) {
     const host = hosts[i % hosts.length];
     const page = await host.newPage();
     // a quarter of the pixels per CSS pixel: nobody looks at these screens, and software WebGL is not free
-    const q = new URLSearchParams({ group: `${runId}-ar`, name: `ar${i}`, transport, source: 'synthetic', dpr: '0.25', drawn: modes.join(',') });
+    const q = new URLSearchParams({ group: `${runId}-ar`, name: `ar${i}`, transport, cycle: String(cycleMs), source: 'synthetic', dpr: '0.25', drawn: modes.join(',') });
     await page.goto(`${baseUrl}/ar.html?${q}`);
     await throttlePage(page, host.name, rate);
     pages.push(page);

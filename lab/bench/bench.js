@@ -518,7 +518,7 @@ export async function runBenchPoint(o) {
     const trackingHost = o.tracking ? browsers.find((b) => b.name === (o.trackingBrowser ?? 'chromium')) : undefined;
     const tracker = trackingHost ? await openTrackingPage(trackingHost, baseUrls[0], runId, point.cpuSlowdown) : null;
     const arPair = o.arPair ? await openArPair({
-      hosts: browsers.filter((b) => b.name === 'chromium'), baseUrl: baseUrls[0], runId, transport: point.transport,
+      hosts: browsers.filter((b) => b.name === 'chromium'), baseUrl: baseUrls[0], runId, transport: point.transport, cycleMs: point.cycleMs,
       modes: o.playout ?? [DEFAULT_PLAYOUT], rate: point.cpuSlowdown,
     }) : null;
 
