@@ -25,6 +25,7 @@
 // time drawn never goes backwards, so a late (reordered) update only refines
 // the curve ahead; duplicates are ignored.
 
+import { jumpThresholdCm } from './drawn-error.js';
 import { percentile } from './metrics.js';
 import { conjugate, multiply, normalize, power, poseOf, quatOf, slerp } from './pose-math.js';
 
@@ -228,6 +229,16 @@ export class StreamPlayout {
     return Math.max(0, present - Math.min(at, limit));
   }
 
+  /** The sender's speed between its two newest poses, m/s (0 before two). */
+  speedMps() {
+    const s = this.samples;
+    if (s.length < 2) return 0;
+    const a = s[s.length - 2];
+    const b = s[s.length - 1];
+    const span = b.sendTime - a.sendTime;
+    return span > 0 ? (Math.hypot(b.pose[0] - a.pose[0], b.pose[1] - a.pose[1], b.pose[2] - a.pose[2]) / span) * 1000 : 0;
+  }
+
   /**
    * The pose to draw at `now` (receiver's clock), or null before the first update.
    * @param {number} now
@@ -371,4 +382,53 @@ export function parsePlayoutModes(text) {
     throw new TypeError(`--playout takes a comma-separated list of ${PLAYOUT_MODES.join(', ')}; got "${text}"`);
   }
   return /** @type {PlayoutMode[]} */ ([...new Set(modes)]);
+}
+
+/**
+ * What a receiver can know of its drawing of one neighbour without the truth (a phone in a study):
+ * the time drawn in each state, how far behind the sender's present (time-weighted), and jumps: a
+ * frame's drawn step beyond what the neighbour's own newest updates say it moved, by the drawn
+ * error's jump threshold (core/drawn-error.js jumpThresholdCm).
+ */
+export class PlayoutWatch {
+  constructor() {
+    this.ms = 0;
+    /** @type {Record<PlayoutState, number>} */
+    this.stateMs = { interpolating: 0, extrapolating: 0, holding: 0, easing: 0 };
+    this.behindMsSum = 0;
+    this.jumps = 0;
+    /** @type {{ t: number, pose: Pose } | null} */
+    this.last = null;
+  }
+
+  /**
+   * One frame drawn.
+   * @param {number} now @param {Pose} pose @param {PlayoutState} state
+   * @param {number} behindMs StreamPlayout.behindMs(now) @param {number} speedMps StreamPlayout.speedMps()
+   */
+  frame(now, pose, state, behindMs, speedMps) {
+    const last = this.last;
+    if (last && now > last.t) {
+      const dt = now - last.t;
+      this.ms += dt;
+      this.stateMs[state] += dt;
+      this.behindMsSum += behindMs * dt;
+      const stepCm = Math.hypot(pose[0] - last.pose[0], pose[1] - last.pose[1], pose[2] - last.pose[2]) * 100;
+      if (stepCm - speedMps * dt * 0.1 > jumpThresholdCm(dt)) this.jumps++;
+    }
+    this.last = { t: now, pose };
+  }
+
+  /** @returns {{ seconds: number, behindMs: number | null, shares: Record<PlayoutState, number> | null, jumps: number, jumpsPerMinute: number | null }} */
+  summary() {
+    const ms = this.ms;
+    const round = (/** @type {number} */ x, /** @type {number} */ d) => Math.round(x * 10 ** d) / 10 ** d;
+    return {
+      seconds: round(ms / 1000, 1),
+      behindMs: ms > 0 ? round(this.behindMsSum / ms, 0) : null,
+      shares: ms > 0 ? /** @type {Record<PlayoutState, number>} */ (Object.fromEntries(Object.entries(this.stateMs).map(([k, v]) => [k, round(v / ms, 3)]))) : null,
+      jumps: this.jumps,
+      jumpsPerMinute: ms > 0 ? round(this.jumps / (ms / 60_000), 2) : null,
+    };
+  }
 }

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DrawnErrorMeter, DrawnErrorTally } from './drawn-error.js';
 import { PATH_KINDS, scriptedPose } from './path.js';
-import { DEFAULT_PLAYOUT, MAX_EXTRAPOLATED_SPEED, Playout, PLAYOUT_DEFAULTS, PLAYOUT_MODES, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
+import { DEFAULT_PLAYOUT, MAX_EXTRAPOLATED_SPEED, Playout, PLAYOUT_DEFAULTS, PLAYOUT_MODES, PlayoutWatch, StreamPlayout, extrapolate, hermiteAt, parsePlayoutModes } from './playout.js';
 import { distance } from './pose-math.js';
 import { makeRng } from '../lab/shared/rng.js';
 
@@ -198,4 +198,27 @@ test('Playout keeps one stream per sender; --playout lists are checked', () => {
   assert.throws(() => new Playout(/** @type {any} */ ('snap')), /unknown playout mode "snap"/);
   assert.deepEqual(parsePlayoutModes('ease, predict,ease'), ['ease', 'predict']);
   assert.throws(() => parsePlayoutModes('ease,fast'), /--playout takes a comma-separated list of newest, ease, interpolate, predict; got "ease,fast"/);
+});
+
+test('PlayoutWatch: without the truth, time by state, how far behind, and jumps against the sender\'s own motion', () => {
+  /** @param {import('./playout.js').PlayoutMode} mode */
+  const watched = (mode) => {
+    const p = new StreamPlayout(mode);
+    const w = new PlayoutWatch();
+    for (let seq = 0, now = 0; now < 10_000; now += 1000 / 60) {
+      // 0.3 m/s, an update every 167 ms, arriving 20 ms later
+      while (seq * CYCLE_MS + 20 <= now) { p.push(seq, seq * CYCLE_MS, seq * CYCLE_MS + 20, at(0.3 * seq * CYCLE_MS / 1000)); seq++; }
+      const d = p.poseAt(now);
+      if (d) w.frame(now, d.pose, d.state, p.behindMs(now), p.speedMps());
+    }
+    return w.summary();
+  };
+  const newest = watched('newest');
+  const predict = watched('predict');
+  assert.ok(/** @type {number} */ (newest.jumpsPerMinute) > 300, `the newest pose snaps at every update: ${newest.jumpsPerMinute}/min`);
+  assert.equal(predict.jumps, 0);
+  assert.ok(Math.abs(predict.seconds - 10) < 0.1);
+  assert.ok(/** @type {number} */ (predict.shares?.extrapolating) > 0.95);
+  assert.ok(/** @type {number} */ (newest.behindMs) > 50 && /** @type {number} */ (predict.behindMs) < 5, `behind: newest ${newest.behindMs}, predict ${predict.behindMs} ms`);
+  assert.deepEqual(new PlayoutWatch().summary(), { seconds: 0, behindMs: null, shares: null, jumps: 0, jumpsPerMinute: null });
 });

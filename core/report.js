@@ -140,6 +140,15 @@ export { percentile };
  * @typedef {object} ReportExtras
  * @property {TrackingCounts | null} [tracking]
  * @property {string | null} [effectiveType] navigator.connection.effectiveType
+ * @property {PlayoutReport | null} [playout]
+ */
+
+/**
+ * How the page draws its neighbours (core/playout.js PlayoutWatch): its playout mode, and per
+ * neighbour id the time drawn, how far behind the neighbour's present on average, the share of
+ * time in each state and the jumps seen against the neighbour's own updates.
+ * @typedef {{ mode: string, streams: Record<string, { seconds: number, behindMs: number | null,
+ *   shares: Record<string, number> | null, jumps: number, jumpsPerMinute: number | null }> }} PlayoutReport
  */
 
 /**
@@ -192,10 +201,42 @@ export { percentile };
  * @property {{ reconnects: number, outageMs: number }} connection
  * @property {TrackingCounts | null} tracking
  * @property {string | null} effectiveType
+ * @property {PlayoutReport | null} [playout] how the page draws its neighbours (absent from older pages)
  * @property {import('./scene-report.js').SceneReport | null} [scene] the shared scene: the marks of the
  *   member's scene log since the previous report, and again those the previous report brought (so one
  *   lost report leaves no gap), on the server's clock (absent from older pages)
  */
+
+/**
+ * Pools the `playout` parts of reports (one page's, or every page's of a group or run): its
+ * modes, how far behind the drawings were on average, the share of time held or extrapolating,
+ * and jumps per minute, all weighted by each stream's time drawn. Null when none drew anything.
+ * @param {Iterable<PlayoutReport | null | undefined>} parts
+ * @returns {{ modes: string[], streams: number, seconds: number, behindMs: number | null, holdingPct: number | null,
+ *   extrapolatingPct: number | null, jumpsPerMinute: number | null } | null}
+ */
+export function summarizePlayout(parts) {
+  const modes = new Set();
+  let streams = 0; let ms = 0; let behind = 0; let held = 0; let ahead = 0; let jumps = 0;
+  for (const p of parts) {
+    if (!p) continue;
+    modes.add(p.mode);
+    for (const st of Object.values(p.streams)) {
+      const m = st.seconds * 1000;
+      if (m <= 0) continue;
+      streams++; ms += m; jumps += st.jumps;
+      behind += (st.behindMs ?? 0) * m;
+      held += (st.shares?.holding ?? 0) * m;
+      ahead += (st.shares?.extrapolating ?? 0) * m;
+    }
+  }
+  if (ms === 0) return null;
+  const r1 = (/** @type {number} */ x) => Math.round(x * 10) / 10;
+  return {
+    modes: [...modes].sort(), streams, seconds: r1(ms / 1000), behindMs: Math.round(behind / ms),
+    holdingPct: r1((100 * held) / ms), extrapolatingPct: r1((100 * ahead) / ms), jumpsPerMinute: Math.round((jumps / (ms / 60_000)) * 100) / 100,
+  };
+}
 
 /**
  * Builds a report from a client core and a histogram kept up to date with
@@ -242,6 +283,7 @@ export function buildReport(client, { session, seq, final, kind, uptimeMs, rt, e
     connection: { reconnects: s.reconnects, outageMs: Math.round(s.outageMs) },
     tracking: extras.tracking ?? null,
     effectiveType: extras.effectiveType ?? null,
+    playout: extras.playout ?? null,
     scene,
   };
 }
@@ -639,6 +681,23 @@ function withinDepth(value, depth) {
   return true;
 }
 
+/**
+ * The `playout` part: absent or null (older pages, Node clients), else a mode and per neighbour figures.
+ * @param {any} p @returns {string | null}
+ */
+function playoutProblem(p) {
+  if (p === undefined || p === null) return null;
+  if (!isObject(p) || !isText(p.mode, 20) || !isObject(p.streams)) return 'playout must be { mode, streams } or null';
+  const isFraction = (/** @type {unknown} */ x) => typeof x === 'number' && x >= 0 && x <= 1;
+  const valid = (/** @type {any} */ s) => isObject(s) && isCount(s.seconds) && isCount(s.jumps)
+    && (s.behindMs === null || isCount(s.behindMs)) && (s.jumpsPerMinute === null || isCount(s.jumpsPerMinute))
+    && (s.shares === null || (isObject(s.shares) && Object.keys(s.shares).length <= 4 && Object.values(s.shares).every(isFraction)));
+  if (!isIdMap(p.streams, valid, REPORT_LIMITS.maxStreams)) {
+    return `playout.streams must map member id to { seconds, behindMs, shares, jumps, jumpsPerMinute }, at most ${REPORT_LIMITS.maxStreams}`;
+  }
+  return null;
+}
+
 /** @param {any} r @returns {string | null} */
 function restProblem(r) {
   if (r.rtLastMs !== null && !isCount(r.rtLastMs)) return 'rtLastMs must be a number >= 0 or null';
@@ -655,5 +714,7 @@ function restProblem(r) {
     if (t.visibleFrames > t.frames) return 'tracking.visibleFrames exceeds tracking.frames';
   }
   if (r.effectiveType !== null && !isText(r.effectiveType, 20)) return 'effectiveType must be a short string or null';
+  const playout = playoutProblem(r.playout);
+  if (playout) return playout;
   return sceneReportProblem(r.scene);
 }

@@ -155,12 +155,19 @@ test('reportProblem names what is wrong with a bad report', async () => {
     ['tracking', (r) => { r.tracking = { frames: 1, visibleFrames: 2, processMsSum: 0, spanMs: 0 }; }, /visibleFrames/],
     ['ages', (r) => { r.ages = { 1: 'x' }; }, /ages/],
     ['deep setup', (r) => { r.setup = JSON.parse(`{"x":${'['.repeat(20000)}${']'.repeat(20000)}}`); }, /setup nests deeper than 8/],
+    ['playout', (r) => { r.playout = { mode: 'predict' }; }, /playout must be \{ mode, streams \}/],
+    ['playout stream', (r) => { r.playout = { mode: 'predict', streams: { 5: { seconds: 1, jumps: 0, behindMs: 3, jumpsPerMinute: 0, shares: { holding: 2 } } } }; }, /playout.streams/],
   ];
   for (const [label, spoil, expected] of cases) {
     const r = JSON.parse(JSON.stringify(good));
     spoil(r);
     assert.match(String(reportProblem(r)), expected, label);
   }
+  const drawn = { seconds: 12.5, behindMs: 14, shares: { interpolating: 0, extrapolating: 0.96, holding: 0.04, easing: 0 }, jumps: 1, jumpsPerMinute: 4.8 };
+  assert.equal(reportProblem({ ...good, playout: { mode: 'predict', streams: { 7: drawn } } }), null, 'a page\'s playout figures');
+  assert.equal(reportProblem({ ...good, playout: null }), null, 'none (a Node client)');
+  const { playout: _absent, ...older } = good;
+  assert.equal(reportProblem(older), null, 'absent (an older page)');
   assert.equal(reportProblem(null), 'a report is a JSON object');
   assert.equal(reportProblem([]), 'a report is a JSON object');
 });

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 
 import { FREEZE_MS, countStream, countableAgainst, expectedAt, summarizeFreshness } from '../core/metrics.js';
-import { REPORT_LIMITS, RtHistogram, reportProblem } from '../core/report.js';
+import { REPORT_LIMITS, RtHistogram, reportProblem, summarizePlayout } from '../core/report.js';
 import { createLiveScene } from './live-scene.js';
 import { describeUserAgent } from './user-agent.js';
 
@@ -71,6 +71,8 @@ export const LIVE_STUDY_DEFAULTS = Object.freeze({
  * @property {boolean} left the member's final report arrived
  * @property {{ objects: number, inStep: boolean } | null} scene the shared scene as its newest report
  *   says: objects held, and whether its neighbours' digests equalled its own (the HUD's "in sync")
+ * @property {{ mode: string, behindMs: number | null, holdingPct: number | null, jumpsPerMinute: number | null } | null} drawn
+ *   how it draws its neighbours (core/report.js summarizePlayout of its report's `playout`)
  */
 
 /**
@@ -588,7 +590,18 @@ function baseRow(e) {
       }
       : null,
     scene: r.scene ? { objects: r.scene.objects, inStep: r.scene.inStep } : null,
+    drawn: drawnOf(r.playout),
   };
+}
+
+/**
+ * How the member draws its neighbours (its report's `playout`): how far behind, the share of time
+ * held, jumps per minute; null for a client that draws none (a Node client, an older page).
+ * @param {import('../core/report.js').PlayoutReport | null | undefined} p
+ */
+function drawnOf(p) {
+  const s = summarizePlayout([p]);
+  return s ? { mode: s.modes.join(','), behindMs: s.behindMs, holdingPct: s.holdingPct, jumpsPerMinute: s.jumpsPerMinute } : null;
 }
 
 /**

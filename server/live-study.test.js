@@ -247,6 +247,13 @@ test('snapshot: device, paths, RT, freshness and tracking of a member', () => {
     recv: { 2: stream(60, { n: 60, spanMs: 10_000, frozenMs: 1000 }), 3: stream(60, { n: 60, spanMs: 10_000 }) },
     tracking: { frames: 300, visibleFrames: 150, processMsSum: 2400, spanMs: 10_000 },
     effectiveType: '4g',
+    playout: {
+      mode: 'predict',
+      streams: {
+        2: { seconds: 30, behindMs: 10, shares: { interpolating: 0, extrapolating: 0.9, holding: 0.1, easing: 0 }, jumps: 1, jumpsPerMinute: 2 },
+        3: { seconds: 10, behindMs: 50, shares: { interpolating: 0, extrapolating: 0.5, holding: 0.5, easing: 0 }, jumps: 1, jumpsPerMinute: 6 },
+      },
+    },
   }), SAFARI_IOS);
   const [m] = study.snapshot().groups[0].members;
   assert.equal(m.name, '<img src=x onerror=alert(1)>');
@@ -257,6 +264,8 @@ test('snapshot: device, paths, RT, freshness and tracking of a member', () => {
   assert.equal(m.rt.p95, 40);
   assert.deepEqual(m.freshness, { updatesPerStreamPerS: 6, frozenPct: 5 });
   assert.deepEqual(m.tracking, { fps: 30, msPerFrame: 8, visiblePct: 50 });
+  // weighted by each stream's time drawn: (30 x 10 + 10 x 50) / 40 ms; 2 jumps in 40 s
+  assert.deepEqual(m.drawn, { mode: 'predict', behindMs: 20, holdingPct: 20, jumpsPerMinute: 3 });
   assert.equal(m.effectiveType, '4g');
   assert.equal(m.node, 'node-a');
   assert.equal(m.left, false);

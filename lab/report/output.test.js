@@ -440,7 +440,10 @@ describe('recordings and combined sources', () => {
   const results = {
     env: { cpus: 2 },
     runs: [
-      recorded({ browser: 'Chrome Android', family: 'Chrome Android', clients: 3, sessions: 3, tracking: { fps: 24.46, msPerFrame: 11, visiblePct: 81.25, clients: 3 } }),
+      recorded({
+        browser: 'Chrome Android', family: 'Chrome Android', clients: 3, sessions: 3, tracking: { fps: 24.46, msPerFrame: 11, visiblePct: 81.25, clients: 3 },
+        playout: { modes: ['predict'], streams: 6, seconds: 300, behindMs: 12, holdingPct: 3.25, extrapolatingPct: 96.7, jumpsPerMinute: 0.4 },
+      }),
       recorded({ browser: 'Safari iOS', family: 'Safari iOS', clients: 1, sessions: 2, lossPct: 1.5 }),
       recorded({ browser: 'all', families: ['Chrome Android', 'Safari iOS'], sessions: 5, lossPct: 0.4 }),
     ],
@@ -466,9 +469,9 @@ describe('recordings and combined sources', () => {
     assert.match(rec, /### relay · group "lab1" · 4 clients · cycle 167 ms pipelined/);
     const rows = rec.split('\n').filter((line) => /^\| (Chrome|Safari|all)/.test(line)).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
     assert.deepEqual(rows, [
-      ['Chrome Android', '3', '3', '40', '5', '52', '–', '–', '0.00', '1.50', '5.50', '900', '0.50', '24.5', '81.3'],
-      ['Safari iOS', '1', '2', '40', '5', '52', '–', '–', '1.50', '1.50', '5.50', '900', '0.50', '–', '–'],
-      ['all', '4', '5', '40', '5', '52', '–', '–', '0.40', '1.50', '5.50', '900', '0.50', '–', '–'],
+      ['Chrome Android', '3', '3', '40', '5', '52', '–', '–', '0.00', '1.50', '5.50', '900', '0.50', '24.5', '81.3', '12', '3.3', '0.40'],
+      ['Safari iOS', '1', '2', '40', '5', '52', '–', '–', '1.50', '1.50', '5.50', '900', '0.50', '–', '–', '–', '–', '–'],
+      ['all', '4', '5', '40', '5', '52', '–', '–', '0.40', '1.50', '5.50', '900', '0.50', '–', '–', '–', '–', '–'],
     ]);
     assert.match(rec, /### Devices/);
     assert.match(rec, /\| abcdef01 \| \\<img src=x onerror=alert\(1\)\\> \| Chrome Android \| Chrome 126\.0 \| Android 14 \| mobile \| 4g +\| relay +\| lab1 +\| +3 \| +12 \| 2026-11-25 15:00:01 \| 2026-11-25 15:20:00 \|/);

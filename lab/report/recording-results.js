@@ -13,6 +13,7 @@ import path from 'node:path';
 
 import { CYCLE_MODES } from '../../core/cycle.js';
 import { countableAgainst } from '../../core/metrics.js';
+import { summarizePlayout } from '../../core/report.js';
 import { describeUserAgent } from '../../server/user-agent.js';
 import { aggregateRun } from './aggregate.js';
 import { recordingScene } from './recording-scene.js';
@@ -414,6 +415,8 @@ function recordingRun({ transport, groupName, group, population, sourceName, onl
     rtWarmup: { mean: null, dev: null, p50: null, p95: null, p99: null, max: null, n: own.reduce((s, c) => s + c.rtWarmupN, 0) },
     rts: null,
     tracking: trackingOf(own),
+    // how the phones drew their neighbours (core/report.js summarizePlayout), null when none reported it
+    playout: summarizePlayout(own.map((c) => c.session.r.playout)),
     effectiveTypes,
     connection: {
       clientsReconnected: reconnected.length,

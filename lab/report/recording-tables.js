@@ -71,7 +71,7 @@ export function recordingGroupTitle({ transport, groupName, runs }) {
 /** Columns of a recording's per-family table: the papers' layout, freshness and tracking. */
 export const RECORDING_COLUMNS = Object.freeze([
   'Browser', 'Size', 'Sessions', 'RT', 'Dev', 'p95', 'CPU', 'RTS', '% loss', 'Jitter (ms)',
-  'Fresh/stream/s', 'Freeze p99', '% frozen', 'Tracking fps', 'Marker seen %',
+  'Fresh/stream/s', 'Freeze p99', '% frozen', 'Tracking fps', 'Marker seen %', 'Drawn behind', '% held', 'Jumps/min',
 ]);
 
 /** What the recording tables say. */
@@ -79,7 +79,9 @@ export const RECORDING_LEGEND = 'Real phones, from the client reports `carlab st
   + 'One row per browser family (from the user agent), then the whole group ("all"). Size: clients (distinct ids) of the family; '
   + 'RT, Dev, p95 (ms): updates its phones sent, on the sender\'s clock, from the merged histograms (percentiles to 0.1 ms below '
   + '100 ms, 1 ms below 1 s); % loss, jitter and freshness: streams into its phones, from any sender. CPU and RTS are not in client '
-  + 'reports. Tracking: AR.js frames per second and the share of frames that saw the marker.';
+  + 'reports. Tracking: AR.js frames per second and the share of frames that saw the marker. Drawn behind (ms): how far behind '
+  + 'their present the phones drew their neighbours (the playout\'s delay, or time held past its limit); % held: the share of that '
+  + 'time drawn still; jumps/min: frames whose drawing moved well beyond what the neighbour\'s updates said (no truth on real phones).';
 
 /**
  * One row of a recording's per-family table.
@@ -94,6 +96,7 @@ export function recordingRow(run) {
     isFamilyRun(run) ? String(run.family) : 'all', fmt(run.clients), fmt(run.sessions),
     fmt(run.rt?.mean), fmt(run.rt?.dev), fmt(run.rt?.p95), fmt(run.cpu?.server, 1), fmt(run.rts?.mean, 1), fmt(run.lossPct, 2), fmt(run.jitterMs, 2),
     fmt(f?.updatesPerStreamPerS, 2), fmt(f?.freezeMs?.p99), fmt(f?.frozenPct, 2), fmt(t?.fps, 1), fmt(t?.visiblePct, 1),
+    fmt(run.playout?.behindMs), fmt(run.playout?.holdingPct, 1), fmt(run.playout?.jumpsPerMinute, 2),
   ];
 }
 

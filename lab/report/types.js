@@ -175,6 +175,7 @@ export {};
  * @property {number} [sessions] a recording run's page sessions
  * @property {{ fps: number | null, msPerFrame: number | null, visiblePct: number | null, clients: number } | null} [tracking]
  *   AR.js tracking the phones reported (a recording), or the bench's tracking page (--tracking)
+ * @property {ReturnType<typeof import("../../core/report.js").summarizePlayout>} [playout] how the phones drew their neighbours (a recording)
  * @property {number} [cpuSlowdown] bench --cpu-slowdown: the Chromium pages' CPU throttle
  * @property {string[]} [cpuThrottled] the fleet's browsers that ran at cpuSlowdown
  * @property {string[]} [cpuUnthrottled] the fleet's browsers that cannot be throttled (full speed)

@@ -59,6 +59,9 @@ const COLUMNS = [
   { id: 'frozen', label: 'Frozen %', title: 'share of stream time in freezes over 1 s', num: true },
   { id: 'state', label: 'State', title: 'stale: a neighbour froze for over 1 s, or the member went silent' },
   { id: 'scene', label: 'Scene', title: 'shared scene: objects held; in sync when every neighbour\'s scene digest equalled its own' },
+  { id: 'behind', label: 'Drawn behind', title: 'how far behind their present it draws its neighbours, ms (mean over the session)', num: true },
+  { id: 'held', label: 'Held %', title: 'share of time it drew a neighbour held still: updates lost or late past the playout\'s limit', num: true },
+  { id: 'jumps', label: 'Jumps/min', title: 'frames where a neighbour\'s drawing moved well beyond what its updates say it moved', num: true },
   { id: 'fps', label: 'fps', title: 'tracking frames per second', num: true },
   { id: 'marker', label: 'Marker %', title: 'frames with the marker visible', num: true },
   { id: 'node', label: 'Node', title: 'server node the member reports to' },
@@ -386,6 +389,10 @@ function renderRow(view) {
   put(c.state, state, m.left ? 'state muted' : m.stale ? 'state bad' : 'state ok');
   c.state.title = state;
   put(c.scene, m.scene ? `${m.scene.objects} · ${m.scene.inStep ? 'in sync' : 'syncing'}` : '—', m.scene && !m.scene.inStep && !m.left ? 'warn' : '');
+  put(c.behind, fmt(m.drawn?.behindMs, 0), 'num');
+  c.behind.title = m.drawn ? `playout ${m.drawn.mode}` : 'draws no neighbours (no AR view, or an older page)';
+  put(c.held, fmt(m.drawn?.holdingPct, 1), m.drawn?.holdingPct ? 'num warn' : 'num');
+  put(c.jumps, fmt(m.drawn?.jumpsPerMinute, 1), m.drawn?.jumpsPerMinute ? 'num warn' : 'num');
   put(c.fps, fmt(m.tracking?.fps), 'num');
   put(c.marker, fmt(m.tracking?.visiblePct, 0), 'num');
   put(c.node, m.node.slice(0, 8), 'node');

@@ -18,7 +18,7 @@ import {
   SRGBColorSpace, Vector2, Vector3, WebGLRenderer, DoubleSide, RingGeometry,
 } from 'three';
 
-import { DEFAULT_PLAYOUT, StreamPlayout } from '../../../core/playout.js';
+import { DEFAULT_PLAYOUT, PlayoutWatch, StreamPlayout } from '../../../core/playout.js';
 import { coverScale, projectionMatrixGL } from './camera-model.js';
 import { makeShape } from './shapes.js';
 
@@ -469,6 +469,8 @@ export class Avatar {
     this.label.position.set(0, hh * 2.2, -depth * 0.5);
     this.group.add(this.body, this.edges, top, this.label);
     this.playout = new StreamPlayout(mode);
+    /** What this page can know of its drawing of them (no truth here): for the study report. */
+    this.watch = new PlayoutWatch();
     /** Seq of updates given without one (fixed poses). */
     this.localSeq = 0;
     this.hasPose = false;
@@ -483,6 +485,7 @@ export class Avatar {
       this.group.visible = false;
       this.hasPose = false;
       this.playout = new StreamPlayout(this.playout.mode);
+      this.watch.last = null;
       return;
     }
     const now = performance.now();
@@ -502,6 +505,7 @@ export class Avatar {
     if (!this.hasPose) return false;
     const drawn = this.playout.poseAt(now);
     if (!drawn) return false;
+    this.watch.frame(now, drawn.pose, drawn.state, this.playout.behindMs(now), this.playout.speedMps());
     const [x, y, z, qx, qy, qz, qw] = drawn.pose;
     const { position: p, quaternion: q } = this.group;
     // A frame's move, from the numbers themselves: no objects made per avatar per frame.

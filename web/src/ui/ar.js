@@ -264,7 +264,7 @@ async function joinGroup() {
   hud.clearError('network');
   client.start();
   showRecordingNotice(document.getElementById('study-notice'), config.reports);
-  reporter = startReports(client, { baseUrl: location.origin, config: config.reports, tracking: () => trackingCounts(tracking) });
+  reporter = startReports(client, { baseUrl: location.origin, config: config.reports, tracking: () => trackingCounts(tracking), playout: playoutReport });
   return client;
 }
 
@@ -382,6 +382,14 @@ function sceneState() {
 function behindOf(id) {
   const a = scene.avatars.get(id);
   return a?.hasPose ? a.behindMs(performance.now()) : null;
+}
+
+/** How this page draws each neighbour, as far as it can know without the truth: the study report's `playout`. */
+function playoutReport() {
+  /** @type {Record<string, ReturnType<import('../../../core/playout.js').PlayoutWatch['summary']>>} */
+  const streams = {};
+  for (const [id, a] of scene.avatars) if (a.watch.ms > 0) streams[String(id)] = a.watch.summary();
+  return { mode: settings.playout, streams };
 }
 
 /** The HUD's numbers. */

@@ -70,10 +70,11 @@ export function trackingCounts(tracking) {
  * Starts a client's reports to the server it joined.
  * @param {import('../../../core/client.js').CarClient} client
  * @param {{ baseUrl: string, config?: ReportsConfig, kind?: 'app' | 'bench',
- *   tracking?: () => import('../../../core/report.js').TrackingCounts | null }} options
+ *   tracking?: () => import('../../../core/report.js').TrackingCounts | null,
+ *   playout?: () => import('../../../core/report.js').PlayoutReport | null }} options
  * @returns {Reporter}
  */
-export function startReports(client, { baseUrl, config = {}, kind = 'app', tracking = () => null }) {
+export function startReports(client, { baseUrl, config = {}, kind = 'app', tracking = () => null, playout = () => null }) {
   const url = new URL('/reports', baseUrl).href;
   const reporter = new Reporter({
     client,
@@ -82,7 +83,7 @@ export function startReports(client, { baseUrl, config = {}, kind = 'app', track
     // STATS on the page's relay session while it is open, a keepalive fetch otherwise
     send: overSession(client, (report) => postReport(url, report)),
     sendFinal: (report) => beaconReport(url, report),
-    extras: () => ({ tracking: tracking(), effectiveType: effectiveType() }),
+    extras: () => ({ tracking: tracking(), effectiveType: effectiveType(), playout: playout() }),
   });
   reporter.start();
   return reporter;
