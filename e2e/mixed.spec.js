@@ -49,6 +49,12 @@ test('four phones on relay, relay-faithful, relay-udp and p2p in one group see e
     for (const p of phones) {
       await expect.poll(() => p.page.evaluate(() => window.carlab.sceneSync()?.behind.length), { timeout: 10_000, message: `${p.name} in sync` }).toBe(0);
     }
+    // others' moves glide through a playout and then settle where the record says (web/src/ar/scene.js)
+    for (const p of phones) {
+      await expect.poll(() => p.page.evaluate(() => window.carlab.sceneObjects().every((/** @type {any} */ o) => o.drawn.every((/** @type {number} */ v, /** @type {number} */ i) => Math.abs(v - o.pose[i]) < 1e-4))), {
+        timeout: 5_000, message: `${p.name} draws every object where its record says`,
+      }).toBe(true);
+    }
     const scenes = await Promise.all(phones.map((p) => p.page.evaluate(() => ({
       digest: window.carlab.sceneSync()?.digest,
       objects: window.carlab.sceneObjects().map((/** @type {any} */ o) => ({ id: o.id, version: o.version, pose: o.pose, drawn: o.drawn.map((/** @type {number} */ v) => Math.round(v * 1e4) / 1e4) })),

@@ -31,6 +31,11 @@ const CAR = 0;
 /** Avatars closer than this to our own camera are not drawn (they would fill the screen). */
 export const NEAR_AVATAR_M = 0.12;
 
+/** A moved object's glide starts from where it was drawn, as if that pose came this long before the first record, ms. */
+const OBJECT_START_MS = 167;
+/** An object no record moved for this long is where its last record says, ms (the glide has ended). */
+const OBJECT_SETTLE_MS = 1000;
+
 /**
  * A pose meaning "not tracking yet": the identity at the marker centre.
  * Avatars with it are hidden.
@@ -123,6 +128,11 @@ export class ArScene {
     this.object = graph.object;
     /** @type {Map<number, Object3D>} the scene's objects by id; the car is CAR */
     this.sceneObjects = new Map([[CAR, /** @type {Object3D} */ (this.object)]]);
+    /**
+     * Objects another member is moving, drawn through a playout between its records (by object id).
+     * @type {Map<number, { playout: StreamPlayout, seq: number, lastAt: number }>}
+     */
+    this.movingObjects = new Map();
     /** @type {number | null} the object last touched: what the turn and remove buttons act on */
     this.selectedId = null;
     /** @type {number} the object being dragged */
@@ -219,11 +229,29 @@ export class ArScene {
   }
 
   /**
-   * A record of the shared scene as this member now holds it: drawn, moved or taken away.
+   * A record of the shared scene as this member now holds it: drawn, moved or taken away. A
+   * move that came from another member is drawn through a playout (`interpolate`: a dragged object
+   * stops where the hand stops; predicting it would carry it past at every release), so that the
+   * object glides between that member's records instead of stepping at each.
    * @param {import('../../../core/protocol.js').SceneRecord} record
+   * @param {{ remote?: boolean, at?: number }} [how] remote: another member's edit, arrived at `at` (performance.now())
    */
-  setSceneObject(record) {
+  setSceneObject(record, how = {}) {
     let o = this.sceneObjects.get(record.id);
+    if (how.remote && o?.visible && !record.removed) {
+      const at = how.at ?? performance.now();
+      let m = this.movingObjects.get(record.id);
+      if (!m) {
+        m = { playout: new StreamPlayout('interpolate'), seq: 0, lastAt: at };
+        // where it is drawn now is where the glide starts
+        m.playout.push(m.seq++, at - OBJECT_START_MS, at - OBJECT_START_MS, this.objectPose(record.id));
+        this.movingObjects.set(record.id, m);
+      }
+      m.playout.push(m.seq++, at, at, record.pose);
+      m.lastAt = at;
+      return;
+    }
+    this.movingObjects.delete(record.id);
     if (record.removed) {
       if (o && record.id !== CAR) { this.content.remove(o); disposeTree(o); this.sceneObjects.delete(record.id); }
       if (o && record.id === CAR) o.visible = false;
@@ -240,6 +268,25 @@ export class ArScene {
     }
     o.visible = true;
     this.placeObject(o, record.pose);
+  }
+
+  /**
+   * Places the objects other members are moving where their playouts say; one whose last record
+   * is OBJECT_SETTLE_MS old is put at that record and leaves the playout.
+   * @param {number} now
+   */
+  drawMovingObjects(now) {
+    for (const [id, m] of this.movingObjects) {
+      const o = this.sceneObjects.get(id);
+      if (!o) { this.movingObjects.delete(id); continue; }
+      if (now - m.lastAt > OBJECT_SETTLE_MS) {
+        this.placeObject(o, /** @type {Pose} */ (m.playout.samples.at(-1)?.pose));
+        this.movingObjects.delete(id);
+        continue;
+      }
+      const drawn = m.playout.poseAt(now);
+      if (drawn) this.placeObject(o, drawn.pose);
+    }
   }
 
   /** @param {number} [id] @returns {Pose} an object's pose as drawn (default: the car) */
@@ -277,6 +324,7 @@ export class ArScene {
   render(now = performance.now()) {
     let moving = false;
     for (const avatar of this.avatars.values()) moving = avatar.draw(now) || moving;
+    this.drawMovingObjects(now);
     // An avatar right at our own camera would fill the screen: leave it out.
     if (this.markerRoot.visible) {
       this.markerRoot.updateMatrixWorld(true);

@@ -238,6 +238,24 @@ describe('ArScene without WebGL', () => {
     assert.equal(scene.object.visible, false, 'the car can be removed too');
   });
 
+  test('an object another member moves glides between its records; our own edit is drawn at once', (t) => {
+    const { scene } = sceneFromAbove(t);
+    scene.setSceneObject(record(7, 1, [0, 0, 0, 0, 0, 0, 1]));
+    // another member drags it 1 cm per 100 ms along x
+    for (let i = 1; i <= 5; i++) scene.setSceneObject(record(7, 1, [i / 100, 0, 0, 0, 0, 0, 1], { version: i + 1 }), { remote: true, at: 1000 + i * 100 });
+    assert.ok(scene.movingObjects.has(7));
+    scene.render(1500);
+    const x = scene.objectPose(7)[0];
+    assert.ok(x > 0 && x < 0.05, `drawn a little behind the newest record, between records: ${x}`);
+    scene.render(1540);
+    assert.ok(scene.objectPose(7)[0] >= x, 'and on it goes, never back');
+    scene.render(1500 + 1001);
+    close(scene.objectPose(7)[0], 0.05);
+    assert.equal(scene.movingObjects.has(7), false, 'settled where the last record says');
+    scene.setSceneObject(record(7, 1, [0.2, 0, 0, 0, 0, 0, 1], { version: 9 }), { remote: false });
+    close(scene.objectPose(7)[0], 0.2);
+  });
+
   test('a drag picks the object under the finger, selects it and reports its id', (t) => {
     const { scene, canvas } = sceneFromAbove(t);
     scene.setSceneObject(record(9, 2, [0.2, 0, 0, 0, 0, 0, 1]));

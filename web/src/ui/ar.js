@@ -177,7 +177,7 @@ function onClientEvent(event, detail) {
       break;
     case 'scene':
       // our own edits while we drag or turn are already drawn where the finger is
-      if (!(detail.local && scene.dragging && scene.dragId === detail.record.id)) scene.setSceneObject(detail.record);
+      if (!(detail.local && scene.dragging && scene.dragId === detail.record.id)) scene.setSceneObject(detail.record, { remote: !detail.local });
       break;
     case 'rt':
       status.rtLast = detail;
