@@ -19,8 +19,8 @@ export const MAX_TIME_CHARTS = 6;
 /** @param {string} mode @param {number} i */
 const modeColor = (mode, i) => MODE_COLORS[mode] ?? EXTRA_COLORS[i % EXTRA_COLORS.length];
 
-/** @param {Run} run */
-const drawnOf = (run) => /** @type {any} */ (run).drawn ?? null;
+/** The run's drawn-error record: its clients' (--playout), else its AR pair's (--ar-pair). @param {Run} run */
+const drawnOf = (run) => /** @type {any} */ (run).drawn ?? /** @type {any} */ (run).arDrawn ?? null;
 
 /** A run's label in the drawn charts. @param {Run} run */
 const runLabel = (run) => `${String(run.transport ?? '?')} · ${netName(run) ?? 'no profile'} · ${fmt(run.clients)} clients · ${fmt(run.cycleMs)} ms`;

@@ -42,8 +42,10 @@ export const DRAWN_COLUMNS = Object.freeze([
  * @returns {string[][]}
  */
 export function drawnRows(runs) {
-  return runs.filter((r) => r.drawn).flatMap((r) => Object.entries(/** @type {Record<string, DrawnSummary>} */ (r.drawn.modes)).map(([mode, d]) => [
-    String(r.transport), fmt(r.clients), fmt(r.group), fmt(r.cycleMs), netName(r) ?? 'none', mode, fmt(d.streams),
+  // `drawn`: the run's clients (--playout); `arDrawn`: its two AR pages on the synthetic camera (bench --ar-pair)
+  const parts = runs.flatMap((r) => [['drawn', ''], ['arDrawn', ' (AR pair)']].filter(([k]) => r[k]).map(([k, tag]) => ({ r, record: r[k], tag })));
+  return parts.flatMap(({ r, record, tag }) => Object.entries(/** @type {Record<string, DrawnSummary>} */ (record.modes)).map(([mode, d]) => [
+    String(r.transport), fmt(r.clients), fmt(r.group), fmt(r.cycleMs), netName(r) ?? 'none', `${mode}${tag}`, fmt(d.streams),
     fmt(d.positionCm.p50, 1), fmt(d.positionCm.p95, 1), fmt(d.positionCm.p99, 1), fmt(d.positionCm.max, 1), fmt(d.angleDeg.p95, 1),
     fmt(d.jumpsPerMinute, 2), fmt(d.jumpCm.p95, 1), share(d.shares.extrapolating), share(d.shares.holding),
   ]));

@@ -40,6 +40,8 @@ test('tables.md and report.html show a row per run and mode, p95 bars and the er
   const rows = md.split('\n').filter((l) => l.startsWith('| relay'));
   assert.deepEqual(rows.map((l) => l.split('|')[6].trim()), ['ease', 'predict'], 'the run without --playout has no row');
   assert.equal(renderDrawnTable([{ transport: 'relay' }]), '');
+  const pair = renderDrawnTable([{ ...run(null), drawn: undefined, arDrawn: drawn }]).split('\n').filter((l) => l.startsWith('| relay'));
+  assert.deepEqual(pair.map((l) => l.split('|')[6].trim()), ['ease (AR pair)', 'predict (AR pair)'], 'bench --ar-pair rows say so');
   const charts = drawnCharts(/** @type {any} */ ([run(drawn)]));
   assert.deepEqual(charts.map((c) => c.kind), ['drawn', 'drawn-time']);
   const time = /** @type {any} */ (charts[1].spec).config.data.datasets;
