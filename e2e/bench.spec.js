@@ -78,8 +78,10 @@ test('bench --relays 2: Chromium peers on two relay processes joined by NATS, re
       expect(r.connected).toBe(6);
       expect(r.rt.n).toBeGreaterThan(0);
       expect(r.cluster.nodes).toBe(2);
-      expect(r.dups + r.reorders).toBe(0);
+      expect(r.dups).toBe(0);
     }
+    // The relay is ordered end to end, across NATS too; p2p's unordered channel may reorder (counted, not wrong).
+    expect(relay.reorders).toBe(0);
     // Pages alternate relays and a group's peers alternate pages: relay updates cross.
     expect(relay.cluster.crossNodeUpdates).toBeGreaterThan(0);
     expect(relay.lossPct).toBe(0);
