@@ -27,7 +27,7 @@
 
 import { jumpThresholdCm } from './drawn-error.js';
 import { percentile } from './metrics.js';
-import { conjugate, multiply, normalize, power, poseOf, quatOf, slerp } from './pose-math.js';
+import { conjugate, distance, multiply, normalize, power, poseOf, quatOf, slerp } from './pose-math.js';
 
 /** @typedef {import('./protocol.js').Pose} Pose */
 /** @typedef {import('./pose-math.js').Quat} Quat */
@@ -125,7 +125,7 @@ export function extrapolate(prev, last, ahead) {
   const span = last.sendTime - prev.sendTime;
   if (span <= 0) return last.pose;
   const f = ahead / span;
-  const speed = (Math.hypot(last.pose[0] - prev.pose[0], last.pose[1] - prev.pose[1], last.pose[2] - prev.pose[2]) / span) * 1000;
+  const speed = (distance(last.pose, prev.pose) / span) * 1000;
   const g = speed > MAX_EXTRAPOLATED_SPEED ? f * (MAX_EXTRAPOLATED_SPEED / speed) : f;
   const position = [0, 1, 2].map((k) => last.pose[k] + (last.pose[k] - prev.pose[k]) * g);
   const turn = power(multiply(quatOf(last.pose), conjugate(quatOf(prev.pose))), f);
@@ -225,18 +225,20 @@ export class StreamPlayout {
     if (this.mode === 'newest') return Math.max(0, present - newest.sendTime);
     if (this.mode === 'ease') return Math.max(0, present - newest.sendTime) + this.options.easeMs;
     const at = present - (this.mode === 'interpolate' ? this.delayMs : 0);
-    const limit = newest.sendTime + this.options.maxAheadCycles * this.cycleMs;
-    return Math.max(0, present - Math.min(at, limit));
+    return Math.max(0, present - Math.min(at, newest.sendTime + this.aheadLimitMs()));
   }
 
   /** The sender's speed between its two newest poses, m/s (0 before two). */
   speedMps() {
     const s = this.samples;
     if (s.length < 2) return 0;
-    const a = s[s.length - 2];
-    const b = s[s.length - 1];
-    const span = b.sendTime - a.sendTime;
-    return span > 0 ? (Math.hypot(b.pose[0] - a.pose[0], b.pose[1] - a.pose[1], b.pose[2] - a.pose[2]) / span) * 1000 : 0;
+    const span = s[s.length - 1].sendTime - s[s.length - 2].sendTime;
+    return span > 0 ? (distance(s[s.length - 1].pose, s[s.length - 2].pose) / span) * 1000 : 0;
+  }
+
+  /** How far past the newest pose the drawing may be extrapolated, ms. */
+  aheadLimitMs() {
+    return this.options.maxAheadCycles * this.cycleMs;
   }
 
   /**
@@ -298,7 +300,7 @@ export class StreamPlayout {
   ahead(aheadMs) {
     const s = this.samples;
     if (s.length < 2) return { pose: s[0].pose, state: /** @type {PlayoutState} */ ('holding') };
-    const limit = this.options.maxAheadCycles * this.cycleMs;
+    const limit = this.aheadLimitMs();
     const state = /** @type {PlayoutState} */ (aheadMs <= limit ? 'extrapolating' : 'holding');
     return { pose: extrapolate(s[s.length - 2], s[s.length - 1], Math.min(aheadMs, limit)), state };
   }
@@ -413,7 +415,7 @@ export class PlayoutWatch {
       this.ms += dt;
       this.stateMs[state] += dt;
       this.behindMsSum += behindMs * dt;
-      const stepCm = Math.hypot(pose[0] - last.pose[0], pose[1] - last.pose[1], pose[2] - last.pose[2]) * 100;
+      const stepCm = distance(pose, last.pose) * 100;
       if (stepCm - speedMps * dt * 0.1 > jumpThresholdCm(dt)) this.jumps++;
     }
     this.last = { t: now, pose };

@@ -5,6 +5,7 @@
 // (ar.html?drawn=, web/src/ui/drawn-check.js), measured against the other
 // page's video: where that phone really is. The run's `arDrawn` holds the figures.
 
+import { DrawnErrorTally } from '../../core/drawn-error.js';
 import { drawnRecord } from '../report/drawn.js';
 import { throttlePage } from './throttle.js';
 
@@ -58,9 +59,9 @@ export function startArPair(pages) {
  */
 export async function finishArPair(pages) {
   const parts = await Promise.all(pages.map((page) => page.evaluate(() => { window.carlab.drawnCheck.stop(); return window.carlab.drawnCheck.toJSON(); })));
-  const first = Object.values(parts[0].modes)[0];
-  const streamSeconds = parts.reduce((s, p) => s + /** @type {any} */ (Object.values(p.modes)[0]).durationMs, 0) / 1000;
-  const frames = parts.reduce((s, p) => s + /** @type {any} */ (Object.values(p.modes)[0]).positionCm.n, 0);
-  const renderFps = first && streamSeconds > 0 ? Math.round((frames / streamSeconds) * 10) / 10 : 0;
+  // every mode judged the same frames: the first one's frames per second of stream are the pages' rate
+  const mode = Object.keys(parts[0].modes)[0];
+  const first = DrawnErrorTally.merged(parts.map((p) => p.modes[mode])).summary();
+  const renderFps = first.durationMs > 0 ? Math.round((first.frames / first.durationMs) * 10_000) / 10 : 0;
   return drawnRecord(parts, { renderFps });
 }
