@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from '@playwright/test';
 import { chromiumLaunchOptions, firefoxLaunchOptions } from '../lab/bench/launch.js';
 
@@ -10,11 +11,11 @@ export default defineConfig({
   testDir: '.',
   testMatch: '*.spec.js',
   timeout: 120_000,
-  // Spec files side by side: they wait on networks, ICE and timers more than they compute. No test
-  // here holds a real-time bound (those are the benchmark gates, lab/gates/gates.js), so load on the
-  // machine makes them slower, never wrong.
-  workers: 2,
-  fullyParallel: false,
+  // Tests side by side, two per core: they wait on networks, ICE and timers more than they compute
+  // (2 cores: 177 s; one file per worker, two workers: 288 s). No test here holds a real-time bound
+  // (those are the benchmark gates, lab/gates/gates.js), so load makes them slower, never wrong.
+  workers: 2 * availableParallelism(),
+  fullyParallel: true,
   reporter: [['list']],
   outputDir: '../test-results',
   globalSetup: './global-setup.js',

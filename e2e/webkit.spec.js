@@ -28,7 +28,8 @@ const WINDOW = { width: 412, height: 860 };
 
 // Timing on a shared two-core machine: one more try if a burst of load spoils a window (as e2e/ar.spec.js).
 // WebKit's tracking starts slowly on a starved machine: a generous deadline for every test here.
-test.describe.configure({ retries: 1, timeout: 240_000 });
+// In order on one worker (not fully parallel): every test here drives the one WebKit of beforeAll.
+test.describe.configure({ mode: 'default', retries: 1, timeout: 240_000 });
 
 /** @type {import('../lab/bench/webkit.js').WebKitBrowser} */
 let wk;

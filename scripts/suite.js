@@ -19,14 +19,14 @@ const RUN_OWNER = `carlab-test-${process.pid}`;
 const TAIL_LINES = 60;
 
 /** The stages in order, a stage's steps side by side (unit and e2e apart: each uses every core). Unit
- * files wait more than they compute: two per core keep the cores busy (2 cores: 191 s, not 312). A hung
- * test fails after 5 min instead of holding the run. */
+ * files wait more than they compute: four per core keep the cores busy (2 cores: 124 s; two per core
+ * 145 s). A hung test fails after 5 min instead of holding the run. */
 export const STAGES = [
   [
     { name: 'build', argv: ['scripts/build-web.js'] },
     { name: 'typecheck', argv: ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'] },
   ],
-  [{ name: 'unit', argv: ['--test', '--test-force-exit', '--test-timeout=300000', `--test-concurrency=${2 * availableParallelism()}`, '--test-reporter=spec'] }],
+  [{ name: 'unit', argv: ['--test', '--test-force-exit', '--test-timeout=300000', `--test-concurrency=${4 * availableParallelism()}`, '--test-reporter=spec'] }],
   [{ name: 'e2e', argv: ['node_modules/@playwright/test/cli.js', 'test', '-c', 'e2e/playwright.config.js'] }],
 ];
 
