@@ -151,13 +151,20 @@ export class Outbox {
   }
 
   /**
-   * Whether replacing this queued UPDATE is marked for the receiver: it asked
-   * (HELLO capability) and the sender is in mode relay, where replacing a stale
-   * pose is the design. A relay-faithful sender's replaced pose stays a loss.
-   * @param {OutItem} old
+   * Whether a blocked outbox may replace this queued UPDATE by a newer one of
+   * the same sender: only between two members in mode relay, where a stale
+   * pose is worth less than a fresh one (docs/protocol.md §8.6). A
+   * relay-faithful sender or receiver is promised every update, in order: its
+   * queue grows instead, up to the hard bound.
+   * @param {PendingUpdate | null} entry the queued item's (null: not an UPDATE)
    */
-  marksFor(old) {
-    return this.session.marks && Boolean(old.entry?.sender.batched);
+  replaceable(entry) {
+    return this.session.batched && Boolean(entry?.sender.batched);
+  }
+
+  /** Whether a replaced pose is marked for the receiver: it asked (HELLO capability). */
+  get marks() {
+    return this.session.marks;
   }
 
   get ctx() { return this.session.ctx; }
@@ -170,7 +177,7 @@ export class Outbox {
    */
   push(body, entry) {
     const session = this.session;
-    if (this.blocked && entry) {
+    if (this.blocked && entry && this.replaceable(entry)) {
       // Slow consumer: a newer pose from the same sender replaces the queued one.
       const senderId = entry.sender.id;
       const at = this.queuedUpdateBySender.get(senderId);
@@ -178,7 +185,7 @@ export class Outbox {
         const old = this.queue[at];
         this.queuedBytes += body.length - old.body.length;
         const item = { body, entry };
-        if (this.marksFor(old)) { markReplaced(old, item); this.marked = true; }
+        if (this.marks) { markReplaced(old, item); this.marked = true; }
         this.queue[at] = item;
         this.ctx.stats.droppedUpdates++;
         this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), session);
@@ -275,9 +282,10 @@ export class Outbox {
   }
 
   /**
-   * Becoming blocked: keeps only the newest queued pose of each sender (the
-   * older ones are stale: replaced, counted as dropped, like those replaced
-   * later) and builds the sender -> queue index used to replace stale poses.
+   * Becoming blocked: keeps only the newest queued pose of each sender whose
+   * poses may be replaced (the older ones are stale: replaced, counted as
+   * dropped, like those replaced later) and builds the sender -> queue index
+   * used to replace stale poses.
    */
   indexQueuedUpdates() {
     this.queuedUpdateBySender.clear();
@@ -289,7 +297,7 @@ export class Outbox {
     const newest = new Map();
     for (let i = this.queue.length - 1; i >= 0; i--) {
       const item = this.queue[i];
-      if (!item.entry) continue;
+      if (!item.entry || !this.replaceable(item.entry)) continue;
       if (seen.has(item.entry.sender.id)) stale.push(item);
       else { seen.add(item.entry.sender.id); newest.set(item.entry.sender.id, item); }
     }
@@ -299,7 +307,7 @@ export class Outbox {
       for (let i = stale.length - 1; i >= 0; i--) {
         const item = stale[i];
         const kept = /** @type {OutItem} */ (newest.get(/** @type {PendingUpdate} */ (item.entry).sender.id));
-        if (this.marksFor(item)) { markReplaced(item, kept); this.marked = true; }
+        if (this.marks) { markReplaced(item, kept); this.marked = true; }
       }
       for (const item of stale) {
         this.queuedBytes -= item.body.length;
@@ -308,7 +316,7 @@ export class Outbox {
       }
     }
     this.queue.forEach((item, i) => {
-      if (item.entry) this.queuedUpdateBySender.set(item.entry.sender.id, i);
+      if (item.entry && this.replaceable(item.entry)) this.queuedUpdateBySender.set(item.entry.sender.id, i);
     });
   }
 

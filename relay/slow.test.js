@@ -4,6 +4,8 @@
 // while its group keeps sending (its stale poses are replaced by the newest
 // and counted as dropped), is closed with 4004 past the hard limit, and if
 // it reads again before that, it gets the newest poses and is waited for again.
+// A relay-faithful consumer is never sent a newer pose instead of an older one:
+// it gets every update in order, or is closed with 4004 at the hard bound.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -16,7 +18,7 @@ import { createRelayTransport } from '../web/src/transport/relay.js';
 import { summarize } from '../core/metrics.js';
 import { startStallMeter, waitFor } from '../lab/shared/loop-stall.js';
 import { socketBufferCeiling } from '../lab/shared/socket-buffers.js';
-import { CloseCode, MsgType, decode, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, decode, encode } from '../core/protocol.js';
 
 const pose = () => /** @type {any} */ ([0, 0, 0, 0, 0, 0, 1]);
 
@@ -39,12 +41,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * A raw member; `read` false: it never reads its socket (the kernel buffers fill up).
  * @param {string} url @param {string} group @param {string} name
+ * @param {{ flags?: number }} [o] HELLO flags: mode relay unless told
  */
-async function rawMember(url, group, name) {
+async function rawMember(url, group, name, { flags = HelloFlag.BATCHED } = {}) {
   const ws = new WebSocket(url);
   let id = 0;
   /** @type {Map<number, number>} newest seq seen per sender */
   const newest = new Map();
+  /** @type {number[]} every UPDATE's seq, in arrival order */
+  const seqs = [];
   let updates = 0;
   ws.on('message', (data) => {
     const m = /** @type {any} */ (decode(/** @type {Buffer} */ (data)));
@@ -52,16 +57,17 @@ async function rawMember(url, group, name) {
       if (u.type === MsgType.WELCOME) id = u.clientId;
       if (u.type === MsgType.UPDATE) {
         updates++;
+        seqs.push(u.seq);
         newest.set(u.sender, Math.max(newest.get(u.sender) ?? 0, u.seq));
         ws.send(encode({ type: MsgType.ACK, sender: u.sender, seq: u.seq, acker: id }));
       }
     }
   });
   await once(ws, 'open');
-  ws.send(encode({ type: MsgType.HELLO, flags: 1, clientId: 0, group, name, token: '' }));
+  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name, token: '' }));
   await until(() => id !== 0);
   const socket = /** @type {any} */ (ws)._socket;
-  return { ws, id: () => id, newest, updates: () => updates, pause: () => socket.pause(), resume: () => socket.resume() };
+  return { ws, id: () => id, newest, seqs, updates: () => updates, pause: () => socket.pause(), resume: () => socket.resume() };
 }
 
 test('a consumer that stops reading: its group goes on, relay memory stays bounded, stale poses are replaced', { timeout: 150_000 }, async () => {
@@ -169,6 +175,50 @@ test('a consumer that stops reading: its group goes on, relay memory stays bound
     for (const c of good) c.close();
     flooder.ws.close();
     slow.ws.terminate();
+  } finally {
+    await relay.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+
+test('a relay-faithful consumer that stops reading keeps every pose, in order, until the hard bound closes it', { timeout: 150_000 }, async () => {
+  const server = http.createServer();
+  const queueHardBytes = 512 * 1024;
+  const relay = createRelay({
+    server, path: '/relay', queueSoftBytes: 16 * 1024, queueHardBytes, maxPayload: 1024 * 1024,
+    maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9, maxUpdatesPerSecond: 1e9, maxUpdatesBurst: 1e9, maxGroupForwardsPerSecond: 1e12,
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `ws://127.0.0.1:${/** @type {any} */ (server.address()).port}/relay`;
+  try {
+    const slow = await rawMember(url, 'faithful', 'slow', { flags: 0 });
+    const sender = await rawMember(url, 'faithful', 'sender', { flags: 0 });
+    const session = localSession(relay, 'g:faithful', slow.id());
+    let seq = 0;
+    /** Sends `n` UPDATEs of `sender` in one frame. @param {number} n */
+    const send = (n) => {
+      const ups = [];
+      for (let i = 0; i < n; i++) ups.push({ type: MsgType.UPDATE, sender: sender.id(), seq: ++seq, sendTime: 0, pose: pose(), object: null });
+      sender.ws.send(encode({ type: MsgType.BATCH, messages: ups }));
+    };
+    // 1. Blocked with many poses of one sender queued, then it reads again: every one arrives, in order.
+    slow.pause();
+    for (let k = 0; k < 400 && !(session.out.blocked && session.out.queue.length >= 500); k++) { send(500); await sleep(5); }
+    assert.ok(session.out.blocked && session.out.queue.length >= 500, `blocked, ${session.out.queue.length} queued`);
+    slow.resume();
+    await until(() => slow.seqs.length === seq, 40000);
+    assert.deepEqual(slow.seqs, Array.from({ length: seq }, (_, i) => i + 1), 'every update, in order');
+    assert.equal(relay.stats.droppedUpdates, 0);
+    // 2. It stops reading for good: its queue grows, nothing is replaced, the hard bound closes it.
+    slow.pause();
+    for (let k = 0; k < 400 && !relay.stats.closedByCode[CloseCode.SLOW_CONSUMER]; k++) { send(2000); await sleep(5); }
+    await until(() => (relay.stats.closedByCode[CloseCode.SLOW_CONSUMER] ?? 0) === 1, 40000);
+    assert.equal(relay.stats.droppedUpdates, 0, 'no pose replaced on the way to the bound');
+    assert.equal(sender.ws.readyState, WebSocket.OPEN, 'only the slow consumer is closed');
+    slow.ws.terminate();
+    sender.ws.close();
   } finally {
     await relay.close();
     server.closeAllConnections();

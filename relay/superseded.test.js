@@ -1,7 +1,8 @@
 // Superseded marks (docs/protocol.md §5.13): a blocked outbox that replaces a
 // mode-relay sender's queued pose by a newer one writes a SUPERSEDED naming the
 // replaced seqs just before the newer UPDATE, to a client that asked for it;
-// never to one that did not, and never for a relay-faithful sender's poses.
+// never to one that did not. A relay-faithful sender's or receiver's poses are
+// never replaced: that transport delivers every update.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FlushScheduler } from './flush.js';
@@ -71,12 +72,39 @@ test('a gap in the replaced seqs is two ranges; the marks go in order', () => {
   assert.deepEqual(messages.filter((m) => m.type === MsgType.SUPERSEDED).map((m) => /** @type {any} */ (m).ranges), [[4, 4, 6, 7]]);
 });
 
-test('no mark for a client that did not ask, nor for a relay-faithful sender\'s poses', () => {
-  for (const o of [{ marks: false, senderBatched: true }, { marks: true, senderBatched: false }]) {
+test('no mark for a client that did not ask: its poses are still replaced', () => {
+  const { messages, dropped } = pushWhileBlocked({ marks: false, senderBatched: true }, [1, 2, 3]);
+  assert.deepEqual(messages.map((m) => [m.type, /** @type {any} */ (m).seq]), [[MsgType.UPDATE, 3]]);
+  assert.deepEqual(dropped, [1, 2]);
+});
+
+test('a relay-faithful sender or receiver: every queued pose is kept, in order, none marked', () => {
+  for (const o of [{ marks: true, senderBatched: false }, { marks: true, senderBatched: true, receiverBatched: false }]) {
     const { messages, dropped } = pushWhileBlocked(o, [1, 2, 3]);
-    assert.deepEqual(messages.map((m) => m.type), [MsgType.UPDATE], JSON.stringify(o));
-    assert.deepEqual(dropped, [1, 2], 'the replacing still happens: a relay-faithful pose replaced counts as lost');
+    assert.deepEqual(messages.map((m) => [m.type, /** @type {any} */ (m).seq]), [[MsgType.UPDATE, 1], [MsgType.UPDATE, 2], [MsgType.UPDATE, 3]], JSON.stringify(o));
+    assert.deepEqual(dropped, [], JSON.stringify(o));
   }
+});
+
+test('poses already queued when a relay-faithful outbox blocks: all stay', () => {
+  const flusher = new FlushScheduler(1024, 60_000);
+  const ctx = relayContext(relayOptions({ queueSoftBytes: 1024 }), new RelayStats(), flusher, { detach() {}, dropDestination() { assert.fail('nothing is dropped'); } });
+  const socket = fakeSocket();
+  socket.bufferedAmount = 0;
+  const receiver = new Session(socket, ctx);
+  receiver.batched = false;
+  const sender = /** @type {any} */ ({ id: 7, batched: false });
+  for (const seq of [1, 2, 3]) {
+    const body = encode({ type: MsgType.UPDATE, sender: 7, seq, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null }).subarray(1);
+    receiver.out.queue.push({ body, entry: /** @type {any} */ ({ sender, seq, dest: new Map([[receiver, NaN]]), acked: 0, dropped: 0, createdAt: 0 }) });
+  }
+  socket.bufferedAmount = 1 << 30;
+  receiver.out.flush();
+  assert.equal(receiver.out.blocked, true);
+  socket.drain();
+  receiver.out.flush();
+  flusher.stop();
+  assert.deepEqual(socket.frames.map((f) => /** @type {any} */ (decode(f)).seq), [1, 2, 3]);
 });
 
 test('poses already queued when the outbox blocks: the stale ones are marked on the newest', () => {
