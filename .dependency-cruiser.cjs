@@ -51,6 +51,13 @@ module.exports = {
     product('signaling', ['relay', 'core']),
     product('server', ['relay', 'signaling', 'core', 'web']),
     {
+      name: 'floor-apart-from-relay',
+      comment: 'the relay\'s floor (lab/target/floor-batched.js) measures what the relay adds: nothing of relay/ in it',
+      severity: 'error',
+      from: { path: '^lab/target/floor-batched\\.js$' },
+      to: { path: '^relay/' },
+    },
+    {
       name: 'core-runs-in-browsers',
       comment: 'the client core runs in browsers too: no Node built-in, no package',
       severity: 'error',

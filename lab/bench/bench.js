@@ -572,7 +572,7 @@ export async function runBenchPoint(o) {
       point,
       clients,
       relay: relay && point.transport.startsWith('relay') ? relay : null,
-      cpu: { server: relay?.cpuPctMean ?? null, clients: browserUsage.cpuPct },
+      cpu: { server: relay?.cpuPctMean ?? null, clients: browserUsage.cpuPct, serverSplit: serverMetrics?.cpuWindow ?? null },
       extra: {
         browser: o.browsers.join('+'),
         browserVersions: userAgents,

@@ -123,7 +123,8 @@ export function rtSummaryOf(clients) {
  * @param {any[]} input.clients every client's CarClient.stats(), or records rebuilt from client
  *   reports that carry `rtHist` (an RtHistogramJson) instead of `rt` (see {@link rtSummaryOf})
  * @param {any} input.relay relay metrics over the measured window, or null
- * @param {{ server: number | null, clients: number | null }} input.cpu mean CPU % (100 = one core)
+ * @param {{ server: number | null, clients: number | null, serverSplit?: { userUs: number, systemUs: number } | null }} input.cpu
+ *   mean CPU % (100 = one core); `serverSplit`: the server process's user and system CPU over the window
  * @param {Record<string, any>} [input.extra] fields to add (browser/sim, durationS, ...)
  * @param {(client: any) => boolean} [input.only] the clients the run is about, when it is a part
  *   of a population (a recording's browser family): RT, updates, setup, channel and freshness
@@ -143,6 +144,8 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
   const serverCpuUsPerUpdate = relay && typeof cpu.server === 'number' && windowS && relay.updatesForwarded > 0
     ? (cpu.server / 100) * windowS * 1e6 / relay.updatesForwarded
     : null;
+  const { serverSplit = null, ...cpuPct } = cpu;
+  const serverCost = serverCostOf(relay, serverCpuUsPerUpdate, serverSplit);
   return {
     transport: point.transport,
     clients: point.clients,
@@ -154,8 +157,9 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
     rt,
     rtWarmup,
     rts,
-    cpu,
+    cpu: cpuPct,
     serverCpuUsPerUpdate,
+    serverCost,
     lossPct: streams.lossPct,
     ackLossPct: streams.ackLossPct,
     dups: streams.duplicates,
@@ -185,7 +189,7 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
     relay: relay
       ? {
         updatesForwarded: relay.updatesForwarded ?? null,
-        droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesOut: relay.framesOut,
+        droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesIn: relay.framesIn ?? null, framesOut: relay.framesOut,
         messagesOut: relay.messagesOut, bytesIn: relay.bytesIn, bytesOut: relay.bytesOut, closedByCode: relay.closedByCode,
         slowConsumers: relay.slowConsumers ?? null,
       }
@@ -194,6 +198,31 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
     channel: aggregateChannel(clients),
     ...byBrowserOf(clients),
     ...outageOf(clients, streams),
+  };
+}
+
+/**
+ * What one delivered update (one UPDATE reaching one neighbour) cost the
+ * server over the window: CPU µs in user and system time (the window's split of
+ * serverCpuUsPerUpdate: the two add up to it) and frames read and written.
+ * Null without a relay's counters.
+ * @param {any} relay the window's relay (or baseline) metrics, or null
+ * @param {number | null} usPerUpdate serverCpuUsPerUpdate
+ * @param {{ userUs: number, systemUs: number } | null} split the server process's CPU over the window
+ * @returns {import('./types.js').ServerCost | null}
+ */
+export function serverCostOf(relay, usPerUpdate, split) {
+  const delivered = relay?.updatesForwarded;
+  if (typeof delivered !== 'number' || delivered <= 0) return null;
+  const total = split ? split.userUs + split.systemUs : 0;
+  const userShare = total > 0 ? /** @type {{ userUs: number }} */ (split).userUs / total : null;
+  const perUpdate = (/** @type {unknown} */ n) => (typeof n === 'number' ? n / delivered : null);
+  return {
+    usPerUpdate,
+    userUsPerUpdate: usPerUpdate !== null && userShare !== null ? usPerUpdate * userShare : null,
+    systemUsPerUpdate: usPerUpdate !== null && userShare !== null ? usPerUpdate * (1 - userShare) : null,
+    framesInPerUpdate: perUpdate(relay.framesIn),
+    framesOutPerUpdate: perUpdate(relay.framesOut),
   };
 }
 

@@ -21,6 +21,7 @@ import { renderFreshnessTable } from './freshness-table.js';
 import { renderSceneTable } from './scene-table.js';
 import { renderDrawnTable } from './drawn.js';
 import { renderSlowdownTable } from './slowdown-table.js';
+import { renderServerCostTable } from './server-cost.js';
 import { renderFleetTable, renderScaleOutTable } from './scale-out-tables.js';
 import { LOAD_FLAGS_NOTE, loadFlagLabels, loadFlagNotes } from './saturation.js';
 
@@ -215,6 +216,8 @@ export function renderTables(results) {
   if (slowdown) out.push(slowdown);
   const recordings = renderRecordingTables(results);
   if (recordings) out.push(recordings);
+  const cost = renderServerCostTable(runs);
+  if (cost) out.push(cost);
   const scale = renderScaleOutTable(runs);
   if (scale) out.push(scale);
   const net = renderNetTables(runs);

@@ -16,6 +16,7 @@ import { isLabRun } from './browsers-tables.js';
 import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTables, supportedRow, tableRow } from './output.js';
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
 import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
+import { COST_COLUMNS, COST_LEGEND, costRow, costRuns } from './server-cost.js';
 import { SCENE_LEGEND, sceneColumns, sceneRow, sceneRuns } from './scene-table.js';
 import { DRAWN_COLUMNS, DRAWN_LEGEND, drawnRows } from './drawn.js';
 import { SCALE_OUT_COLUMNS, SCALE_OUT_LEGEND, scaleOutRow } from './scale-out-tables.js';
@@ -299,6 +300,14 @@ export function freshnessSectionsHtml(runs) {
 <h2>Phone-speed peers</h2>
 <p class="legend">${escapeHtml(SLOWDOWN_LEGEND)}</p>
 <div class="card scroll">${htmlTable(SLOWDOWN_COLUMNS, slow.map((run) => ({ cells: slowdownRow(run) })), { numeric: SLOWDOWN_COLUMNS.map((_, i) => i >= 3 && i !== 6) })}</div>
+</section>`);
+  }
+  const cost = costRuns(runs);
+  if (cost.length) {
+    out.push(`<section id="server-cost">
+<h2>Server cost per delivered update</h2>
+<p class="legend">${escapeHtml(COST_LEGEND)}</p>
+<div class="card scroll">${htmlTable([...COST_COLUMNS], cost.map((run) => ({ cells: costRow(run, cost) })), { numeric: COST_COLUMNS.map((_, i) => i >= 3) })}</div>
 </section>`);
   }
   const scale = orderedRuns(runs.filter((run) => (run.cluster && typeof run.cluster === 'object') || (run.failover && typeof run.failover === 'object')));

@@ -38,7 +38,8 @@ const CYCLE_MODES = ['pipelined', 'gated'];
  * `family`, `families`, `sessions` and `tracking` with the runs of a study
  * recording (lab/report/recording-results.js) and of combined reports (`carlab report A B --out C`);
  * `saturated` and `unsettled` (null, or the rule and the figures it read) with
- * sim and bench runs (lab/report/saturation.js).
+ * sim and bench runs (lab/report/saturation.js); `serverCost` (per delivered update: CPU user and
+ * system µs, frames in and out) with runs that measured a server (lab/report/aggregate.js).
  * @param {any} run
  * @returns {string[]}
  */
@@ -56,6 +57,12 @@ export function addedFieldProblems(run) {
     }
   }
   if ('drawn' in run && run.drawn !== null) p.push(...drawnProblems(run.drawn));
+  if ('serverCost' in run && run.serverCost !== null) {
+    if (typeof run.serverCost !== 'object') p.push('serverCost is not an object');
+    else for (const k of ['usPerUpdate', 'userUsPerUpdate', 'systemUsPerUpdate', 'framesInPerUpdate', 'framesOutPerUpdate']) {
+      if (!isNumOrNull(run.serverCost[k])) p.push(`serverCost.${k} is not a number or null`);
+    }
+  }
   for (const k of ['source', 'sourceName', 'groupName', 'family']) if (k in run && typeof run[k] !== 'string') p.push(`${k} is not a string`);
   if ('families' in run && !(Array.isArray(run.families) && run.families.every((/** @type {unknown} */ f) => typeof f === 'string'))) p.push('families is not a list of names');
   if ('sessions' in run && !isNumOrNull(run.sessions)) p.push('sessions is not a number or null');

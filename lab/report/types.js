@@ -130,6 +130,7 @@ export {};
  * @property {{ mean?: number | null, max?: number | null, n?: number } | null} [rts]
  * @property {{ server?: number | null, clients?: number | null } | null} [cpu]
  * @property {number | null} [serverCpuUsPerUpdate]
+ * @property {ServerCost | null} [serverCost] per delivered update: CPU in user and system time, frames in and out
  * @property {number | null} [lossPct]
  * @property {number | null} [ackLossPct]
  * @property {number | null} [dups]
@@ -205,6 +206,16 @@ export {};
  * @property {import('./recording-results.js').DeviceRow[]} [devices] a recording's page sessions
  * @property {RecordingInfo} [recording] results of one recording
  * @property {RecordingInfo[]} [recordings] a combined report: every recording among its inputs
+ */
+
+/**
+ * What one delivered update cost the server (lab/report/aggregate.js serverCostOf).
+ * @typedef {object} ServerCost
+ * @property {number | null} usPerUpdate CPU µs, as serverCpuUsPerUpdate
+ * @property {number | null} userUsPerUpdate of it, user time (null: no split measured)
+ * @property {number | null} systemUsPerUpdate of it, system time
+ * @property {number | null} framesInPerUpdate WebSocket / data channel frames read per delivered update
+ * @property {number | null} framesOutPerUpdate frames written per delivered update
  */
 
 /**

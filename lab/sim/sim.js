@@ -248,6 +248,8 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       // --start-cluster: every process of the server (primary, workers, nats-server) summed
       server: typeof serverMetrics.serverCpuPct === 'number' ? serverMetrics.serverCpuPct : relay.cpuPctMean,
       clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100,
+      // one server process (not a --start-cluster's several): its user / system split
+      serverSplit: typeof serverMetrics.serverCpuPct === 'number' ? null : serverMetrics.cpuWindow ?? null,
     },
     extra: {
       sim: {

@@ -11,7 +11,7 @@ import { createTransport, webSocketBase } from '../../web/src/transport/index.js
 import { createSocketIoTransport } from './socketio-transport.js';
 
 /** The baselines' names, in report order. */
-export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor']);
+export const BASELINE_TRANSPORTS = Object.freeze(['socketio', 'ws-floor', 'ws-floor-batched']);
 
 /**
  * @typedef {import('../../web/src/transport/index.js').TransportEnv & { io?: import('./socketio-transport.js').SocketIoConnect }} LabTransportEnv
@@ -31,6 +31,9 @@ export function createLabTransport(name, env) {
     case 'ws-floor':
       // the bare forwarder speaks the frames with relay-faithful semantics
       return createRelayTransport({ url: `${webSocketBase(base)}/floor`, batched: false, WebSocket: env.WebSocket, name });
+    case 'ws-floor-batched':
+      // mode relay's frames (BATCH per turn, ACKED_ALL) with nothing else: lab/target/floor-batched.js
+      return createRelayTransport({ url: `${webSocketBase(base)}/floor-batched`, batched: true, WebSocket: env.WebSocket, name });
     case 'socketio':
       if (!env.io) throw new Error('transport socketio needs socket.io-client');
       return createSocketIoTransport({ url: base.origin, io: env.io });

@@ -21,6 +21,7 @@ import { getHeapStatistics } from 'node:v8';
 import { connectNatsBroker } from '../../relay/index.js';
 import { createCarlabServer } from '../../server/server.js';
 import { createSocketIoBaseline, createWsFloor } from './baselines.js';
+import { createWsFloorBatched } from './floor-batched.js';
 import { LAB_PAGES_DIST } from '../pages/build.js';
 import { startStallMeter } from '../shared/loop-stall.js';
 
@@ -42,11 +43,15 @@ const { baselines: withBaselines, natsUrl, ...options } = JSON.parse(process.arg
 // --relays: this relay is one node of a cluster on that NATS.
 const broker = natsUrl ? await connectNatsBroker({ url: natsUrl, name: 'carlab-lab' }) : undefined;
 const server = await createCarlabServer({
-  http: true, host: '127.0.0.1', port: 0, extraWebRoots: [LAB_PAGES_DIST], ...options, broker, extraUpgradePaths: withBaselines ? ['/floor', '/socket.io/'] : [],
+  http: true, host: '127.0.0.1', port: 0, extraWebRoots: [LAB_PAGES_DIST], ...options, broker, extraUpgradePaths: withBaselines ? ['/floor', '/floor-batched', '/socket.io/'] : [],
 });
 // The lab's baselines share the port, so they are measured in the same process the same way.
 const baselines = withBaselines
-  ? { 'ws-floor': createWsFloor({ server: /** @type {any} */ (server.server) }), socketio: createSocketIoBaseline({ server: /** @type {any} */ (server.server) }) }
+  ? {
+    'ws-floor': createWsFloor({ server: /** @type {any} */ (server.server) }),
+    'ws-floor-batched': createWsFloorBatched({ server: /** @type {any} */ (server.server) }),
+    socketio: createSocketIoBaseline({ server: /** @type {any} */ (server.server) }),
+  }
   : {};
 // How long this process's loop was held up since it started serving: a report
 // that waited that long is read together with the next ones (the report intake's
@@ -54,6 +59,8 @@ const baselines = withBaselines
 // 100 ms: at 10 ms the meter alone took 9 ms of CPU a second, a sixth of what this process
 // spends relaying 200 clients, and would count in its CPU per update.
 const stallMeter = startStallMeter({ resolutionMs: 100 });
+/** This process's CPU since the last `reset`: its user and system split over a window. */
+let cpuAtReset = process.cpuUsage();
 /** @type {any} */ (process).send({ type: 'ready', url: server.url, pid: process.pid });
 
 process.on('message', async (/** @type {any} */ m) => {
@@ -62,6 +69,7 @@ process.on('message', async (/** @type {any} */ m) => {
     case 'reset':
       server.relay.resetWindow();
       for (const b of Object.values(baselines)) b.resetWindow();
+      cpuAtReset = process.cpuUsage();
       reply({ ok: true });
       break;
     case 'metrics': {
@@ -75,6 +83,7 @@ process.on('message', async (/** @type {any} */ m) => {
         memory,
         heapAfterMajorGc: { ...afterMajorGc },
         loopStallMs: stallMeter.longest(),
+        cpuWindow: (({ user, system }) => ({ userUs: user, systemUs: system }))(process.cpuUsage(cpuAtReset)),
       });
       break;
     }
@@ -86,6 +95,7 @@ process.on('message', async (/** @type {any} */ m) => {
     case 'close':
       // Socket.IO closes the HTTP server it is attached to: close it last.
       await baselines['ws-floor']?.close();
+      await baselines['ws-floor-batched']?.close();
       await server.close();
       await baselines.socketio?.close().catch(() => {});
       await broker?.close();
