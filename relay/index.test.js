@@ -300,7 +300,7 @@ describe('slow consumers', () => {
       queueSoftBytes: 4096, queueHardBytes: 256 * 1024, maxMessagesPerSecond: 1e9, maxMessagesBurst: 1e9,
       maxUpdatesPerSecond: 1e9, maxUpdatesBurst: 1e9, maxGroupForwardsPerSecond: 1e12, // the flood is on purpose
     });
-    const slow = await rawClient(env.url, 's', 'slow', 0); // faithful: every ACK is forwarded to it
+    const slow = await rawClient(env.url, 's', 'slow', 1); // mode relay: stale poses of mode-relay senders are replaced for it
     const senders = [await rawClient(env.url, 's', 'a', 1, true), await rawClient(env.url, 's', 'b', 1, true)];
     /** @type {any} */ (slow.ws)._socket.pause(); // stops reading: the kernel buffers fill up
     let seq = 0;
@@ -329,9 +329,9 @@ describe('slow consumers', () => {
     /** @type {any} */ (slow.ws)._socket.resume();
     /** @type {any} */ (slow.ws)._socket.pause();
     assert.equal(env.relay.stats.closedByCode[CloseCode.SLOW_CONSUMER], undefined, 'not closed while only poses queue up');
-    // The slow client now sends updates: a and b ACK each, and in mode
-    // relay-faithful every ACK is forwarded to it. ACKs are never replaced,
-    // so they pile up until the hard limit closes it.
+    // The slow client now sends updates: a and b ACK each, and the relay
+    // answers it with an ACKED_ALL for each. Those are never replaced, so
+    // they pile up until the hard limit closes it.
     for (let k = 0; k < 100 && !env.relay.stats.closedByCode[CloseCode.SLOW_CONSUMER]; k++) {
       const msgs = [];
       for (let i = 1; i <= 500; i++) msgs.push({ type: MsgType.UPDATE, sender: slow.id, seq: k * 500 + i, sendTime: 0, pose: pose(), object: null });
