@@ -45,8 +45,8 @@ class FakeSession {
     this.pushed = [];
     /** Like an outbox that writes at once: the forward time is stamped on push. */
     this.stampOnPush = true;
-    /** Its share of the group's fan-out (GroupRegistry.update sets rate and burst). */
-    this.share = new TokenBucket(1, 1);
+    /** Its share of the group's fan-out (GroupRegistry.update sets rate and burst), full at the start as a Session's. */
+    this.share = new TokenBucket(1e9, 1e9);
   }
 
   /** @param {Uint8Array} body @param {PendingUpdate | null} [entry] */

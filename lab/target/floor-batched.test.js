@@ -1,5 +1,5 @@
 // The relay's floor (floor-batched.js) speaks mode relay to the real client: every update reaches
-// every neighbour, its sender hears one ACKED_ALL per update, what goes to one socket in a turn
+// every neighbour, its sender hears one ACKED_ALL per update, what one turn queues for a socket
 // is one frame; a client in another mode is refused with a close code and reason.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,9 +52,40 @@ test('three mode-relay clients: every update acknowledged by one ACKED_ALL, batc
       assert.equal(c.closedWith, null);
     }
     assert.ok(m.updatesForwarded >= 2 * 20 * 3, `delivered ${m.updatesForwarded}`);
-    assert.ok(m.framesOut < m.messagesOut, `batched: ${m.framesOut} frames for ${m.messagesOut} messages`);
     assert.equal(m.clients, 3);
     for (const c of clients) c.close();
+  });
+});
+
+test('what one turn queues for a socket goes out as one BATCH frame', async () => {
+  await withFloor(async (base) => {
+    const url = `${base.replace('http', 'ws')}/floor-batched`;
+    /** @type {any[]} frames the receiver got, decoded */
+    const frames = [];
+    const receiver = new WebSocket(url);
+    receiver.on('message', (d) => frames.push(decode(/** @type {Buffer} */ (d))));
+    await once(receiver, 'open');
+    receiver.send(encode({ type: MsgType.HELLO, flags: HelloFlag.BATCHED, clientId: 0, group: 'g', name: 'r', token: '' }));
+    const sender = new WebSocket(url);
+    /** @type {any[]} */
+    const toSender = [];
+    sender.on('message', (d) => { const m = /** @type {any} */ (decode(/** @type {Buffer} */ (d))); toSender.push(...(m.type === MsgType.BATCH ? m.messages : [m])); });
+    await once(sender, 'open');
+    sender.send(encode({ type: MsgType.HELLO, flags: HelloFlag.BATCHED, clientId: 0, group: 'g', name: 's', token: '' }));
+    await waitFor(() => toSender.some((m) => m.type === MsgType.WELCOME) && frames.length >= 2, 10_000, () => 'both joined');
+    const id = toSender.find((m) => m.type === MsgType.WELCOME).clientId;
+    frames.length = 0;
+    const updates = [1, 2, 3, 4, 5].map((seq) => ({ type: MsgType.UPDATE, sender: id, seq, sendTime: 0, pose: pose(), object: null }));
+    sender.send(encode({ type: MsgType.BATCH, messages: updates }));
+    await waitFor(() => frames.length >= 1, 10_000, () => 'the updates');
+    assert.equal(frames[0].type, MsgType.BATCH);
+    assert.deepEqual(frames[0].messages.map((/** @type {any} */ m) => m.seq), [1, 2, 3, 4, 5]);
+    // the receiver answers all five in one frame: the sender hears five ACKED_ALLs, each for one destination
+    receiver.send(encode({ type: MsgType.BATCH, messages: updates.map((u) => ({ type: MsgType.ACK, sender: id, seq: u.seq, acker: 0 })) }));
+    await waitFor(() => toSender.filter((m) => m.type === MsgType.ACKED_ALL).length === 5, 10_000, () => 'five ACKED_ALLs');
+    assert.deepEqual(toSender.filter((m) => m.type === MsgType.ACKED_ALL).map((m) => [m.seq, m.acked, m.dropped]), [[1, 1, 0], [2, 1, 0], [3, 1, 0], [4, 1, 0], [5, 1, 0]]);
+    receiver.close();
+    sender.close();
   });
 });
 
