@@ -123,8 +123,9 @@ export function rtSummaryOf(clients) {
  * @param {any[]} input.clients every client's CarClient.stats(), or records rebuilt from client
  *   reports that carry `rtHist` (an RtHistogramJson) instead of `rt` (see {@link rtSummaryOf})
  * @param {any} input.relay relay metrics over the measured window, or null
- * @param {{ server: number | null, clients: number | null, serverSplit?: { userUs: number, systemUs: number } | null }} input.cpu
- *   mean CPU % (100 = one core); `serverSplit`: the server process's user and system CPU over the window
+ * @param {{ server: number | null, clients: number | null, serverSplit?: { userUs: number, systemUs: number } | null, serverWindowS?: number | null }} input.cpu
+ *   mean CPU % (100 = one core); `serverSplit`: the server process's user and system CPU over its
+ *   window, `serverWindowS` that window's length when the server measured it (else the run's)
  * @param {Record<string, any>} [input.extra] fields to add (browser/sim, durationS, ...)
  * @param {(client: any) => boolean} [input.only] the clients the run is about, when it is a part
  *   of a population (a recording's browser family): RT, updates, setup, channel and freshness
@@ -140,11 +141,12 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
   const rts = relay && relay.rts && relay.rts.n > 0 ? { mean: relay.rts.mean, max: relay.rts.max, n: relay.rts.n } : null;
   // Server CPU per update delivered to a neighbour, over the measured window:
   // the unit of useful work, the same for every transport whatever its ACK scheme.
-  const windowS = typeof extra.durationS === 'number' ? extra.durationS : null;
+  // the server's own span when it says (an overloaded one answers late: its counters cover that span)
+  const windowS = typeof cpu.serverWindowS === 'number' ? cpu.serverWindowS : typeof extra.durationS === 'number' ? extra.durationS : null;
   const serverCpuUsPerUpdate = relay && typeof cpu.server === 'number' && windowS && relay.updatesForwarded > 0
     ? (cpu.server / 100) * windowS * 1e6 / relay.updatesForwarded
     : null;
-  const { serverSplit = null, ...cpuPct } = cpu;
+  const { serverSplit = null, serverWindowS = null, ...cpuPct } = cpu;
   const serverCost = serverCostOf(relay, serverCpuUsPerUpdate, serverSplit);
   return {
     transport: point.transport,

@@ -10,6 +10,9 @@ import { LOSS_LIMIT_PCT, isUnreliable, runPasses } from './supported.js';
 
 /** @typedef {import('./types.js').Run} Run */
 
+/** A server that answers this much later than the window's end is named: it was overloaded. */
+const SERVER_LATE_S = 2;
+
 /**
  * One line describing a run, for terminals and progress logs, e.g.
  * `relay 100 clients · group 25 · 167 ms · RT 45 ± 12 ms (p95 80, n 1200) · RTS 1.2 ms · CPU 35.0 % · loss 0.00 %`.
@@ -42,6 +45,9 @@ export function renderSummaryLine(run) {
     num(r.cpu?.clients) !== null ? `clients ${fmt(r.cpu?.clients, 1)} %` : '',
   ].filter(Boolean);
   if (cpu.length) parts.push(`CPU ${cpu.join(', ')}`);
+  const serverS = num(r.serverWindowS);
+  const late = serverS !== null && num(r.durationS) !== null ? serverS - Number(r.durationS) : 0;
+  if (late > SERVER_LATE_S) parts.push(`server answered ${fmt(late, 1)} s after the window (its counters cover ${fmt(serverS, 1)} s)`);
   parts.push(`loss ${fmt(r.lossPct, 2)} %${num(r.ackLossPct) ? ` (ACK ${fmt(r.ackLossPct, 2)} %)` : ''}`);
   if (num(r.dups)) parts.push(`dups ${fmt(r.dups)}`);
   if (num(r.reorders)) parts.push(`reorders ${fmt(r.reorders)}`);

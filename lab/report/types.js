@@ -130,6 +130,7 @@ export {};
  * @property {{ mean?: number | null, max?: number | null, n?: number } | null} [rts]
  * @property {{ server?: number | null, clients?: number | null } | null} [cpu]
  * @property {number | null} [serverCpuUsPerUpdate]
+ * @property {number | null} [serverWindowS] the span the server's counters and CPU cover (sim; longer than durationS when it answered late)
  * @property {ServerCost | null} [serverCost] per delivered update: CPU in user and system time, frames in and out
  * @property {number | null} [lossPct]
  * @property {number | null} [ackLossPct]

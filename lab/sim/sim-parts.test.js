@@ -1,6 +1,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createTimeline, liveHeapGrowth, tallyProgress } from './timeline.js';
+import { serverCpuOf } from './sim.js';
 
 test('tallyProgress adds progress to the live tally, and to the bucket only while measuring', () => {
   const live = { rtSum: 0, rtN: 0, sent: 0, done: 0 };
@@ -44,11 +45,32 @@ test('with liveHeap each bucket forces a GC first and records the live heap and 
     metrics: async () => { calls.push('metrics'); return { rssBytes: 10_000, memory: { heapTotal: 3000, external }, heapAfterMajorGc: { bytes: null } }; },
   }));
   const timeline = createTimeline(() => server, { on: true, rtSum: 0, rtN: 0 }, true);
-  await timeline.close(5000);
+  timeline.close(5000);
+  await timeline.settled(10_000);
   live = 1100; external = 600;
-  await timeline.close(10_000);
+  timeline.close(10_000);
+  await timeline.settled(10_000);
   assert.deepEqual(calls, ['heap', 'metrics', 'heap', 'metrics'], 'the GC comes before the sample');
   assert.equal(timeline.buckets[0].liveHeapBytes, 1000);
   assert.equal(timeline.buckets[0].nativeBytes, 10_000 - 3000 - 100);
   assert.deepEqual(liveHeapGrowth(timeline.buckets), { liveHeapGrowthPct: 10, externalGrowthBytes: 500 });
+});
+
+test('a server that does not answer never holds the window: the bucket keeps its RT, its memory stays null', async () => {
+  const server = /** @type {import('../target/server-process.js').ServerChild} */ (/** @type {unknown} */ ({
+    metrics: () => new Promise(() => {}), // an overloaded server that has not read the question
+  }));
+  const bucket = { on: true, rtSum: 30, rtN: 3 };
+  const timeline = createTimeline(() => server, bucket);
+  timeline.close(5000);
+  assert.deepEqual([timeline.buckets.length, timeline.buckets[0].rtMean, timeline.start], [1, 10, 5000], 'closed at once');
+  await timeline.settled(20);
+  assert.equal(timeline.buckets[0].rssBytes, null);
+});
+
+test('serverCpuOf: the server\'s CPU over its own span, split; a cluster\'s sum has no split', () => {
+  const late = serverCpuOf({ cpuWindow: { userUs: 2e6, systemUs: 1e6, ms: 20_000 } }, { cpuPctMean: 99 });
+  assert.deepEqual(late, { server: 15, serverSplit: { userUs: 2e6, systemUs: 1e6 }, serverWindowS: 20 });
+  assert.deepEqual(serverCpuOf({ serverCpuPct: 40, cpuWindow: { userUs: 1, systemUs: 1, ms: 1 } }, null), { server: 40, serverSplit: null, serverWindowS: null });
+  assert.deepEqual(serverCpuOf({}, { cpuPctMean: 12 }), { server: 12, serverSplit: null, serverWindowS: null });
 });

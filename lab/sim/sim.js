@@ -35,6 +35,8 @@ export const SIM_TRANSPORTS = Object.freeze([...NODE_TRANSPORTS, ...BASELINE_TRA
 
 /** Transports that are baselines, not carlab's relay (lab/target/baselines.js). */
 export const BASELINES = BASELINE_TRANSPORTS;
+/** How long the window's end waits for an overloaded server's timeline answers before it counts without them. */
+const TIMELINE_ANSWER_WAIT_MS = 5000;
 
 /**
  * @typedef {object} PointOptions
@@ -168,7 +170,7 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
       run.editsStopped = true;
       for (const w of run.workers) w.postMessage({ cmd: 'edits-stop' });
     }
-    if (at - measuring.timeline.start >= measuring.timelineS * 1000) await measuring.timeline.close(at);
+    if (at - measuring.timeline.start >= measuring.timelineS * 1000) measuring.timeline.close(at);
   }
 }
 
@@ -215,10 +217,26 @@ async function measure(o, run, asProcesses, restart) {
   await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart, editsStopAtMs });
   const windowMs = performance.now() - windowStart;
   run.bucket.on = false;
-  if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) await timeline.close(windowMs);
+  if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) timeline.close(windowMs);
+  await timeline.settled(TIMELINE_ANSWER_WAIT_MS);
   const cpuUsed = process.cpuUsage(cpuStart);
   const childCpuUsed = asProcesses ? await childCpuMicros(run.workers) - childCpuStart : 0;
   return { timeline: timeline.buckets, rssWarm, windowMs, clientCpuMicros: cpuUsed.user + cpuUsed.system + childCpuUsed };
+}
+
+/**
+ * The server's CPU over its own window (from the reset to its answer, which an overloaded
+ * server gives late): mean %, the user / system split and the span, so that CPU per delivered
+ * update divides the CPU and the updates of one span. --start-cluster: every process of the
+ * server summed over the run's window, no split.
+ * @param {any} serverMetrics @param {any} relay the window's counters of the transport under test
+ * @returns {{ server: number | null, serverSplit: { userUs: number, systemUs: number } | null, serverWindowS: number | null }}
+ */
+export function serverCpuOf(serverMetrics, relay) {
+  if (typeof serverMetrics.serverCpuPct === 'number') return { server: serverMetrics.serverCpuPct, serverSplit: null, serverWindowS: null };
+  const w = serverMetrics.cpuWindow;
+  if (!w || !(w.ms > 0)) return { server: relay?.cpuPctMean ?? null, serverSplit: null, serverWindowS: null };
+  return { server: ((w.userUs + w.systemUs) / 1000 / w.ms) * 100, serverSplit: { userUs: w.userUs, systemUs: w.systemUs }, serverWindowS: w.ms / 1000 };
 }
 
 /**
@@ -239,18 +257,13 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
   const { restartInfo } = run;
   // the server's counters for the transport under test
   const relay = BASELINES.includes(point.transport) ? serverMetrics.baselines[point.transport] : serverMetrics.relay;
+  const serverCpu = serverCpuOf(serverMetrics, relay);
   // the generators share this machine with the server: whether they had CPU to spare (lab/report/saturation.js)
   return withLoadFlags(aggregateRun({
     point,
     clients: stats,
     relay,
-    cpu: {
-      // --start-cluster: every process of the server (primary, workers, nats-server) summed
-      server: typeof serverMetrics.serverCpuPct === 'number' ? serverMetrics.serverCpuPct : relay.cpuPctMean,
-      clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100,
-      // one server process (not a --start-cluster's several): its user / system split
-      serverSplit: typeof serverMetrics.serverCpuPct === 'number' ? null : serverMetrics.cpuWindow ?? null,
-    },
+    cpu: { ...serverCpu, clients: (window.clientCpuMicros / 1000 / window.windowMs) * 100 },
     extra: {
       sim: {
         workers: shares.length,
@@ -258,6 +271,8 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
         clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
       },
       durationS: Math.round(window.windowMs / 100) / 10,
+      // the span the server's counters and CPU cover (longer than the window when it answered late)
+      serverWindowS: serverCpu.serverWindowS === null ? null : Math.round(serverCpu.serverWindowS * 10) / 10,
       ...reportFields(point.reportsIntervalS ?? 0, reports),
       serverRssBytes: serverMetrics.rssBytes,
       // the server's longest event-loop stall from its start to the window's end (null: not measured)
@@ -340,8 +355,9 @@ export async function runSimPoint(o) {
     const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const pauseInfo = await run.pause;
-    const serverMetrics = await run.server.metrics();
-    const { stats, reports, drawn } = await stopGenerators(run.workers);
+    // The clients stop at the window's end even when the server is slow to answer: its counters
+    // then cover its own span from the reset to its answer (serverWindowS), not more sending.
+    const [serverMetrics, { stats, reports, drawn }] = await Promise.all([run.server.metrics(), stopGenerators(run.workers)]);
     const record = simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stats, reports, drawn });
     if (run.started) {
       // Stopped before the record is done: the primary logs what it routed as it stops.

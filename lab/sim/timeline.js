@@ -108,23 +108,43 @@ export function tallyProgress(live, bucket, m) {
 export function createTimeline(currentServer, bucket, liveHeap = false) {
   /** @type {TimelineBucket[]} */
   const buckets = [];
+  /** The server's answers still on their way, one per bucket. @type {Promise<void>[]} */
+  const answers = [];
   const timeline = {
     buckets,
     /** Start of the bucket being filled, ms into the measured window. */
     start: 0,
-    /** Closes the bucket being filled: its RT mean and the server's RSS now. @param {number} at */
-    async close(at) {
-      const live = liveHeap ? await currentServer().heap() : null;
-      const m = await currentServer().metrics();
-      buckets.push({
+    /**
+     * Closes the bucket being filled: its RT mean now, the server's memory when it answers. An
+     * overloaded server can take minutes to read the question (one turn of its loop reading every
+     * socket's backlog); the window never waits for it, a bucket it has not answered by the end
+     * (settled()) keeps its memory figures null.
+     * @param {number} at
+     */
+    close(at) {
+      /** @type {TimelineBucket} */
+      const b = {
         t: Math.round(timeline.start / 100) / 10, s: Math.round((at - timeline.start) / 100) / 10,
-        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: m.rssBytes ?? null,
-        heapTotalBytes: m.memory?.heapTotal ?? null, heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null,
-        externalBytes: m.memory?.external ?? null,
-        ...(live ? { liveHeapBytes: live.heapUsed, nativeBytes: live.rss - live.heapTotal - live.external } : {}),
-      });
+        rtMean: bucket.rtN ? bucket.rtSum / bucket.rtN : null, n: bucket.rtN, rssBytes: null,
+        heapTotalBytes: null, heapAfterGcBytes: null, externalBytes: null,
+      };
+      buckets.push(b);
       bucket.rtSum = 0; bucket.rtN = 0;
       timeline.start = at;
+      const server = currentServer();
+      answers.push((async () => {
+        const live = liveHeap ? await server.heap() : null;
+        const m = await server.metrics();
+        Object.assign(b, {
+          rssBytes: m.rssBytes ?? null, heapTotalBytes: m.memory?.heapTotal ?? null,
+          heapAfterGcBytes: m.heapAfterMajorGc?.bytes ?? null, externalBytes: m.memory?.external ?? null,
+          ...(live ? { liveHeapBytes: live.heapUsed, nativeBytes: live.rss - live.heapTotal - live.external } : {}),
+        });
+      })().catch(() => {}));
+    },
+    /** Waits up to `ms` for the server's answers. @param {number} ms */
+    async settled(ms) {
+      await Promise.race([Promise.all(answers), new Promise((r) => setTimeout(r, ms))]);
     },
   };
   return timeline;

@@ -68,7 +68,10 @@ export async function startRelayCluster(o) {
       const loopStallMs = Math.max(0, ...all.map((m) => m.loopStallMs ?? 0));
       // every relay's CPU split summed (a killed relay's window is lost with it: then no split)
       const cpuWindow = killed.size === 0 && all.every((m) => m.cpuWindow)
-        ? { userUs: all.reduce((t, m) => t + m.cpuWindow.userUs, 0), systemUs: all.reduce((t, m) => t + m.cpuWindow.systemUs, 0) }
+        ? {
+          userUs: all.reduce((t, m) => t + m.cpuWindow.userUs, 0), systemUs: all.reduce((t, m) => t + m.cpuWindow.systemUs, 0),
+          ms: Math.max(...all.map((m) => m.cpuWindow.ms)),
+        }
         : null;
       return { ...all[0], relay: mergeRelayMetrics(all.map((m) => m.relay)), perRelay: all.map((m) => m.relay), natsCpuPct, loopStallMs, cpuWindow };
     },
