@@ -162,11 +162,6 @@ export class Outbox {
     return this.session.batched && Boolean(entry?.sender.batched);
   }
 
-  /** Whether a replaced pose is marked for the receiver: it asked (HELLO capability). */
-  get marks() {
-    return this.session.marks;
-  }
-
   get ctx() { return this.session.ctx; }
 
   /**
@@ -185,7 +180,7 @@ export class Outbox {
         const old = this.queue[at];
         this.queuedBytes += body.length - old.body.length;
         const item = { body, entry };
-        if (this.marks) { markReplaced(old, item); this.marked = true; }
+        if (this.session.marks) { markReplaced(old, item); this.marked = true; }
         this.queue[at] = item;
         this.ctx.stats.droppedUpdates++;
         this.ctx.dropDestination(/** @type {PendingUpdate} */ (old.entry), session);
@@ -307,7 +302,7 @@ export class Outbox {
       for (let i = stale.length - 1; i >= 0; i--) {
         const item = stale[i];
         const kept = /** @type {OutItem} */ (newest.get(/** @type {PendingUpdate} */ (item.entry).sender.id));
-        if (this.marks) { markReplaced(item, kept); this.marked = true; }
+        if (this.session.marks) { markReplaced(item, kept); this.marked = true; }
       }
       for (const item of stale) {
         this.queuedBytes -= item.body.length;

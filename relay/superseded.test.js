@@ -87,45 +87,40 @@ test('a relay-faithful sender or receiver: every queued pose is kept, in order, 
 });
 
 test('poses already queued when a relay-faithful outbox blocks: all stay', () => {
-  const flusher = new FlushScheduler(1024, 60_000);
-  const ctx = relayContext(relayOptions({ queueSoftBytes: 1024 }), new RelayStats(), flusher, { detach() {}, dropDestination() { assert.fail('nothing is dropped'); } });
-  const socket = fakeSocket();
-  socket.bufferedAmount = 0;
-  const receiver = new Session(socket, ctx);
-  receiver.batched = false;
-  const sender = /** @type {any} */ ({ id: 7, batched: false });
-  for (const seq of [1, 2, 3]) {
-    const body = encode({ type: MsgType.UPDATE, sender: 7, seq, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null }).subarray(1);
-    receiver.out.queue.push({ body, entry: /** @type {any} */ ({ sender, seq, dest: new Map([[receiver, NaN]]), acked: 0, dropped: 0, createdAt: 0 }) });
-  }
-  socket.bufferedAmount = 1 << 30;
-  receiver.out.flush();
-  assert.equal(receiver.out.blocked, true);
-  socket.drain();
-  receiver.out.flush();
-  flusher.stop();
-  assert.deepEqual(socket.frames.map((f) => /** @type {any} */ (decode(f)).seq), [1, 2, 3]);
+  const { frames, blocked } = queuedThenBlocked({ batched: false, marks: false }, () => { assert.fail('nothing is dropped'); });
+  assert.equal(blocked, true);
+  assert.deepEqual(frames.map((f) => /** @type {any} */ (decode(f)).seq), [1, 2, 3]);
 });
 
-test('poses already queued when the outbox blocks: the stale ones are marked on the newest', () => {
+/**
+ * Poses 1..3 of one sender queued, then the outbox blocks and drains: what it wrote.
+ * @param {{ batched: boolean, marks: boolean }} o both ends in mode relay, or both relay-faithful
+ * @param {() => void} [onDrop] the registry's dropDestination
+ */
+function queuedThenBlocked(o, onDrop = () => {}) {
   const flusher = new FlushScheduler(1024, 60_000);
-  const ctx = relayContext(relayOptions({ queueSoftBytes: 1024 }), new RelayStats(), flusher, { detach() {}, dropDestination() {} });
+  const ctx = relayContext(relayOptions({ queueSoftBytes: 1024 }), new RelayStats(), flusher, { detach() {}, dropDestination: onDrop });
   const socket = fakeSocket();
   socket.bufferedAmount = 0;
   const receiver = new Session(socket, ctx);
-  receiver.capabilities = HelloFlag.SUPERSEDED_MARKS;
-  receiver.batched = true;
-  const sender = /** @type {any} */ ({ id: 7, batched: true });
+  if (o.marks) receiver.capabilities = HelloFlag.SUPERSEDED_MARKS;
+  receiver.batched = o.batched;
+  const sender = /** @type {any} */ ({ id: 7, batched: o.batched });
   for (const seq of [1, 2, 3]) {
     const body = encode({ type: MsgType.UPDATE, sender: 7, seq, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null }).subarray(1);
     receiver.out.queue.push({ body, entry: /** @type {any} */ ({ sender, seq, dest: new Map([[receiver, NaN]]), acked: 0, dropped: 0, createdAt: 0 }) });
   }
   socket.bufferedAmount = 1 << 30;
-  receiver.out.flush(); // blocks: only the newest of each sender stays
+  receiver.out.flush(); // blocks
+  const blocked = receiver.out.blocked;
   socket.drain();
   receiver.out.flush();
   flusher.stop();
-  const messages = socket.frames.flatMap((f) => unbatch(/** @type {any} */ (decode(f))));
+  return { frames: socket.frames, blocked };
+}
+
+test('poses already queued when the outbox blocks: the stale ones are marked on the newest', () => {
+  const messages = queuedThenBlocked({ batched: true, marks: true }).frames.flatMap((f) => unbatch(/** @type {any} */ (decode(f))));
   assert.deepEqual(messages.map((m) => [m.type, /** @type {any} */ (m).seq, /** @type {any} */ (m).ranges]), [
     [MsgType.SUPERSEDED, 3, [1, 2]], [MsgType.UPDATE, 3, undefined],
   ]);

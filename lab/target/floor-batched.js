@@ -31,27 +31,17 @@ const BATCH_MAX = 65535;
  * @property {Map<number, number>} pending seq -> destinations * 65536 + ACKs still missing
  */
 
-/**
- * The counters the lab reads (the same fields as lab/target/baselines.js), CPU from
- * process.cpuUsage over the window.
- */
+/** The counters the lab reads (the fields of lab/target/baselines.js); CPU is the server process's (lab/target/server-child.js). */
 function createFloorCounters() {
   const c = {
     framesIn: 0, framesOut: 0, bytesIn: 0, bytesOut: 0, updatesForwarded: 0, messagesOut: 0,
-    cpuFrom: process.cpuUsage(), cpuFromAt: performance.now(),
-    reset() {
-      c.framesIn = 0; c.framesOut = 0; c.bytesIn = 0; c.bytesOut = 0; c.updatesForwarded = 0; c.messagesOut = 0;
-      c.cpuFrom = process.cpuUsage(); c.cpuFromAt = performance.now();
-    },
-    /** Mean CPU % (100 = one core) since the last reset. */
-    cpuPct() {
-      const used = process.cpuUsage(c.cpuFrom);
-      const ms = performance.now() - c.cpuFromAt;
-      return ms > 0 ? ((used.user + used.system) / 1000 / ms) * 100 : null;
-    },
+    reset() { c.framesIn = 0; c.framesOut = 0; c.bytesIn = 0; c.bytesOut = 0; c.updatesForwarded = 0; c.messagesOut = 0; },
   };
   return c;
 }
+
+/** The u32 at `at` of a body (big-endian). @param {Uint8Array} body @param {number} at */
+const u32 = (body, at) => (body[at] << 24 | body[at + 1] << 16 | body[at + 2] << 8 | body[at + 3]) >>> 0;
 
 /** @param {number} sender @param {number} seq @param {number} acked */
 function ackedAllBody(sender, seq, acked) {
@@ -85,7 +75,7 @@ export function createWsFloorBatched(options) {
       m.out = [];
       counters.messagesOut += bodies.length;
       for (let from = 0; from < bodies.length; from += BATCH_MAX) {
-        const part = bodies.length - from > BATCH_MAX || from > 0 ? bodies.slice(from, from + BATCH_MAX) : bodies;
+        const part = bodies.length <= BATCH_MAX ? bodies : bodies.slice(from, from + BATCH_MAX);
         const frame = part.length === 1 ? frameOfBody(part[0]) : encodeBatchOfBodies(part);
         counters.framesOut++;
         counters.bytesOut += frame.length;
@@ -108,17 +98,16 @@ export function createWsFloorBatched(options) {
     for (const m of me.group.values()) if (m !== me) { queue(m, body); n++; }
     counters.updatesForwarded += n;
     if (n === 0) return;
-    const seq = (body[5] << 24 | body[6] << 16 | body[7] << 8 | body[8]) >>> 0;
-    me.pending.set(seq, n * 65536 + n);
+    me.pending.set(u32(body, 5), n * 65536 + n);
     if (me.pending.size > PENDING_MAX) me.pending.delete(/** @type {number} */ (me.pending.keys().next().value));
   };
 
   /** An ACK body: one fewer missing; the last one answers the sender. @param {FloorMember} me @param {Uint8Array} body */
   const onAck = (me, body) => {
-    const sender = (body[1] << 24 | body[2] << 16 | body[3] << 8 | body[4]) >>> 0;
+    const sender = u32(body, 1);
     const target = me.group.get(sender);
     if (!target) return;
-    const seq = (body[5] << 24 | body[6] << 16 | body[7] << 8 | body[8]) >>> 0;
+    const seq = u32(body, 5);
     const state = target.pending.get(seq);
     if (state === undefined) return;
     if (state % 65536 > 1) { target.pending.set(seq, state - 1); return; }
@@ -191,15 +180,12 @@ export function createWsFloorBatched(options) {
   options.server.on('upgrade', onUpgrade);
   return {
     path,
-    metrics: () => {
-      const cpuPct = counters.cpuPct();
-      return {
-        clients: wss.clients.size, groups: groups.size,
-        framesIn: counters.framesIn, framesOut: counters.framesOut, bytesIn: counters.bytesIn, bytesOut: counters.bytesOut,
-        updatesForwarded: counters.updatesForwarded, messagesOut: counters.messagesOut,
-        rts: { mean: null, max: null, n: 0 }, cpuPct, cpuPctMean: cpuPct,
-      };
-    },
+    metrics: () => ({
+      clients: wss.clients.size, groups: groups.size,
+      framesIn: counters.framesIn, framesOut: counters.framesOut, bytesIn: counters.bytesIn, bytesOut: counters.bytesOut,
+      updatesForwarded: counters.updatesForwarded, messagesOut: counters.messagesOut,
+      rts: { mean: null, max: null, n: 0 }, cpuPct: null, cpuPctMean: null,
+    }),
     resetWindow: () => counters.reset(),
     close() {
       options.server.off('upgrade', onUpgrade);

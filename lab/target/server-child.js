@@ -76,6 +76,7 @@ process.on('message', async (/** @type {any} */ m) => {
       break;
     case 'metrics': {
       const memory = process.memoryUsage();
+      const cpu = process.cpuUsage(cpuAtReset);
       reply({
         relay: server.relay.metrics(),
         signaling: server.signaling.metrics(),
@@ -87,7 +88,7 @@ process.on('message', async (/** @type {any} */ m) => {
         loopStallMs: stallMeter.longest(),
         // this process's CPU from the reset to this answer, and that span: an overloaded server reads
         // the question late, its counters above then cover the same longer span
-        cpuWindow: (({ user, system }) => ({ userUs: user, systemUs: system, ms: performance.now() - resetAt }))(process.cpuUsage(cpuAtReset)),
+        cpuWindow: { userUs: cpu.user, systemUs: cpu.system, ms: performance.now() - resetAt },
       });
       break;
     }
