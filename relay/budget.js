@@ -58,25 +58,48 @@ export function forwardShare(groupForwardsPerSecond, members) {
 }
 
 /**
- * What one frame costs a connection: how many of its ACKs are paid by
- * credit, how many messages spend the message bucket and how many UPDATEs it
- * carries. Pure, so the rules can be checked without a relay.
- * @param {readonly { type: number, message?: { type: number } }[]} messages the frame's messages (a LINK's carried one counts)
- * @param {number} credit the connection's ACK credit before the frame
- * @returns {{ credited: number, charged: number, updates: number }}
+ * A frame's messages by kind, as the budgets count them.
+ * @typedef {{ count: number, acks: number, updates: number }} FrameCounts
  */
-export function frameCost(messages, credit) {
+
+/**
+ * Counts a decoded frame's messages (a LINK's carried one counts: a p2p
+ * link's ACK is paid by the credit its LINK'd UPDATE bought, its UPDATE
+ * spends the UPDATE bucket).
+ * @param {readonly { type: number, message?: { type: number } }[]} messages
+ * @returns {FrameCounts}
+ */
+export function countsOf(messages) {
   let acks = 0;
   let updates = 0;
   for (const m of messages) {
-    // A LINK (relay/link.js) costs what it carries: a p2p link's ACK is paid by
-    // the credit its LINK'd UPDATE bought, its UPDATE spends the UPDATE bucket.
     const type = m.type === MsgType.LINK && m.message ? m.message.type : m.type;
     if (type === MsgType.ACK) acks++;
     else if (type === MsgType.UPDATE) updates++;
   }
-  const credited = Math.min(acks, credit);
-  return { credited, charged: messages.length - credited, updates };
+  return { count: messages.length, acks, updates };
+}
+
+/**
+ * What one frame costs a connection: how many of its ACKs are paid by
+ * credit, how many messages spend the message bucket and how many UPDATEs it
+ * carries. Pure, so the rules can be checked without a relay.
+ * @param {FrameCounts} counts the frame's messages (relay/fast-frame.js counts them in place)
+ * @param {number} credit the connection's ACK credit before the frame
+ * @returns {{ credited: number, charged: number, updates: number }}
+ */
+export function costOf(counts, credit) {
+  const credited = Math.min(counts.acks, credit);
+  return { credited, charged: counts.count - credited, updates: counts.updates };
+}
+
+/**
+ * costOf a decoded frame's messages.
+ * @param {readonly { type: number, message?: { type: number } }[]} messages
+ * @param {number} credit
+ */
+export function frameCost(messages, credit) {
+  return costOf(countsOf(messages), credit);
 }
 
 /**

@@ -241,9 +241,10 @@ export class GroupRegistry {
   /**
    * Fans an UPDATE out to the sender's neighbours.
    * @param {Session} sender
-   * @param {import('../core/protocol.js').UpdateMsg & { body: Uint8Array }} msg
+   * @param {import('./intake.js').UpdateFields} msg its `body` is read once: every copy is the same bytes
    */
   update(sender, msg) {
+    const body = msg.body;
     const group = /** @type {Group} */ (sender.group);
     const stats = this.ctx.stats;
     stats.updatesIn++;
@@ -287,12 +288,12 @@ export class GroupRegistry {
       this.complete(entry);
     } else {
       sender.pending.set(msg.seq, entry);
-      for (const member of entry.dest.keys()) member.push(msg.body, entry);
+      for (const member of entry.dest.keys()) member.push(body, entry);
     }
     // The entry goes along so a slow consumer's queue can replace it by the sender's next pose.
-    for (const member of lagging) member.push(msg.body, entry);
+    for (const member of lagging) member.push(body, entry);
     // Once per update, whatever the number of members elsewhere.
-    if (remote) this.cluster?.publishUpdate(group, msg.body);
+    if (remote) this.cluster?.publishUpdate(group, body);
   }
 
   /**
@@ -342,7 +343,7 @@ export class GroupRegistry {
    * Handles a destination's ACK: RTS, forwarding (faithful) or aggregation.
    * An ACK for a sender on another node goes back to that node.
    * @param {Member} acker
-   * @param {import('../core/protocol.js').AckMsg & { body: Uint8Array }} msg
+   * @param {import('./intake.js').AckFields} msg
    */
   ack(acker, msg) {
     const stats = this.ctx.stats;

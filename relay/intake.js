@@ -5,12 +5,16 @@
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
 import { CAPABILITY_BITS, CloseCode, KNOWN_CAPABILITIES, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
-import { frameCost } from './budget.js';
+import { costOf, countsOf } from './budget.js';
+import { FrameCursor, scanFrame } from './fast-frame.js';
 import { onLink } from './link.js';
 
 /** Where a frame arrived: the session's WebSocket or its relay-udp data channel. @typedef {'ws' | 'dc'} FrameSource */
 /** A close code and reason for a client that misbehaved. @typedef {[number, string]} Problem */
 /** A decoded message with its bytes (type + payload), as decode() returns it. @typedef {import('../core/protocol.js').Message & { body: Uint8Array }} BodyMessage */
+/** What the relay reads of an UPDATE (a decoded one, or relay/fast-frame.js's cursor on one). @typedef {{ readonly sender: number, readonly seq: number, readonly body: Uint8Array }} UpdateFields */
+/** What the relay reads of an ACK. @typedef {{ readonly sender: number, readonly seq: number, readonly acker: number, readonly body: Uint8Array }} AckFields */
+/** What is left of a frame's budget while its messages are handled (relay/budget.js). @typedef {{ free: number, updatesAllowed: boolean }} FrameAllowance */
 
 /**
  * What frame intake needs from the relay around it; createRelay passes the
@@ -40,22 +44,9 @@ export function typeNameOf(type) {
  * @returns {{ messages: BodyMessage[] } | { problem: Problem }}
  */
 export function readFrame(data, isBinary, source, ctx) {
-  const { stats, options } = ctx;
-  const length = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
-  stats.framesIn++;
-  stats.bytesIn += length;
-  if (source === 'dc') {
-    stats.udp.framesIn++;
-    stats.udp.bytesIn += length;
-    // The WebSocket library enforces maxPayload itself; on a data channel we do.
-    if (length > options.maxPayload) {
-      return { problem: [CloseCode.TOO_BIG, `data channel message of ${length} bytes, over maxPayload`] };
-    }
-  }
-  if (!isBinary || typeof data === 'string') {
-    return { problem: [CloseCode.BAD_FRAME, 'text frames are not part of the protocol'] };
-  }
-  const msg = decode(data);
+  const problem = countFrame(data, isBinary, source, ctx);
+  if (problem) return { problem };
+  const msg = decode(/** @type {Uint8Array} */ (data));
   if (msg instanceof ProtocolError) {
     return { problem: [msg.closeCode, `${msg.code}: ${msg.message}${source === 'dc' ? ' (data channel)' : ''}`] };
   }
@@ -65,8 +56,33 @@ export function readFrame(data, isBinary, source, ctx) {
 }
 
 /**
+ * Counts a frame in; refuses text frames and (on a data channel, where no
+ * WebSocket library does) frames over maxPayload.
+ * @param {Uint8Array | string} data
+ * @param {boolean} isBinary
+ * @param {FrameSource} source
+ * @param {IntakeDeps['ctx']} ctx
+ * @returns {Problem | null}
+ */
+function countFrame(data, isBinary, source, ctx) {
+  const { stats, options } = ctx;
+  const length = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+  stats.framesIn++;
+  stats.bytesIn += length;
+  if (source === 'dc') {
+    stats.udp.framesIn++;
+    stats.udp.bytesIn += length;
+    if (length > options.maxPayload) return [CloseCode.TOO_BIG, `data channel message of ${length} bytes, over maxPayload`];
+  }
+  if (!isBinary || typeof data === 'string') return [CloseCode.BAD_FRAME, 'text frames are not part of the protocol'];
+  return null;
+}
+
+/**
  * One frame from a client: counted, decoded, rate-limited, then handled
- * message by message; the first problem closes the session.
+ * message by message; the first problem closes the session. A joined
+ * member's frame of UPDATEs and ACKs takes the fast path (relay/fast-frame.js):
+ * the same checks, no objects built.
  * @param {IntakeDeps} deps
  * @param {import('./session.js').Session} s
  * @param {Uint8Array | string} data
@@ -76,35 +92,92 @@ export function readFrame(data, isBinary, source, ctx) {
 export function onFrame(deps, s, data, isBinary, source) {
   const { ctx } = deps;
   if (s.closed) return;
+  if (s.group && !cursorBusy && isBinary && typeof data !== 'string') {
+    const scan = scanFrame(data, FRAME_SCAN);
+    if (scan) {
+      const refused = countFrame(data, isBinary, source, ctx);
+      if (refused) ctx.closeSession(s, refused[0], refused[1]);
+      else onScannedFrame(deps, s, data, scan, source);
+      return;
+    }
+  }
   const read = readFrame(data, isBinary, source, ctx);
   if ('problem' in read) {
     ctx.closeSession(s, read.problem[0], read.problem[1]);
     return;
   }
-  const budget = chargeFrame(ctx, s, read.messages, source);
+  const budget = chargeFrame(ctx, s, countsOf(read.messages), source);
   if ('problem' in budget) {
     ctx.closeSession(s, budget.problem[0], budget.problem[1]);
     return;
   }
-  let { free, updatesAllowed } = budget;
   for (const m of read.messages) {
     ctx.stats.messagesIn++;
-    if (source === 'dc' && s.group) {
-      // Unreliable path: what is over the budget is lost like a packet (relay/budget.js).
-      if (m.type === MsgType.ACK) {
-        if (free === 0) { deps.groups.budget.udpDroppedAcks++; continue; }
-        free--;
-      } else if (m.type === MsgType.UPDATE && !updatesAllowed) {
-        deps.groups.budget.udpDroppedUpdates++;
-        continue;
-      }
-    }
+    if (source === 'dc' && s.group && !admitOnDataChannel(deps, m.type, budget)) continue;
     const problem = onMessage(deps, s, m, source);
     if (problem) {
       ctx.closeSession(s, problem[0], problem[1]);
       return;
     }
   }
+}
+
+/** Filled by scanFrame for each frame: the fast path allocates nothing per frame. @type {import('./fast-frame.js').FrameScan} */
+const FRAME_SCAN = { count: 0, acks: 0, updates: 0, batched: false };
+const CURSOR = new FrameCursor();
+/** Whether CURSOR is in use (a frame handled inside another's handling takes the full path). */
+let cursorBusy = false;
+
+/**
+ * A frame scanFrame accepted: charged like any other, then its UPDATEs and
+ * ACKs handled in place.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {Uint8Array} bytes
+ * @param {import('./fast-frame.js').FrameScan} scan
+ * @param {FrameSource} source
+ */
+function onScannedFrame(deps, s, bytes, scan, source) {
+  const { ctx } = deps;
+  const budget = chargeFrame(ctx, s, scan, source);
+  if ('problem' in budget) {
+    ctx.closeSession(s, budget.problem[0], budget.problem[1]);
+    return;
+  }
+  cursorBusy = true;
+  try {
+    const m = CURSOR.open(bytes, scan);
+    while (m.next()) {
+      ctx.stats.messagesIn++;
+      if (source === 'dc' && !admitOnDataChannel(deps, m.type, budget)) continue;
+      const problem = m.type === MsgType.ACK ? onAck(deps, s, m, source) : onUpdate(deps, s, m, source);
+      if (problem) {
+        ctx.closeSession(s, problem[0], problem[1]);
+        return;
+      }
+    }
+  } finally {
+    cursorBusy = false;
+  }
+}
+
+/**
+ * The unreliable path (a joined member's data channel): what is over the
+ * budget is lost like a packet (relay/budget.js).
+ * @param {IntakeDeps} deps
+ * @param {number} type
+ * @param {FrameAllowance} budget its `free` ACK credit is spent here
+ * @returns {boolean} whether the message is handled
+ */
+function admitOnDataChannel(deps, type, budget) {
+  if (type === MsgType.ACK) {
+    if (budget.free === 0) { deps.groups.budget.udpDroppedAcks++; return false; }
+    budget.free--;
+  } else if (type === MsgType.UPDATE && !budget.updatesAllowed) {
+    deps.groups.budget.udpDroppedUpdates++;
+    return false;
+  }
+  return true;
 }
 
 /**
@@ -115,12 +188,12 @@ export function onFrame(deps, s, data, isBinary, source) {
  * false) and so are ACKs without credit (past `free`).
  * @param {IntakeDeps['ctx']} ctx
  * @param {import('./session.js').Session} s
- * @param {BodyMessage[]} messages
+ * @param {import('./budget.js').FrameCounts} counts the frame's messages
  * @param {FrameSource} source
- * @returns {{ free: number, updatesAllowed: boolean } | { problem: Problem }}
+ * @returns {FrameAllowance | { problem: Problem }}
  */
-export function chargeFrame(ctx, s, messages, source) {
-  const cost = frameCost(messages, s.ackCredit);
+export function chargeFrame(ctx, s, counts, source) {
+  const cost = costOf(counts, s.ackCredit);
   const now = performance.now();
   if (!s.rate.take(cost.charged, now)) {
     return { problem: [CloseCode.RATE_LIMITED, `over ${ctx.options.maxMessagesPerSecond} messages/s (ACKs for updates it was sent excepted)`] };
@@ -152,10 +225,7 @@ export function onMessage(deps, s, m, source) {
     case MsgType.UPDATE:
       return onUpdate(deps, s, m, source);
     case MsgType.ACK:
-      if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
-      if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
-      deps.groups.ack(s, m);
-      return null;
+      return onAck(deps, s, m, source);
     case MsgType.STATS:
       return onStats(deps, s, m);
     case MsgType.SIGNAL:
@@ -216,10 +286,25 @@ export function onHello(deps, s, m) {
 }
 
 /**
+ * ACK of a joined session: checked, then counted toward its update's ACKED_ALL (or forwarded).
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {AckFields} m
+ * @param {FrameSource} source
+ * @returns {Problem | null}
+ */
+export function onAck(deps, s, m, source) {
+  if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
+  if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
+  deps.groups.ack(s, m);
+  return null;
+}
+
+/**
  * UPDATE of a joined session: checked, then fanned out.
  * @param {IntakeDeps} deps
  * @param {import('./session.js').Session} s
- * @param {import('../core/protocol.js').UpdateMsg & { body: Uint8Array }} m
+ * @param {UpdateFields} m
  * @param {FrameSource} source
  * @returns {Problem | null}
  */
