@@ -3,7 +3,7 @@
 // and each reader's own refusals.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MsgType, ProtocolError, decode, encode } from './protocol.js';
+import { MsgType, ProtocolError, ackedAllBody, decode, encode } from './protocol.js';
 
 /** @param {string} hex spaces allowed */
 const bytes = (hex) => Uint8Array.from(Buffer.from(hex.replaceAll(' ', ''), 'hex'));
@@ -132,4 +132,12 @@ test('a decoded message carries its body: the bytes after the version, for forwa
   assert.equal(hexOf(back.body), hexOf(frame.subarray(1)));
   const batch = /** @type {import('./protocol.js').BatchMsg & { body: Uint8Array }} */ (decode(bytes('01 08 0001 0005 04 00000001')));
   assert.equal(hexOf(/** @type {{ body: Uint8Array }} */ (/** @type {unknown} */ (batch.messages[0])).body), '0400000001');
+});
+
+test('ackedAllBody writes what encode() writes after the version byte, into the bytes it is given', () => {
+  for (const [sender, seq, acked, dropped] of [[0, 0, 0, 0], [1, 2, 3, 4], [2 ** 32 - 1, 2 ** 32 - 2, 65535, 65534], [77, 2 ** 31, 256, 255]]) {
+    const expected = encode({ type: MsgType.ACKED_ALL, sender, seq, acked, dropped }).subarray(1);
+    assert.deepEqual(ackedAllBody(sender, seq, acked, dropped), expected);
+    assert.deepEqual(new Uint8Array(ackedAllBody(sender, seq, acked, dropped, (n) => Buffer.alloc(n))), expected);
+  }
 });

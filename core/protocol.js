@@ -470,23 +470,36 @@ export function encode(msg) {
 }
 
 /**
+ * Where a relay's frames are built: a fresh array by default; the relay
+ * passes Node's pooled Buffer.allocUnsafe, which spares a backing store per frame.
+ * @callback ByteAlloc
+ * @param {number} size
+ * @returns {Uint8Array}
+ */
+
+/** @type {ByteAlloc} */
+const newBytes = (size) => new Uint8Array(size);
+
+/**
  * Builds a BATCH frame from message bodies that are already encoded
  * (type + payload, as found in a decoded message's `body`). This is the
  * relay's fan-out path: it forwards bytes without re-encoding them.
- * @param {Uint8Array[]} bodies
+ * @param {readonly Uint8Array[]} bodies
+ * @param {ByteAlloc} [alloc]
  * @returns {Uint8Array}
  */
-export function encodeBatchOfBodies(bodies) {
+export function encodeBatchOfBodies(bodies, alloc = newBytes) {
   let size = 4;
   for (const b of bodies) size += 2 + b.length;
-  const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
+  const out = alloc(size);
   out[0] = VERSION;
   out[1] = MsgType.BATCH;
-  view.setUint16(2, bodies.length);
+  out[2] = bodies.length >>> 8;
+  out[3] = bodies.length & 0xff;
   let pos = 4;
   for (const b of bodies) {
-    view.setUint16(pos, b.length);
+    out[pos] = b.length >>> 8;
+    out[pos + 1] = b.length & 0xff;
     out.set(b, pos + 2);
     pos += 2 + b.length;
   }
@@ -496,13 +509,44 @@ export function encodeBatchOfBodies(bodies) {
 /**
  * Turns a message body (type + payload) back into a stand-alone frame.
  * @param {Uint8Array} body
+ * @param {ByteAlloc} [alloc]
  * @returns {Uint8Array}
  */
-export function frameOfBody(body) {
-  const out = new Uint8Array(body.length + 1);
+export function frameOfBody(body, alloc = newBytes) {
+  const out = alloc(body.length + 1);
   out[0] = VERSION;
   out.set(body, 1);
   return out;
+}
+
+/** Bytes of an ACKED_ALL body: type, sender, seq, acked, dropped. */
+export const ACKED_ALL_BODY_BYTES = 13;
+
+/**
+ * An ACKED_ALL body (type + payload), as encode() would write it after the
+ * version byte, built straight into its own bytes: a relay sends one per update.
+ * @param {number} sender @param {number} seq
+ * @param {number} acked @param {number} dropped each at most 65535
+ * @param {ByteAlloc} [alloc]
+ */
+export function ackedAllBody(sender, seq, acked, dropped, alloc = newBytes) {
+  const b = alloc(ACKED_ALL_BODY_BYTES);
+  b[0] = MsgType.ACKED_ALL;
+  putU32(b, 1, sender);
+  putU32(b, 5, seq);
+  b[9] = acked >>> 8;
+  b[10] = acked & 0xff;
+  b[11] = dropped >>> 8;
+  b[12] = dropped & 0xff;
+  return b;
+}
+
+/** @param {Uint8Array} b @param {number} at @param {number} v */
+function putU32(b, at, v) {
+  b[at] = v >>> 24;
+  b[at + 1] = (v >>> 16) & 0xff;
+  b[at + 2] = (v >>> 8) & 0xff;
+  b[at + 3] = v & 0xff;
 }
 
 // ---------------------------------------------------------------- decoding

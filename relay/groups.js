@@ -3,7 +3,7 @@
 // WebRTC relay (relay-udp) reuses it through the same Session interface, and
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
-import { CloseCode, MsgType, encode } from '../core/protocol.js';
+import { CloseCode, MsgType, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { RemoteMember, tokenHash } from './cluster.js';
 
@@ -408,10 +408,7 @@ export class GroupRegistry {
     if (sender.pending.get(entry.seq) === entry) sender.pending.delete(entry.seq);
     if (notify && sender.batched && !sender.closed && sender.group) {
       this.ctx.stats.ackedAllSent++;
-      sender.push(encode({
-        type: MsgType.ACKED_ALL, sender: sender.id, seq: entry.seq,
-        acked: Math.min(entry.acked, 0xffff), dropped: Math.min(entry.dropped, 0xffff),
-      }).subarray(1));
+      sender.push(ackedAllBody(sender.id, entry.seq, Math.min(entry.acked, 0xffff), Math.min(entry.dropped, 0xffff)));
     }
   }
 

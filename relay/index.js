@@ -63,10 +63,10 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
  */
 
 /**
- * Hooks for metrics the relay's windowed stats cannot give: a histogram needs
- * every sample, and a monotonic counter must see the window before it is reset.
+ * Hooks for metrics the relay's windowed stats cannot give: a monotonic
+ * counter must see the window before it is reset. (RTS samples are tallied
+ * since start in stats.rtsTally, read at scrape time.)
  * @typedef {object} RelayObserver
- * @property {(ms: number) => void} [rts] one server-measured RTS sample (forward -> that destination's ACK)
  * @property {() => void} [beforeReset] resetWindow() is about to zero the window's counters
  */
 
@@ -134,7 +134,6 @@ export const RELAY_DEFAULTS = Object.freeze({
 export function createRelay(options = {}) {
   const opts = relayOptions(options);
   const stats = new RelayStats();
-  observeRts(stats, options.observer);
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: opts.maxPayload,
@@ -385,21 +384,6 @@ export function transportGauges(groups, clients) {
   }
   if (clients > joined) out.none = { connections: clients - joined, groups: 0, queuedBytes: 0 };
   return out;
-}
-
-/**
- * Passes every RTS sample to the observer as well as to the window's stats.
- * @param {RelayStats} stats
- * @param {RelayObserver | undefined} observer
- */
-function observeRts(stats, observer) {
-  const rts = observer?.rts;
-  if (!rts) return;
-  const record = stats.recordRts.bind(stats);
-  stats.recordRts = (ms) => {
-    record(ms);
-    rts(ms);
-  };
 }
 
 const utf8 = new TextEncoder();

@@ -91,6 +91,13 @@ export class TokenBucket {
 export const MAX_BATCH = 4096;
 
 /**
+ * Frames come from Node's Buffer pool: a frame is written once and dropped,
+ * and a fresh ArrayBuffer each would cost a malloc and a sweep.
+ * @type {import('../core/protocol.js').ByteAlloc}
+ */
+const pooledBytes = (size) => Buffer.allocUnsafe(size);
+
+/**
  * The bodies of queue[from..to), in one array (the fan-out path: no slice-then-map copy).
  * @param {OutItem[]} queue @param {number} from @param {number} to
  */
@@ -264,8 +271,8 @@ export class Outbox {
    */
   write(queue, from, to) {
     const frame = to - from === 1
-      ? frameOfBody(queue[from].body)
-      : encodeBatchOfBodies(bodiesOf(queue, from, to));
+      ? frameOfBody(queue[from].body, pooledBytes)
+      : encodeBatchOfBodies(bodiesOf(queue, from, to), pooledBytes);
     const stats = this.ctx.stats;
     stats.framesOut++;
     stats.bytesOut += frame.length;

@@ -52,6 +52,45 @@ export class CpuSampler {
   }
 }
 
+/** Where RTS samples fall, in ms (upper bounds): 1 ms up to the 20 s ACK timeout. */
+export const RTS_BUCKETS_MS = Object.freeze([1, 2.5, 5, 10, 25, 50, 100, 167, 250, 500, 1000, 2500, 5000, 10000, 20000]);
+
+/**
+ * Every RTS sample since the relay started, in plain buckets: one compare
+ * loop and two additions per ACK, where a prom-client observe costs a
+ * label hash and an object walk. server/metrics.js hands it to Prometheus
+ * at scrape time. Never reset with the window (a Prometheus histogram only grows).
+ */
+export class RtsTally {
+  /** @param {readonly number[]} [boundsMs] */
+  constructor(boundsMs = RTS_BUCKETS_MS) {
+    this.boundsMs = boundsMs;
+    /** Samples per bucket (not cumulative); the last counts those over every bound. */
+    this.counts = new Float64Array(boundsMs.length + 1);
+    this.count = 0;
+    this.sumMs = 0;
+  }
+
+  /** @param {number} ms */
+  add(ms) {
+    const bounds = this.boundsMs;
+    let i = 0;
+    while (i < bounds.length && ms > bounds[i]) i++;
+    this.counts[i]++;
+    this.count++;
+    this.sumMs += ms;
+  }
+
+  /** Samples at or under each bound, as a Prometheus histogram counts them. */
+  cumulative() {
+    /** @type {number[]} */
+    const out = [];
+    let acc = 0;
+    for (let i = 0; i < this.boundsMs.length; i++) out.push(acc += this.counts[i]);
+    return out;
+  }
+}
+
 /** The relay-udp counters of one measurement window, all zero. */
 function newUdpCounters() {
   return {
@@ -108,6 +147,8 @@ export class RelayStats {
   /** @type {number} */ rtsMax = 0;
   /** @type {Record<string, number>} */ closedByCode = {};
   udp = newUdpCounters();
+  /** Every RTS sample since start, for /metrics (not the window's). */
+  rtsTally = new RtsTally();
 
   constructor() {
     this.cpu = new CpuSampler();
@@ -149,6 +190,7 @@ export class RelayStats {
 
   /** @param {number} ms */
   recordRts(ms) {
+    this.rtsTally.add(ms);
     this.rtsCount++;
     this.rtsSum += ms;
     if (ms > this.rtsMax) this.rtsMax = ms;

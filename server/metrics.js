@@ -15,9 +15,10 @@
 import client from 'prom-client';
 
 import { transportGauges } from '../relay/index.js';
+import { RTS_BUCKETS_MS } from '../relay/stats.js';
 
-/** Where the relay's RTS samples (ms) fall, in seconds: 1 ms up to the 20 s ACK timeout. */
-export const RTS_BUCKETS_S = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.167, 0.25, 0.5, 1, 2.5, 5, 10, 20]);
+/** Where the relay's RTS samples fall, in seconds (relay/stats.js tallies them in ms). */
+export const RTS_BUCKETS_S = Object.freeze(RTS_BUCKETS_MS.map((ms) => ms / 1000));
 
 /** The relay's window counters exported as `carlab_relay_<name>_total`, by their snapshot field. */
 export const RELAY_COUNTERS = Object.freeze({
@@ -46,7 +47,8 @@ const TRANSPORTS = ['none', 'relay', 'relay-faithful', 'relay-udp', 'p2p'];
  *
  * @typedef {object} MetricSources
  * @property {{ metrics(): import('../relay/index.js').RelayMetrics, groups: import('../relay/groups.js').GroupRegistry,
- *   wss: { clients: { size: number } }, readiness?(): { ready: boolean, reason: string } }} relay
+ *   wss: { clients: { size: number } }, readiness?(): { ready: boolean, reason: string },
+ *   stats: { rtsTally: import('../relay/stats.js').RtsTally } }} relay
  * @property {{ metrics(): import('../signaling/index.js').SignalingMetrics }} signaling
  */
 
@@ -80,12 +82,12 @@ export function createMetrics() {
     return scrape;
   };
 
-  const rts = new client.Histogram({
+  const rts = new TallyHistogram({
     name: 'carlab_relay_rts_seconds',
     help: 'RTS: time from the relay forwarding an update to that destination\'s ACK (relay transports)',
-    buckets: [...RTS_BUCKETS_S],
-    registers: [registry],
-  });
+    buckets: RTS_BUCKETS_S,
+  }, () => sources?.relay.stats.rtsTally ?? null);
+  registry.registerMetric(/** @type {client.Metric} */ (/** @type {unknown} */ (rts)));
 
   const reports = new client.Counter({
     name: 'carlab_reports_total',
@@ -110,7 +112,6 @@ export function createMetrics() {
       }
     },
     observer: {
-      rts: (ms) => rts.observe(ms / 1000),
       beforeReset: () => {
         if (!sources) return;
         const relay = sources.relay.metrics();
@@ -122,6 +123,48 @@ export function createMetrics() {
     },
     countReport: (result) => reports.inc({ result }),
   };
+}
+
+/**
+ * A histogram whose samples the relay tallied itself (relay/stats.js
+ * RtsTally, in ms): prom-client's observe per ACK cost more than the relay's
+ * handling of the ACK. At scrape time it reads the tally and reports it as a
+ * prom-client Histogram reports its buckets, in seconds. The registry takes
+ * any metric with a name and get() (prom-client's collectors are such objects).
+ */
+export class TallyHistogram {
+  /**
+   * @param {{ name: string, help: string, buckets: readonly number[] }} config the tally's bounds, in seconds
+   * @param {() => import('../relay/stats.js').RtsTally | null} read the tally, once there is one
+   */
+  constructor(config, read) {
+    this.name = config.name;
+    this.help = config.help;
+    this.type = 'histogram';
+    this.aggregator = 'sum';
+    this.boundsS = config.buckets;
+    this.read = read;
+  }
+
+  async get() {
+    return { name: this.name, help: this.help, type: this.type, values: this.values(), aggregator: this.aggregator };
+  }
+
+  /** @returns {{ labels: Record<string, string | number>, value: number, metricName: string }[]} */
+  values() {
+    const tally = this.read();
+    const bucket = `${this.name}_bucket`;
+    const cumulative = tally?.cumulative() ?? this.boundsS.map(() => 0);
+    const count = tally?.count ?? 0;
+    return [
+      ...this.boundsS.map((le, i) => ({ labels: { le }, value: cumulative[i], metricName: bucket })),
+      { labels: { le: '+Inf' }, value: count, metricName: bucket },
+      { labels: {}, value: (tally?.sumMs ?? 0) / 1000, metricName: `${this.name}_sum` },
+      { labels: {}, value: count, metricName: `${this.name}_count` },
+    ];
+  }
+
+  reset() {}
 }
 
 /**

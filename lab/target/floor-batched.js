@@ -11,12 +11,10 @@
 // frame may throw here, which `ws` turns into a closed socket.
 
 import { WebSocketServer } from 'ws';
-import { CAPABILITY_BITS, HelloFlag, MsgType, decode, encode, encodeBatchOfBodies, frameOfBody } from '../../core/protocol.js';
+import { CAPABILITY_BITS, HelloFlag, MsgType, ackedAllBody, decode, encode, encodeBatchOfBodies, frameOfBody } from '../../core/protocol.js';
 
 /** Pending updates a sender may have unanswered before the oldest is forgotten (a lost ACK never completes). */
 const PENDING_MAX = 256;
-/** Bytes of an ACKED_ALL body: type, sender, seq, acked, dropped. */
-const ACKED_ALL_BYTES = 13;
 /** Most messages one BATCH counts (a u16). */
 const BATCH_MAX = 65535;
 
@@ -43,16 +41,8 @@ function createFloorCounters() {
 /** The u32 at `at` of a body (big-endian). @param {Uint8Array} body @param {number} at */
 const u32 = (body, at) => (body[at] << 24 | body[at + 1] << 16 | body[at + 2] << 8 | body[at + 3]) >>> 0;
 
-/** @param {number} sender @param {number} seq @param {number} acked */
-function ackedAllBody(sender, seq, acked) {
-  const body = Buffer.allocUnsafe(ACKED_ALL_BYTES);
-  body[0] = MsgType.ACKED_ALL;
-  body.writeUInt32BE(sender, 1);
-  body.writeUInt32BE(seq, 5);
-  body.writeUInt16BE(Math.min(acked, 0xffff), 9);
-  body.writeUInt16BE(0, 11);
-  return body;
-}
+/** Frames and bodies from Node's Buffer pool, as the relay's. @param {number} size */
+const pooledBytes = (size) => Buffer.allocUnsafe(size);
 
 /**
  * The batched floor, attached to `server` at `path`.
@@ -76,7 +66,7 @@ export function createWsFloorBatched(options) {
       counters.messagesOut += bodies.length;
       for (let from = 0; from < bodies.length; from += BATCH_MAX) {
         const part = bodies.length <= BATCH_MAX ? bodies : bodies.slice(from, from + BATCH_MAX);
-        const frame = part.length === 1 ? frameOfBody(part[0]) : encodeBatchOfBodies(part);
+        const frame = part.length === 1 ? frameOfBody(part[0], pooledBytes) : encodeBatchOfBodies(part, pooledBytes);
         counters.framesOut++;
         counters.bytesOut += frame.length;
         m.ws.send(frame);
@@ -112,7 +102,7 @@ export function createWsFloorBatched(options) {
     if (state === undefined) return;
     if (state % 65536 > 1) { target.pending.set(seq, state - 1); return; }
     target.pending.delete(seq);
-    queue(target, ackedAllBody(sender, seq, Math.floor(state / 65536)));
+    queue(target, ackedAllBody(sender, seq, Math.min(Math.floor(state / 65536), 0xffff), 0, pooledBytes));
   };
 
   /** A body (type + payload) of a joined member. @param {FloorMember} me @param {Uint8Array} body */
