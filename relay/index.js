@@ -73,6 +73,7 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
 // The WebSocket plumbing other servers on the same port share (signaling/).
 export { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, pathnameOf, rejectUpgrade, shutDownWebSockets } from './upgrade.js';
 export { TokenBucket } from './session.js';
+export { RTS_BUCKETS_MS, RtsTally } from './stats.js';
 // The cluster's plumbing, for the server that composes a node and for signaling.
 export { ERR_BROKER_UNREACHABLE, connectNatsBroker, newNodeId } from './broker.js';
 export { NodeDirectory } from './cluster-nodes.js';

@@ -15,7 +15,7 @@
 import client from 'prom-client';
 
 import { transportGauges } from '../relay/index.js';
-import { RTS_BUCKETS_MS } from '../relay/stats.js';
+import { RTS_BUCKETS_MS } from '../relay/index.js';
 
 /** Where the relay's RTS samples fall, in seconds (relay/stats.js tallies them in ms). */
 export const RTS_BUCKETS_S = Object.freeze(RTS_BUCKETS_MS.map((ms) => ms / 1000));
@@ -48,7 +48,7 @@ const TRANSPORTS = ['none', 'relay', 'relay-faithful', 'relay-udp', 'p2p'];
  * @typedef {object} MetricSources
  * @property {{ metrics(): import('../relay/index.js').RelayMetrics, groups: import('../relay/groups.js').GroupRegistry,
  *   wss: { clients: { size: number } }, readiness?(): { ready: boolean, reason: string },
- *   stats: { rtsTally: import('../relay/stats.js').RtsTally } }} relay
+ *   stats: { rtsTally: import('../relay/index.js').RtsTally } }} relay
  * @property {{ metrics(): import('../signaling/index.js').SignalingMetrics }} signaling
  */
 
@@ -135,7 +135,7 @@ export function createMetrics() {
 export class TallyHistogram {
   /**
    * @param {{ name: string, help: string, buckets: readonly number[] }} config the tally's bounds, in seconds
-   * @param {() => import('../relay/stats.js').RtsTally | null} read the tally, once there is one
+   * @param {() => import('../relay/index.js').RtsTally | null} read the tally, once there is one
    */
   constructor(config, read) {
     this.name = config.name;

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import client from 'prom-client';
 
-import { RtsTally } from '../relay/stats.js';
+import { RtsTally } from '../relay/index.js';
 import { RTS_BUCKETS_S, TallyHistogram } from './metrics.js';
 
 test('RtsTally puts each sample in the first bucket at or over it', () => {
