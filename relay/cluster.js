@@ -46,8 +46,9 @@ export class RemoteMember {
    * @param {{ id: number, name: string, ready: boolean, udp: boolean, batched: boolean }} info
    */
   constructor(node, info) {
-    /** @type {true} */
-    this.remote = true;
+    /** Connected to another node, which writes to it (relay/member.js). @type {false} */
+    this.local = false;
+    /** @type {string} */
     this.node = node;
     this.id = info.id;
     this.name = info.name;
@@ -70,6 +71,9 @@ export class RemoteMember {
 
   /** @returns {import('./session.js').PendingUpdate[]} */
   takeQueuedEntries() { return []; }
+
+  /** Its node forwards on arrival: the clock starts at fan-out. @param {number} createdAt */
+  rtsClockAt(createdAt) { return createdAt; }
 }
 
 /**
@@ -324,7 +328,7 @@ export class ClusterLink {
   answerHolds(m) {
     if (typeof m.node !== 'string' || typeof m.group !== 'string' || typeof m.id !== 'number') return;
     const member = this.groups.groups.get(m.group)?.members.get(m.id);
-    const connected = Boolean(member && !(member instanceof RemoteMember) && !member.closed);
+    const connected = Boolean(member?.local && !member.closed);
     const answer = jsonBytes({ t: 'holds', node: this.nodeId, nonce: m.nonce, connected });
     this.batcher.add(nodeSubject(m.node), encodeEnvelope(EnvelopeKind.MEMBERSHIP, '', answer));
   }
@@ -355,7 +359,7 @@ export class ClusterLink {
     const msg = decode(frameOfBody(body));
     if (msg instanceof ProtocolError || msg.type !== MsgType.UPDATE) return;
     const sender = this.groups.groups.get(groupKey)?.members.get(msg.sender);
-    if (!(sender instanceof RemoteMember)) {
+    if (!sender || sender.local) {
       this.stats.unknownSender++;
       return;
     }
@@ -367,7 +371,7 @@ export class ClusterLink {
   onRemoteAck(groupKey, payload) {
     const ids = readAckPayload(payload);
     const acker = ids && this.groups.groups.get(groupKey)?.members.get(ids.ackerId);
-    if (!ids || !(acker instanceof RemoteMember)) return;
+    if (!ids || !acker || acker.local) return;
     this.stats.acksReceived++;
     /** @type {import('../core/protocol.js').AckMsg} */
     const ack = { type: MsgType.ACK, sender: ids.senderId, seq: ids.seq, acker: ids.ackerId };
@@ -392,7 +396,7 @@ export class ClusterLink {
     const isUpdate = link.body[0] === MsgType.UPDATE;
     for (const id of link.ids) {
       const d = group.members.get(id);
-      if (!d || d instanceof RemoteMember || d.closed || !d.ready) continue;
+      if (!d?.local || d.closed || !d.ready) continue;
       d.push(link.body);
       if (isUpdate) d.ackCredit++;
     }
@@ -405,7 +409,7 @@ export class ClusterLink {
     if (!drop || !group) return;
     const sender = group.members.get(drop.senderId);
     const dest = group.members.get(drop.destId);
-    const entry = sender && !(sender instanceof RemoteMember) ? sender.pending.get(drop.seq) : undefined;
+    const entry = sender?.local ? sender.pending.get(drop.seq) : undefined;
     if (entry && dest) this.groups.dropDestination(entry, dest);
   }
 
@@ -435,11 +439,11 @@ export class ClusterLink {
     if (typeof m.group !== 'string' || typeof m.id !== 'number') return;
     const group = this.groups.groupFor(m.group, typeof m.tokenHash === 'string' ? m.tokenHash : '');
     const existing = group.members.get(m.id);
-    if (existing && !(existing instanceof RemoteMember)) {
+    if (existing?.local) {
       this.stats.idConflicts++;
       return;
     }
-    if (existing instanceof RemoteMember && existing.node === node) {
+    if (existing && !existing.local && existing.node === node) {
       // Heard twice (its join and a state sync): keep it, take the newer flags.
       if (m.ready === true) this.groups.announce(existing);
       return;
@@ -454,7 +458,7 @@ export class ClusterLink {
   /** @param {Record<string, unknown>} m */
   remoteReady(m) {
     const member = typeof m.group === 'string' && typeof m.id === 'number' ? this.groups.groups.get(m.group)?.members.get(m.id) : undefined;
-    if (!(member instanceof RemoteMember)) return;
+    if (!member || member.local) return;
     if (m.ready === true) this.groups.announce(member);
     else this.groups.retract(member);
   }
@@ -462,7 +466,7 @@ export class ClusterLink {
   /** @param {Record<string, unknown>} m */
   remoteLeft(m) {
     const member = typeof m.group === 'string' && typeof m.id === 'number' ? this.groups.groups.get(m.group)?.members.get(m.id) : undefined;
-    if (member instanceof RemoteMember && member.node === m.node) this.groups.leave(member);
+    if (member && !member.local && member.node === m.node) this.groups.leave(member);
   }
 
   // ------------------------------------------------------------- liveness
@@ -493,7 +497,7 @@ export class ClusterLink {
     const members = [];
     for (const group of this.groups.groups.values()) {
       for (const member of group.members.values()) {
-        if (!(member instanceof RemoteMember)) members.push(this.memberRecord(member));
+        if (member.local) members.push(this.memberRecord(member));
       }
     }
     return jsonBytes({ t: 'state', node: this.nodeId, members });
@@ -508,7 +512,7 @@ export class ClusterLink {
     this.stats.nodesLost++;
     for (const group of [...this.groups.groups.values()]) {
       for (const member of [...group.members.values()]) {
-        if (member instanceof RemoteMember && member.node === node) {
+        if (!member.local && member.node === node) {
           this.stats.membersLost++;
           this.groups.leave(member);
         }

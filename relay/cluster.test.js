@@ -318,7 +318,9 @@ test('remote members are what the registry needs of a session', () => {
   assert.deepEqual(m.takeQueuedEntries(), []);
   assert.equal(m.pending.size, 0);
   m.push(new Uint8Array(1));
-  assert.equal(m.remote, true);
+  assert.equal(m.local, false);
+  assert.equal(m.node, 'n1');
+  assert.equal(m.rtsClockAt(12.5), 12.5); // its node forwards on arrival
 });
 
 test('a LINK envelope carries its destinations and the body unchanged; an empty or cut one is refused', async () => {

@@ -5,7 +5,7 @@
 
 import { CloseCode, MsgType, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
-import { RemoteMember, tokenHash } from './cluster.js';
+import { tokenHash } from './cluster.js';
 
 /**
  * Compares token hashes in time independent of where they differ.
@@ -23,7 +23,8 @@ export const GROUP_KEY_PREFIX = 'g:';
 
 /** @typedef {import('./session.js').Session} Session */
 /** @typedef {import('./session.js').PendingUpdate} PendingUpdate */
-/** A member on this node (Session) or on another node of the cluster. @typedef {Session | RemoteMember} Member */
+/** @typedef {import('./cluster.js').RemoteMember} RemoteMember */
+/** A member on this node (Session) or on another node of the cluster (relay/member.js). @typedef {import('./member.js').Member} Member */
 
 /**
  * One working group: the members that exchange updates with each other.
@@ -46,8 +47,12 @@ export class Group {
  * All groups of a relay, plus the operations on them.
  */
 export class GroupRegistry {
-  /** @param {import('./index.js').RelayContext} ctx */
-  constructor(ctx) {
+  /**
+   * @param {import('./index.js').RelayContext} ctx
+   * @param {((groups: GroupRegistry) => import('./cluster.js').ClusterLink) | null} [linkCluster]
+   *   makes this node's link to the others of a cluster (it needs the registry it serves)
+   */
+  constructor(ctx, linkCluster = null) {
     this.ctx = ctx;
     /** @type {Map<string, Group>} */
     this.groups = new Map();
@@ -55,10 +60,11 @@ export class GroupRegistry {
     // relay restart, clients that have not rejoined yet still hold ids of the
     // old process, and a newcomer must not be handed one of them.
     this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
-    /** Set when this relay is one node of a cluster. @type {import('./cluster.js').ClusterLink | null} */
+    /** This node's link to the rest of its cluster, or null for a relay on its own. @type {import('./cluster.js').ClusterLink | null} */
     this.cluster = null;
     /** What the budgets shed or dropped (relay/budget.js). */
     this.budget = newBudgetCounters();
+    this.cluster = linkCluster ? linkCluster(this) : null;
   }
 
   /**
@@ -99,7 +105,7 @@ export class GroupRegistry {
     }
     let id = requestedId;
     const holder = group.members.get(id);
-    if (id !== 0 && holder instanceof RemoteMember && this.cluster) {
+    if (id !== 0 && holder && !holder.local && this.cluster) {
       // A rejoin after its relay died asks for its old id, which the other
       // nodes hold until they notice the death: ask the holder's node first.
       this.cluster.claimFromRemote(session, holder, () => this.join(session, name, requestedId, token));
@@ -157,7 +163,7 @@ export class GroupRegistry {
     /** @type {PendingUpdate} */
     const entry = { sender, seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(), mirror: true };
     for (const member of group.members.values()) {
-      if (member instanceof RemoteMember || !member.ready) continue;
+      if (!member.local || !member.ready) continue;
       entry.dest.set(member, NaN);
       member.push(body, entry);
     }
@@ -182,7 +188,7 @@ export class GroupRegistry {
     if (session.ready || !session.group || session.closed) return;
     session.ready = true;
     this.broadcastJoined(session);
-    if (!(session instanceof RemoteMember)) this.cluster?.localReady(session);
+    if (session.local) this.cluster?.localReady(session);
   }
 
   /**
@@ -195,7 +201,7 @@ export class GroupRegistry {
   retract(session) {
     if (!session.ready || !session.group) return;
     session.ready = false;
-    if (!(session instanceof RemoteMember)) this.cluster?.localReady(session);
+    if (session.local) this.cluster?.localReady(session);
     if (session.dataOut) {
       for (const entry of session.dataOut.takeQueuedEntries()) this.dropDestination(entry, session);
     }
@@ -218,7 +224,7 @@ export class GroupRegistry {
     if (!group) return;
     session.group = null;
     group.members.delete(session.id);
-    if (!(session instanceof RemoteMember)) {
+    if (session.local) {
       group.localCount--;
       this.cluster?.localLeft(session, group);
     }
@@ -274,13 +280,13 @@ export class GroupRegistry {
     let remote = false;
     for (const member of group.members.values()) {
       if (member === sender || !member.ready) continue;
-      if (member instanceof RemoteMember) remote = true;
+      if (!member.local) remote = true;
       if (member.lagging && sender.batched) {
         lagging.push(member);
         entry.dropped++;
       } else {
         // A remote member's clock starts now: its node forwards on arrival.
-        entry.dest.set(member, member instanceof RemoteMember ? entry.createdAt : NaN);
+        entry.dest.set(member, member.rtsClockAt(entry.createdAt));
       }
     }
     if (entry.dest.size === 0) {
@@ -354,11 +360,11 @@ export class GroupRegistry {
       stats.slowConsumersRecovered++;
     }
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);
-    if (sender instanceof RemoteMember) {
+    if (sender && !sender.local) {
       this.cluster?.routeAck(sender, msg);
       return;
     }
-    if (sender && !(sender instanceof RemoteMember) && sender.membershipOnly) {
+    if (sender?.local && sender.membershipOnly) {
       // A p2p member's update reached this relayed member through LINK, which keeps no pending
       // entry: the p2p sender does its own ACK accounting end to end, so its ACK goes straight on.
       stats.acksForwarded++;
@@ -390,7 +396,7 @@ export class GroupRegistry {
     if (!entry.dest.delete(dest)) return;
     if (entry.mirror) {
       // The sender's node holds the real entry: it must hear of the drop.
-      if (entry.sender instanceof RemoteMember) this.cluster?.routeDrop(entry.sender, entry.seq, dest.id);
+      if (!entry.sender.local) this.cluster?.routeDrop(entry.sender, entry.seq, dest.id);
       return;
     }
     entry.dropped++;
@@ -443,7 +449,7 @@ export class GroupRegistry {
     let lagging = 0;
     for (const g of this.groups.values()) {
       for (const m of g.members.values()) {
-        if (m instanceof RemoteMember) continue;
+        if (!m.local) continue;
         pending += m.pending.size;
         queued += m.out.queue.length + (m.dataOut?.queue.length ?? 0);
         if (m.lagging) lagging++;

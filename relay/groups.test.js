@@ -23,6 +23,9 @@ after(() => { for (const s of allStats) s.stop(); });
 class FakeSession {
   /** @param {{ udp?: boolean, batched?: boolean, membershipOnly?: boolean, name?: string }} [o] */
   constructor(o = {}) {
+    /** A member connected here (relay/member.js). */
+    this.local = true;
+    this.node = null;
     this.id = 0;
     this.name = o.name ?? 'fake';
     /** @type {import('./groups.js').Group | null} */
@@ -56,6 +59,9 @@ class FakeSession {
     this.pushed.push({ ...m, entry });
     if (entry && this.stampOnPush && entry.dest.has(asSession(this))) entry.dest.set(asSession(this), performance.now());
   }
+
+  /** As a Session's: the clock starts when the bytes are written. @param {number} _createdAt */
+  rtsClockAt(_createdAt) { return NaN; }
 
   takeQueuedEntries() {
     const entries = this.queuedEntries;

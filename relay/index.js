@@ -147,18 +147,18 @@ export function createRelay(options = {}) {
     dropDestination: (entry, dest) => groups.dropDestination(entry, dest),
     logger: options.logger,
   });
-  const groups = new GroupRegistry(ctx);
-  const cluster = options.broker ? new ClusterLink(options.broker, groups, options.nodes) : null;
-  groups.cluster = cluster;
+  const broker = options.broker;
+  const groups = new GroupRegistry(ctx, broker ? (g) => new ClusterLink(broker, g, options.nodes) : null);
+  const cluster = groups.cluster;
   cluster?.start();
-  /** @type {import('./intake.js').IntakeDeps} */
-  const intake = { ctx, groups, udp: /** @type {UdpEndpoint} */ (/** @type {unknown} */ (null)), reports: options.reports };
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
+    // Data-channel frames arrive once a channel is open, long after `intake` below exists.
     onFrame: (s, data, isBinary) => onFrame(intake, s, data, isBinary, 'dc'),
     announce: (s) => groups.announce(s),
     retract: (s) => groups.retract(s),
   });
-  intake.udp = udp;
+  /** @type {import('./intake.js').IntakeDeps} */
+  const intake = { ctx, groups, udp, reports: options.reports };
   const timers = startGroupTimers(groups, opts);
 
   /** @param {Session} s */
@@ -374,7 +374,7 @@ export function transportGauges(groups, clients) {
     /** @type {Set<string>} */
     const seen = new Set();
     for (const m of g.members.values()) {
-      if (!(m instanceof Session)) continue;
+      if (!m.local) continue;
       joined++;
       const t = sessionTransport(m);
       const row = (out[t] ??= { connections: 0, groups: 0, queuedBytes: 0 });

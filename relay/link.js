@@ -12,8 +12,8 @@
 
 import { CloseCode, MsgType } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare } from './budget.js';
-import { Session } from './session.js';
-import { RemoteMember } from './cluster.js';
+
+/** @typedef {import('./session.js').Session} Session */
 
 /**
  * What the relay carried for p2p links since it started (relay metrics `links`).
@@ -66,8 +66,8 @@ export function onLink(deps, s, m) {
   const remote = [];
   for (const id of new Set(m.peers)) {
     const d = group.members.get(id);
-    if (d instanceof RemoteMember && d.ready && deps.groups.cluster) { remote.push(d); continue; }
-    if (!(d instanceof Session) || d === s || d.closed || !d.ready) { c.unknownPeer++; continue; }
+    if (d && !d.local && d.ready && deps.groups.cluster) { remote.push(d); continue; }
+    if (!d?.local || d === s || d.closed || !d.ready) { c.unknownPeer++; continue; }
     dests.push(d);
   }
   if (dests.length + remote.length === 0) return null;
@@ -114,7 +114,7 @@ export function onLink(deps, s, m) {
 function ackForRelayedSender(deps, s, group, peers, ack) {
   const sender = group.members.get(ack.sender);
   if (!sender || !peers.includes(ack.sender)) return false;
-  if (sender instanceof Session && sender.membershipOnly) return false;
+  if (sender?.local && sender.membershipOnly) return false;
   linkCounters(deps.groups).acksToRelayed++;
   deps.groups.ack(s, ack);
   return true;

@@ -345,6 +345,10 @@ export class Session {
   constructor(socket, ctx) {
     this.socket = socket;
     this.ctx = ctx;
+    /** Connected here: the group logic writes to it itself (relay/member.js). @type {true} */
+    this.local = true;
+    /** The node it is connected to: null, this one. @type {string | null} */
+    this.node = null;
     /** Client id in its group (0 until joined). */
     this.id = 0;
     this.name = '';
@@ -439,6 +443,9 @@ export class Session {
     this.out.flush();
     this.dataOut?.flush();
   }
+
+  /** A local member's RTS clock starts when its bytes are written (Outbox.flush stamps it). @param {number} _createdAt */
+  rtsClockAt(_createdAt) { return NaN; }
 
   /** Queue entries whose updates will now never be delivered (all queues). */
   takeQueuedEntries() {
