@@ -248,13 +248,13 @@ export class GroupRegistry {
    * Fans an UPDATE out to the sender's neighbours.
    * @param {Session} sender
    * @param {import('./intake.js').UpdateFields} msg its `body` is read once: every copy is the same bytes
+   * @param {number} [now] performance.now() of the frame it came in
    */
-  update(sender, msg) {
+  update(sender, msg, now = performance.now()) {
     const body = msg.body;
     const group = /** @type {Group} */ (sender.group);
     const stats = this.ctx.stats;
     stats.updatesIn++;
-    const now = performance.now();
     /** @type {PendingUpdate} */
     const entry = {
       sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: now,
@@ -350,8 +350,9 @@ export class GroupRegistry {
    * An ACK for a sender on another node goes back to that node.
    * @param {Member} acker
    * @param {import('./intake.js').AckFields} msg
+   * @param {number} [now] performance.now() of the frame it came in
    */
-  ack(acker, msg) {
+  ack(acker, msg, now = performance.now()) {
     const stats = this.ctx.stats;
     stats.acksIn++;
     if (acker.lagging) {
@@ -377,7 +378,7 @@ export class GroupRegistry {
       stats.unexpectedAcks++;
       return;
     }
-    stats.recordRts(performance.now() - forwardedAt);
+    stats.recordRts(now - forwardedAt);
     entry.dest.delete(acker);
     entry.acked++;
     if (!sender.batched) {

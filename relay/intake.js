@@ -139,7 +139,9 @@ let cursorBusy = false;
  */
 function onScannedFrame(deps, s, bytes, scan, source) {
   const { ctx } = deps;
-  const budget = chargeFrame(ctx, s, scan, source);
+  // One clock read for the frame: its budgets, its updates' fan-out time, its ACKs' RTS.
+  const now = performance.now();
+  const budget = chargeFrame(ctx, s, scan, source, now);
   if ('problem' in budget) {
     ctx.closeSession(s, budget.problem[0], budget.problem[1]);
     return;
@@ -150,7 +152,7 @@ function onScannedFrame(deps, s, bytes, scan, source) {
     while (m.next()) {
       ctx.stats.messagesIn++;
       if (source === 'dc' && !admitOnDataChannel(deps, m.type, budget)) continue;
-      const problem = m.type === MsgType.ACK ? onAck(deps, s, m, source) : onUpdate(deps, s, m, source);
+      const problem = m.type === MsgType.ACK ? onAck(deps, s, m, source, now) : onUpdate(deps, s, m, source, now);
       if (problem) {
         ctx.closeSession(s, problem[0], problem[1]);
         return;
@@ -190,11 +192,11 @@ function admitOnDataChannel(deps, type, budget) {
  * @param {import('./session.js').Session} s
  * @param {import('./budget.js').FrameCounts} counts the frame's messages
  * @param {FrameSource} source
+ * @param {number} [now] performance.now(), read once per frame
  * @returns {FrameAllowance | { problem: Problem }}
  */
-export function chargeFrame(ctx, s, counts, source) {
+export function chargeFrame(ctx, s, counts, source, now = performance.now()) {
   const cost = costOf(counts, s.ackCredit);
-  const now = performance.now();
   if (!s.rate.take(cost.charged, now)) {
     return { problem: [CloseCode.RATE_LIMITED, `over ${ctx.options.maxMessagesPerSecond} messages/s (ACKs for updates it was sent excepted)`] };
   }
@@ -291,12 +293,13 @@ export function onHello(deps, s, m) {
  * @param {import('./session.js').Session} s
  * @param {AckFields} m
  * @param {FrameSource} source
+ * @param {number} [now] the frame's clock reading
  * @returns {Problem | null}
  */
-export function onAck(deps, s, m, source) {
+export function onAck(deps, s, m, source, now = performance.now()) {
   if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends ACK on its data channel'];
   if (m.acker !== s.id) return [CloseCode.SPOOFED_SENDER, `ACK from ${s.id} claims acker ${m.acker}`];
-  deps.groups.ack(s, m);
+  deps.groups.ack(s, m, now);
   return null;
 }
 
@@ -306,13 +309,14 @@ export function onAck(deps, s, m, source) {
  * @param {import('./session.js').Session} s
  * @param {UpdateFields} m
  * @param {FrameSource} source
+ * @param {number} [now] the frame's clock reading
  * @returns {Problem | null}
  */
-export function onUpdate(deps, s, m, source) {
+export function onUpdate(deps, s, m, source, now = performance.now()) {
   if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
   if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends UPDATE on its data channel'];
   if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
   if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
-  deps.groups.update(s, m);
+  deps.groups.update(s, m, now);
   return null;
 }
