@@ -10,6 +10,7 @@ import { linkCounters } from './link.js';
 import { ClusterLink } from './cluster.js';
 import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
+import { LIVENESS_DEFAULTS, LivenessMonitor } from './liveness.js';
 import { onFrame } from './intake.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
@@ -27,6 +28,9 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
  * @property {number} [ackTimeoutMs] pending ACKs older than this are given up
  * @property {number} [slowAckMs] a WebSocket member that has not ACKed for this long is not
  *   waited for any more (it lags) until it ACKs again; 0 turns the policy off
+ * @property {number} [pingIntervalMs] a WebSocket quiet this long is pinged (relay/liveness.js); 0: never
+ * @property {number} [livenessTimeoutMs] a session from which nothing (no frame, no pong) came this long
+ *   is ended: its members see MEMBER_LEFT and its id is free; 0: never
  * @property {string[]} [allowedOrigins] browser Origins allowed to connect;
  *   default: same origin as the Host header (clients without Origin, like
  *   Node clients, are allowed); ['*'] allows any
@@ -91,6 +95,7 @@ export const RELAY_DEFAULTS = Object.freeze({
   // and RT must show it.
   slowAckMs: 5000,
   closeTimeoutMs: 3000,
+  ...LIVENESS_DEFAULTS,
   maxMessagesPerSecond: RELAY_LIMITS.maxMessagesPerSecond,
   maxMessagesBurst: RELAY_LIMITS.burstFactor * RELAY_LIMITS.maxMessagesPerSecond,
   ...BUDGET_DEFAULTS,
@@ -149,11 +154,15 @@ export function createRelay(options = {}) {
   });
   const broker = options.broker;
   const groups = new GroupRegistry(ctx, broker ? (g) => new ClusterLink(broker, g, options.nodes) : null);
+  const liveness = new LivenessMonitor(opts, (/** @type {Session} */ s) => {
+    stats.silentEnded++;
+    options.logger?.warn(closeFields(s, 1006, `nothing heard for ${opts.livenessTimeoutMs} ms`), 'relay ended a silent socket');
+  });
   const cluster = groups.cluster;
   cluster?.start();
   const udp = new UdpEndpoint(ctx, options.udp ?? {}, {
     // Data-channel frames arrive once a channel is open, long after `intake` below exists.
-    onFrame: (s, data, isBinary) => onFrame(intake, s, data, isBinary, 'dc'),
+    onFrame: (s, data, isBinary) => { liveness.heard(s); onFrame(intake, s, data, isBinary, 'dc'); },
     announce: (s) => groups.announce(s),
     retract: (s) => groups.retract(s),
   });
@@ -165,12 +174,13 @@ export function createRelay(options = {}) {
   function detach(s) {
     if (s.closed) return;
     s.closed = true;
+    liveness.forget(s);
     for (const o of [s.out, s.dataOut]) if (o) flusher.forget(o);
     groups.leave(s);
     udp.drop(s);
   }
 
-  wss.on('connection', (ws, req) => acceptSession(ws, req, { ctx, intake, detach, logger: options.logger }));
+  wss.on('connection', (ws, req) => acceptSession(ws, req, { ctx, intake, detach, liveness, logger: options.logger }));
 
   const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
   const unlisten = options.server ? listenForUpgrades(options.server, opts.path, handleUpgrade) : null;
@@ -197,6 +207,7 @@ export function createRelay(options = {}) {
         unlisten?.();
         flusher.stop();
         timers.stop();
+        liveness.stop();
         stats.stop();
         udp.close();
         await shutDownWebSockets(wss, CloseCode.GOING_AWAY, 'relay shutting down', opts.closeTimeoutMs);
@@ -213,14 +224,18 @@ export function createRelay(options = {}) {
  * @param {import('ws').WebSocket} ws
  * @param {import('node:http').IncomingMessage} req the upgrade request
  * @param {{ ctx: RelayContext, intake: import('./intake.js').IntakeDeps, detach: (s: Session) => void,
- *   logger?: RelayOptions['logger'] }} deps
+ *   liveness: LivenessMonitor<Session>, logger?: RelayOptions['logger'] }} deps
  */
-function acceptSession(ws, req, { ctx, intake, detach, logger }) {
+function acceptSession(ws, req, { ctx, intake, detach, liveness, logger }) {
   const session = new Session(ws, ctx);
   session.urlGroup = groupOfRequestUrl(req.url);
   session.userAgent = String(req.headers['user-agent'] ?? '').slice(0, 512);
+  liveness.watch(session, ws);
   // Binary frames arrive as one Buffer: the server sets no binaryType.
-  ws.on('message', (data, isBinary) => onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws'));
+  ws.on('message', (data, isBinary) => {
+    liveness.heard(session);
+    onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws');
+  });
   ws.on('close', () => detach(session));
   ws.on('error', (err) => {
     // e.g. 1009 too big: ws closes it itself, so this is the one place to say so.

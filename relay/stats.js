@@ -142,6 +142,7 @@ export class RelayStats {
   /** @type {number} */ ackTimeouts = 0;
   /** @type {number} */ slowConsumers = 0;
   /** @type {number} */ slowConsumersRecovered = 0;
+  /** @type {number} */ silentEnded = 0;
   /** @type {number} */ rtsCount = 0;
   /** @type {number} */ rtsSum = 0;
   /** @type {number} */ rtsMax = 0;
@@ -178,6 +179,8 @@ export class RelayStats {
     /** Members found lagging (no ACK for slowAckMs) and no longer waited for; and those that came back. */
     this.slowConsumers = 0;
     this.slowConsumersRecovered = 0;
+    /** Sessions ended because nothing (no frame, no pong) came for livenessTimeoutMs (relay/liveness.js). */
+    this.silentEnded = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;
@@ -227,6 +230,7 @@ export class RelayStats {
       ackTimeouts: this.ackTimeouts,
       slowConsumers: this.slowConsumers,
       slowConsumersRecovered: this.slowConsumersRecovered,
+      silentEnded: this.silentEnded,
       rts: this.rtsCount
         ? { mean: this.rtsSum / this.rtsCount, max: this.rtsMax, n: this.rtsCount }
         : { mean: null, max: null, n: 0 },

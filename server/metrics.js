@@ -31,6 +31,7 @@ export const RELAY_COUNTERS = Object.freeze({
   ackTimeouts: ['ack_timeouts', '(update, destination) pairs never ACKed within the ACK timeout'],
   unexpectedAcks: ['acks_unexpected', 'ACKs for unknown or already-acknowledged updates'],
   slowConsumers: ['slow_consumers', 'members found lagging and no longer waited for'],
+  silentEnded: ['silent_sessions_ended', 'sessions ended because nothing, not even a pong, came for the liveness timeout'],
   framesIn: ['frames_received', 'WebSocket and data-channel frames received'],
   framesOut: ['frames_sent', 'WebSocket and data-channel frames sent'],
   messagesIn: ['messages_received', 'protocol messages received (BATCH contents counted one by one)'],
