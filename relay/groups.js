@@ -1,5 +1,6 @@
 // Working groups: membership, the fan-out of UPDATEs, ACK forwarding or
-// aggregation, and RTS. This is the relay's one place for group logic; the
+// aggregation, and RTS (the slow-consumer policy that marks members lagging
+// lives apart, in relay/slow-consumers.js). This is the relay's one place for group logic; the
 // WebRTC relay (relay-udp) reuses it through the same Session interface, and
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
@@ -300,49 +301,6 @@ export class GroupRegistry {
     for (const member of lagging) member.push(body, entry);
     // Once per update, whatever the number of members elsewhere.
     if (remote) this.cluster?.publishUpdate(group, body);
-  }
-
-  /**
-   * Mode relay's slow-consumer policy: a reliable (WebSocket) destination
-   * that has not ACKed an update of a mode-relay sender for `slowAckMs` has
-   * stopped reading (or cannot keep up). It leaves the ACK set of every
-   * pending update of mode-relay senders (dropped + 1, so they get their
-   * ACKED_ALL now) and is marked lagging: it still gets every update (stale
-   * poses replaced while its queue is held back), but no mode-relay sender
-   * waits for its ACKs until it sends one again. relay-faithful senders keep
-   * the published semantics (every ACK forwarded, waited for until their own
-   * timeout); relay-udp destinations are exempt: a lost ACK is normal there.
-   * @param {number} slowAckMs
-   */
-  checkLagging(slowAckMs) {
-    const now = performance.now();
-    /** @type {Set<Member>} */
-    const late = new Set();
-    for (const group of this.groups.values()) {
-      for (const member of group.members.values()) {
-        if (!member.batched) continue;
-        for (const entry of member.pending.values()) {
-          for (const [dest, forwardedAt] of entry.dest) {
-            const since = Number.isNaN(forwardedAt) ? entry.createdAt : forwardedAt;
-            if (!dest.udp && now - since > slowAckMs) late.add(dest);
-          }
-        }
-      }
-    }
-    for (const dest of late) this.markLagging(dest);
-  }
-
-  /** @param {Member} session */
-  markLagging(session) {
-    if (session.lagging || !session.group) return;
-    session.lagging = true;
-    this.ctx.stats.slowConsumers++;
-    for (const other of session.group.members.values()) {
-      if (other === session || !other.batched) continue;
-      for (const entry of [...other.pending.values()]) {
-        if (entry.dest.has(session)) this.dropDestination(entry, session);
-      }
-    }
   }
 
   /**

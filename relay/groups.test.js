@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CloseCode, MsgType, decode, encode, frameOfBody } from '../core/protocol.js';
 import { GroupRegistry } from './groups.js';
+import { checkLagging, markLagging } from './slow-consumers.js';
 import { RELAY_DEFAULTS } from './index.js';
 import { RelayStats } from './stats.js';
 import { TokenBucket } from './session.js';
@@ -408,7 +409,7 @@ describe('lagging members (mode relay slow-consumer policy)', () => {
     const entry = s.pending.get(1);
     assert.ok(entry);
     for (const d of entry.dest.keys()) entry.dest.set(d, performance.now() - 10000);
-    groups.checkLagging(5000);
+    checkLagging(groups, 5000);
     assert.equal(slow.lagging, true);
     assert.equal(u.lagging, false);
     assert.equal(stats.slowConsumers, 1);
@@ -419,8 +420,8 @@ describe('lagging members (mode relay slow-consumer policy)', () => {
   test('a lagging member still gets updates but nobody waits for it, until it ACKs again', () => {
     const { groups, stats, joined } = setup();
     const [s, slow] = [joined(), joined()];
-    groups.markLagging(asSession(slow));
-    groups.markLagging(asSession(slow)); // once
+    markLagging(groups, asSession(slow));
+    markLagging(groups, asSession(slow)); // once
     assert.equal(stats.slowConsumers, 1);
     groups.update(asSession(s), update(s, 1));
     assert.equal(slow.ofType(MsgType.UPDATE).length, 1);
@@ -440,7 +441,7 @@ describe('lagging members (mode relay slow-consumer policy)', () => {
     const faithful = joined('g', { batched: false });
     const slow = joined();
     groups.update(asSession(faithful), update(faithful, 1));
-    groups.markLagging(asSession(slow));
+    markLagging(groups, asSession(slow));
     assert.ok(faithful.pending.get(1)?.dest.has(asSession(slow)));
     // And a relay-faithful sender's update still waits for a lagging member.
     groups.update(asSession(faithful), update(faithful, 2));
@@ -456,7 +457,7 @@ describe('backlog and counts', () => {
     groups.update(asSession(s), update(s));
     a.out.queue.push({}, {});
     u.dataOut = { queue: [{}] };
-    groups.markLagging(asSession(u));
+    markLagging(groups, asSession(u));
     assert.deepEqual(groups.backlog(), { pending: 1, queued: 3, lagging: 1 });
     for (const m of [s, a, u]) groups.leave(asSession(m));
     assert.deepEqual(groups.backlog(), { pending: 0, queued: 0, lagging: 0 });

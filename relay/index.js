@@ -11,6 +11,7 @@ import { ClusterLink } from './cluster.js';
 import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
 import { LIVENESS_DEFAULTS, LivenessMonitor } from './liveness.js';
+import { checkLagging } from './slow-consumers.js';
 import { onFrame } from './intake.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
@@ -168,7 +169,10 @@ export function createRelay(options = {}) {
   });
   /** @type {import('./intake.js').IntakeDeps} */
   const intake = { ctx, groups, udp, reports: options.reports };
-  const timers = startGroupTimers(groups, opts);
+  const timers = startGroupTimers({
+    sweep: (ms) => groups.sweep(ms),
+    checkLagging: (ms) => checkLagging(groups, ms),
+  }, opts);
 
   /** @param {Session} s */
   function detach(s) {
@@ -284,8 +288,8 @@ export function relayContext(options, stats, flusher, hooks) {
 
 /**
  * The registry's periodic work: giving up on old ACKs (sweep) and, unless
- * slowAckMs is 0, finding members that stopped ACKing (checkLagging).
- * @param {Pick<GroupRegistry, 'sweep' | 'checkLagging'>} groups
+ * slowAckMs is 0, finding members that stopped ACKing (relay/slow-consumers.js).
+ * @param {{ sweep(ackTimeoutMs: number): void, checkLagging(slowAckMs: number): void }} groups the two tasks
  * @param {Pick<ResolvedRelayOptions, 'ackTimeoutMs' | 'slowAckMs'>} opts
  * @returns {{ stop: () => void }}
  */

@@ -93,8 +93,10 @@ test('a monitor round pings the quiet, ends the silent once, and never pings one
   const events = [];
   /** @param {string} name */
   const socket = (name) => ({ ping: () => events.push(`ping ${name}`), terminate: () => events.push(`end ${name}`), on: () => {} });
-  /** @type {{ heardTick: number, name: string }[]} */
+  /** @typedef {{ heardTick: number, name: string }} Named */
+  /** @type {Named[]} */
   const ended = [];
+  /** @type {LivenessMonitor<Named>} */
   const m = new LivenessMonitor({ pingIntervalMs: 1000, livenessTimeoutMs: 2000 }, (s) => { ended.push(s); });
   m.stop(); // rounds are driven by hand
   const busy = { heardTick: 0, name: 'busy' };

@@ -387,7 +387,7 @@ export class Session {
     this.claiming = false;
     /**
      * A consumer that stopped ACKing (mode relay's slow-consumer policy, see
-     * GroupRegistry.checkLagging): it still gets every update, but nobody waits
+     * relay/slow-consumers.js): it still gets every update, but nobody waits
      * for its ACKs until it sends one again.
      */
     this.lagging = false;
