@@ -48,13 +48,20 @@ export const HelloFlag = Object.freeze({
    * marks every queued pose it replaces by a newer one for this client.
    */
   SUPERSEDED_MARKS: 8,
+  /**
+   * Capability (docs/protocol.md §5.1, §8.10): the relay gives the member a
+   * resume secret in its WELCOME; a later HELLO with this flag, the member's
+   * id and that secret takes its session over (a phone whose network changed)
+   * without the group seeing it leave.
+   */
+  RESUME: 16,
 });
 
 /** The HELLO flag bits a client asks for capabilities with (3..7): the WELCOME to such a HELLO ends with those granted (§5.2). */
 export const CAPABILITY_BITS = 0xf8;
 
 /** The capabilities this version knows: a relay grants each one that is asked for. */
-export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS;
+export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME;
 
 /** Most ranges one SUPERSEDED names (a chain of replacements with more gaps is marked in part). */
 export const SUPERSEDED_RANGES_MAX = 32;
@@ -139,8 +146,10 @@ export class ProtocolError extends Error {
  * @typedef {[number, number, number, number, number, number, number]} Pose
  *   position x, y, z then orientation quaternion x, y, z, w
  * @typedef {{ id: number, name: string }} Member
- * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string }} HelloMsg
- * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number }} WelcomeMsg
+ * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string, resume?: string }} HelloMsg
+ *   resume: with flag RESUME, the secret of the session it takes over
+ * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number, resume?: string }} WelcomeMsg
+ *   resume: when RESUME was granted, the secret a later HELLO resumes this session with
  *   `capabilities`: the HELLO's capability flags the relay granted, sent only to a HELLO that asked for one
  * @typedef {{ type: 3, id: number, name: string }} MemberJoinedMsg
  * @typedef {{ type: 4, id: number }} MemberLeftMsg
@@ -249,6 +258,10 @@ function writeHello(w, m) {
   w.str8(m.group, 'group');
   w.str8(m.name ?? '', 'name');
   w.str8(m.token ?? '', 'token');
+  if (m.resume) {
+    if (!((m.flags ?? 0) & HelloFlag.RESUME)) throw new RangeError('a HELLO that carries a resume secret sets RESUME');
+    w.str8(m.resume, 'resume secret');
+  }
 }
 
 /** @param {Writer} w @param {WelcomeMsg} m */
@@ -260,7 +273,12 @@ function writeWelcome(w, m) {
     w.u32(member.id);
     w.str8(member.name, 'member name');
   }
-  if (m.capabilities !== undefined) w.u8(m.capabilities);
+  if (m.capabilities === undefined) return;
+  w.u8(m.capabilities);
+  if (m.capabilities & HelloFlag.RESUME) {
+    if (!m.resume) throw new RangeError('a WELCOME that grants RESUME carries the resume secret');
+    w.str8(m.resume, 'resume secret');
+  }
 }
 
 /** @param {Writer} w @param {MemberJoinedMsg} m */
@@ -597,6 +615,8 @@ function readHello(r) {
   /** @type {HelloMsg} */
   const m = { type: MsgType.HELLO, flags: r.u8(), clientId: r.u32(), group: r.str8(), name: r.str8(), token: r.str8() };
   if (m.group.length === 0) return new ProtocolError('BAD_VALUE', 'HELLO has an empty group');
+  // Only a HELLO that sets RESUME may carry a secret; other trailing bytes stay an error.
+  if ((m.flags & HelloFlag.RESUME) && r.pos < r.end) m.resume = r.str8();
   return m;
 }
 
@@ -607,6 +627,7 @@ function readWelcome(r) {
   const count = r.u16();
   for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
   if (r.pos < r.end) m.capabilities = r.u8();
+  if (m.capabilities !== undefined && (m.capabilities & HelloFlag.RESUME)) m.resume = r.str8();
   return m;
 }
 

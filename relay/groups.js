@@ -4,7 +4,9 @@
 // WebRTC relay (relay-udp) reuses it through the same Session interface, and
 // a cluster (relay/cluster.js) adds members of other nodes as RemoteMembers.
 
-import { CloseCode, MsgType, ackedAllBody, encode } from '../core/protocol.js';
+import { randomBytes } from 'node:crypto';
+
+import { CloseCode, HelloFlag, MsgType, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { tokenHash } from './cluster.js';
 
@@ -12,7 +14,7 @@ import { tokenHash } from './cluster.js';
  * Compares token hashes in time independent of where they differ.
  * @param {string} a @param {string} b
  */
-function sameToken(a, b) {
+export function sameToken(a, b) {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
@@ -127,17 +129,31 @@ export class GroupRegistry {
     group.members.set(id, session);
     group.localCount++;
     this.cluster?.localJoined(session);
+    this.welcome(session);
+    return null;
+  }
+
+  /**
+   * Sends a joined (or resumed) session its WELCOME: its id, the members
+   * announced so far and, for a HELLO that asked for capabilities, those
+   * granted; with RESUME a fresh secret, the only key to taking it over (§8.10).
+   * @param {Session} session
+   */
+  welcome(session) {
+    const group = /** @type {Group} */ (session.group);
+    const resume = session.capabilities !== null && (session.capabilities & HelloFlag.RESUME) !== 0;
+    session.resumeSecret = resume ? randomBytes(18).toString('base64url') : '';
     session.push(encode({
       type: MsgType.WELCOME,
-      clientId: id,
+      clientId: session.id,
       serverTime: Date.now(),
       members: [...group.members.values()]
         .filter((m) => m.ready || m === session)
         .map((m) => ({ id: m.id, name: m.name })),
       // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
       ...(session.capabilities !== null ? { capabilities: session.capabilities } : {}),
+      ...(resume ? { resume: session.resumeSecret } : {}),
     }).subarray(1));
-    return null;
   }
 
   /**

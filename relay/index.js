@@ -12,6 +12,7 @@ import { FlushScheduler } from './flush.js';
 import { GroupRegistry } from './groups.js';
 import { LIVENESS_DEFAULTS, LivenessMonitor } from './liveness.js';
 import { checkLagging } from './slow-consumers.js';
+import { resumableSession, takeOver } from './resume.js';
 import { onFrame } from './intake.js';
 import { Session } from './session.js';
 import { RelayStats } from './stats.js';
@@ -167,8 +168,17 @@ export function createRelay(options = {}) {
     announce: (s) => groups.announce(s),
     retract: (s) => groups.retract(s),
   });
+  /** Which session each WebSocket's frames go to (a resume moves a socket to another session). @type {WeakMap<object, import('./resume.js').SocketBinding>} */
+  const bindings = new WeakMap();
   /** @type {import('./intake.js').IntakeDeps} */
-  const intake = { ctx, groups, udp, reports: options.reports };
+  const intake = {
+    ctx, groups, udp, reports: options.reports,
+    resume: (fresh, hello) => {
+      const holder = resumableSession(groups, fresh, hello);
+      if (holder) takeOver({ bindings, groups, liveness, flusher, udp, stats }, fresh, holder);
+      return holder !== null;
+    },
+  };
   const timers = startGroupTimers({
     sweep: (ms) => groups.sweep(ms),
     checkLagging: (ms) => checkLagging(groups, ms),
@@ -184,7 +194,7 @@ export function createRelay(options = {}) {
     udp.drop(s);
   }
 
-  wss.on('connection', (ws, req) => acceptSession(ws, req, { ctx, intake, detach, liveness, logger: options.logger }));
+  wss.on('connection', (ws, req) => acceptSession(ws, req, { ctx, intake, detach, liveness, bindings, logger: options.logger }));
 
   const handleUpgrade = upgradeHandler(wss, opts.allowedOrigins);
   const unlisten = options.server ? listenForUpgrades(options.server, opts.path, handleUpgrade) : null;
@@ -228,23 +238,31 @@ export function createRelay(options = {}) {
  * @param {import('ws').WebSocket} ws
  * @param {import('node:http').IncomingMessage} req the upgrade request
  * @param {{ ctx: RelayContext, intake: import('./intake.js').IntakeDeps, detach: (s: Session) => void,
- *   liveness: LivenessMonitor<Session>, logger?: RelayOptions['logger'] }} deps
+ *   liveness: LivenessMonitor<Session>, bindings: WeakMap<object, import('./resume.js').SocketBinding>,
+ *   logger?: RelayOptions['logger'] }} deps
  */
-function acceptSession(ws, req, { ctx, intake, detach, liveness, logger }) {
+function acceptSession(ws, req, { ctx, intake, detach, liveness, bindings, logger }) {
   const session = new Session(ws, ctx);
   session.urlGroup = groupOfRequestUrl(req.url);
   session.userAgent = String(req.headers['user-agent'] ?? '').slice(0, 512);
   liveness.watch(session, ws);
+  // Its session, until a resume moves this socket to the session it takes over (relay/resume.js).
+  /** @type {import('./resume.js').SocketBinding} */
+  const bound = { session };
+  bindings.set(ws, bound);
   // Binary frames arrive as one Buffer: the server sets no binaryType.
   ws.on('message', (data, isBinary) => {
-    liveness.heard(session);
-    onFrame(intake, session, /** @type {Buffer} */ (data), isBinary, 'ws');
+    if (!bound.session) return;
+    liveness.heard(bound.session);
+    onFrame(intake, bound.session, /** @type {Buffer} */ (data), isBinary, 'ws');
   });
-  ws.on('close', () => detach(session));
+  ws.on('close', () => { if (bound.session) detach(bound.session); });
   ws.on('error', (err) => {
+    const s = bound.session;
+    if (!s) return;
     // e.g. 1009 too big: ws closes it itself, so this is the one place to say so.
-    if (!session.closed) logger?.warn(closeFields(session, wsErrorCloseCode(err), err.message), 'relay closed a socket');
-    detach(session);
+    if (!s.closed) logger?.warn(closeFields(s, wsErrorCloseCode(err), err.message), 'relay closed a socket');
+    detach(s);
   });
 }
 

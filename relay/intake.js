@@ -24,6 +24,8 @@ import { onLink } from './link.js';
  * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget' | 'cluster'>} groups
  * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
  * @property {import('./index.js').ReportSink} [reports] where client reports sent as STATS go
+ * @property {(s: import('./session.js').Session, hello: import('../core/protocol.js').HelloMsg) => boolean} [resume]
+ *   a HELLO with a resume secret: takes over the session it names (relay/resume.js); false when there is none to take
  */
 
 /**
@@ -119,6 +121,8 @@ export function onFrame(deps, s, data, isBinary, source) {
       ctx.closeSession(s, problem[0], problem[1]);
       return;
     }
+    // A resuming HELLO handed this socket to the session it took over: the rest of the frame is not this one's.
+    if (s.closed) return;
   }
 }
 
@@ -284,6 +288,7 @@ export function onHello(deps, s, m) {
   s.capabilities = (m.flags & CAPABILITY_BITS) !== 0 ? m.flags & KNOWN_CAPABILITIES : null;
   if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
   if (s.udp && !deps.udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${deps.udp.unavailableReason}`];
+  if (m.resume && deps.resume?.(s, m)) return null;
   return deps.groups.join(s, m.group, m.clientId, m.token);
 }
 

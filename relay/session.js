@@ -381,6 +381,8 @@ export class Session {
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
     this.dataOut = null;
     this.closed = false;
+    /** With capability RESUME: the secret its WELCOME gave, that a HELLO takes it over with (relay/resume.js); '' without. */
+    this.resumeSecret = '';
     /** The liveness tick it was last heard at: a frame or a pong (relay/liveness.js). */
     this.heardTick = 0;
     /** Its HELLO asked for an id another node holds; the answer is on its way (relay/cluster.js). */

@@ -143,6 +143,7 @@ export class RelayStats {
   /** @type {number} */ slowConsumers = 0;
   /** @type {number} */ slowConsumersRecovered = 0;
   /** @type {number} */ silentEnded = 0;
+  /** @type {number} */ resumed = 0;
   /** @type {number} */ rtsCount = 0;
   /** @type {number} */ rtsSum = 0;
   /** @type {number} */ rtsMax = 0;
@@ -181,6 +182,8 @@ export class RelayStats {
     this.slowConsumersRecovered = 0;
     /** Sessions ended because nothing (no frame, no pong) came for livenessTimeoutMs (relay/liveness.js). */
     this.silentEnded = 0;
+    /** Sessions taken over by a resuming HELLO (relay/resume.js). */
+    this.resumed = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;
@@ -231,6 +234,7 @@ export class RelayStats {
       slowConsumers: this.slowConsumers,
       slowConsumersRecovered: this.slowConsumersRecovered,
       silentEnded: this.silentEnded,
+      resumed: this.resumed,
       rts: this.rtsCount
         ? { mean: this.rtsSum / this.rtsCount, max: this.rtsMax, n: this.rtsCount }
         : { mean: null, max: null, n: 0 },

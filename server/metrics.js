@@ -32,6 +32,7 @@ export const RELAY_COUNTERS = Object.freeze({
   unexpectedAcks: ['acks_unexpected', 'ACKs for unknown or already-acknowledged updates'],
   slowConsumers: ['slow_consumers', 'members found lagging and no longer waited for'],
   silentEnded: ['silent_sessions_ended', 'sessions ended because nothing, not even a pong, came for the liveness timeout'],
+  resumed: ['sessions_resumed', 'sessions a member took over on a new connection with its resume secret'],
   framesIn: ['frames_received', 'WebSocket and data-channel frames received'],
   framesOut: ['frames_sent', 'WebSocket and data-channel frames sent'],
   messagesIn: ['messages_received', 'protocol messages received (BATCH contents counted one by one)'],
