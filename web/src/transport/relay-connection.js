@@ -70,6 +70,8 @@ export class RelayConnection {
     this.retryTimer = null;
     /** Our id in the group once welcomed; a rejoin asks for it again. */
     this.myId = 0;
+    /** The secret of our session from its last WELCOME ('' when the relay gave none): a rejoin takes the session back with it. */
+    this.resumeSecret = '';
     /** @type {TransportHandlers | null} */
     this.handlers = null;
     /** @type {JoinParams | null} */
@@ -130,7 +132,8 @@ export class RelayConnection {
       // new one only if the old one stays taken.
       const clientId = first ? join.clientId ?? 0 : this.policy.rejoinId(this.myId);
       attempt.helloAt = this.epochNow();
-      socket.send(encode(helloMessage(this.options, join, clientId)));
+      const resume = !first && clientId === this.myId ? this.resumeSecret : '';
+      socket.send(encode(helloMessage(this.options, join, clientId, resume)));
     };
     listenForFrames(socket, (data) => this.onFrame(attempt, data));
     socket.onerror = () => {}; // the close event follows and carries the reason
@@ -168,6 +171,7 @@ export class RelayConnection {
     attempt.welcomed = true;
     if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     this.myId = m.clientId;
+    this.resumeSecret = m.resume ?? '';
     this.takeClockSample(attempt.helloAt, m.serverTime);
     if (attempt.first) {
       h.onWelcome?.(m);

@@ -53,7 +53,7 @@ test('joins with a HELLO on open and resolves on WELCOME', async () => {
   const [ws] = fake.instances;
   assert.equal(ws.url, 'ws://relay/?g=g', 'the URL carries the group');
   ws.open();
-  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS, clientId: 0, group: 'g', name: 'n', token: 't' });
+  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME, clientId: 0, group: 'g', name: 'n', token: 't' });
   /** @type {any} */
   const update = { type: MsgType.UPDATE, sender: 2, seq: 1, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null };
   ws.receive({ type: MsgType.BATCH, messages: [welcome(5), update] });
@@ -97,6 +97,28 @@ test('after the relay went away it rejoins with the same id, then reports the re
   ws.receive(welcome(5));
   assert.deepEqual(events.slice(2), ['reconnecting 1001', 'status reconnecting 1', 'reconnected 5', 'status connected']);
   assert.deepEqual(connection.counters, { reconnects: 1, attempts: 1, lastCloseCode: 1001 });
+});
+
+test('a rejoin resumes its session with the secret of its last WELCOME, and keeps the new one', async () => {
+  const { fake, connection, handlers } = setup({ random: () => 0 });
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  fake.instances[0].open();
+  assert.equal(hello(fake.instances[0]).resume, undefined, 'a first join has nothing to resume');
+  fake.instances[0].receive({ ...welcome(5), capabilities: HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME, resume: 'first-secret' });
+  await joined;
+  fake.instances[0].drop(1006, '');
+  await settle();
+  const ws = fake.instances[1];
+  ws.open();
+  assert.deepEqual([hello(ws).clientId, hello(ws).resume, (hello(ws).flags & HelloFlag.RESUME) !== 0], [5, 'first-secret', true]);
+  ws.receive({ ...welcome(5), capabilities: HelloFlag.RESUME, resume: 'second-secret' });
+  assert.equal(connection.resumeSecret, 'second-secret');
+  // A relay that gave no secret (one that predates RESUME): the next rejoin sends none.
+  ws.drop(1006, '');
+  await settle();
+  fake.instances[2].open();
+  fake.instances[2].receive(welcome(5));
+  assert.equal(connection.resumeSecret, '');
 });
 
 test('a rejoin that is never answered is given up after its timeout and tried again; a welcomed one keeps its socket', async (t) => {

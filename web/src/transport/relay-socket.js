@@ -32,18 +32,21 @@ import { HelloFlag, MsgType } from '../../../core/protocol.js';
  * @param {HelloMode} mode
  * @param {import('../../../core/client.js').JoinParams} join
  * @param {number} clientId the id to ask for (0: the server assigns one)
+ * @param {string} [resume] the secret of the session this HELLO takes over (docs/protocol.md §8.10), for `clientId`
  * @returns {import('../../../core/protocol.js').HelloMsg}
  */
-export function helloMessage(mode, join, clientId) {
+export function helloMessage(mode, join, clientId, resume = '') {
   return {
     type: MsgType.HELLO,
     // A connection that gets UPDATEs asks for superseded marks (docs/protocol.md §5.13): loss counts them apart.
+    // Every connection asks for RESUME: a rejoin after a network change takes its session back (§8.10).
     flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY : HelloFlag.SUPERSEDED_MARKS)
-      | (mode.extraFlags ?? 0),
+      | HelloFlag.RESUME | (mode.extraFlags ?? 0),
     clientId,
     group: join.group,
     name: join.name,
     token: join.token ?? '',
+    ...(resume && clientId !== 0 ? { resume } : {}),
   };
 }
 
