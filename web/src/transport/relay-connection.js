@@ -5,6 +5,7 @@
 import { ProtocolError, decode, encode, unbatch } from '../../../core/protocol.js';
 import { RelayOutbox } from './relay-outbox.js';
 import { REJOIN_WELCOME_TIMEOUT_MS, ReconnectPolicy } from './relay-reconnect.js';
+import { SILENCE_DEFAULT_MS, SilenceWatch } from './relay-silence.js';
 import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup } from './relay-socket.js';
 
 /**
@@ -51,6 +52,10 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {number} [rejoinTimeoutMs] how long a rejoin waits for WELCOME (default REJOIN_WELCOME_TIMEOUT_MS)
  * @property {() => number} [epochNow] ms since 1970 on the clock the client core logs its scene with
  *   (default performance.timeOrigin + performance.now()): the server clock estimate is against it
+ * @property {number} [silenceMs] a welcomed connection whose UPDATEs got no frame back for this long is
+ *   given up and rejoined (relay-silence.js; default SILENCE_DEFAULT_MS, 0: never)
+ * @property {{ addEventListener(type: 'online', cb: () => void): void, removeEventListener(type: 'online', cb: () => void): void }} [network]
+ *   where the browser says its network came back (`window`): the connection is then rejoined at once
  */
 
 /**
@@ -83,6 +88,43 @@ export class RelayConnection {
     /** @type {ServerClock | null} the best estimate so far (the one from the shortest round trip) */
     this.serverClock = null;
     this.epochNow = options.epochNow ?? (() => performance.timeOrigin + performance.now());
+    this.silence = new SilenceWatch(options.silenceMs ?? SILENCE_DEFAULT_MS);
+    /** @type {ReturnType<typeof setInterval> | null} looks for silence while a connection is welcomed */
+    this.silenceTimer = null;
+    /** The current attempt (its socket is this.ws). @type {SocketAttempt | null} */
+    this.attempt = null;
+    this.onOnline = () => { if (this.attempt?.welcomed) this.giveUp(this.attempt, 'the network changed'); };
+  }
+
+  /** An UPDATE went out on the current connection: it should be answered. */
+  sentUpdate() {
+    this.silence.sent(this.options.now());
+  }
+
+  /**
+   * Gives a welcomed connection up as dead (silent, or the network changed
+   * under it) and rejoins, as after a close the relay did not send: its
+   * close event, whenever it comes, belongs to an old attempt and is ignored.
+   * @param {SocketAttempt} attempt @param {string} why
+   */
+  giveUp(attempt, why) {
+    if (attempt.socket !== this.ws || this.closedByUs) return;
+    this.onSocketClose(attempt, { code: 1006, reason: why });
+    this.ws = null;
+    try { attempt.socket.close(); } catch { /* closing already */ }
+  }
+
+  /** @param {boolean} on */
+  watchSilence(on) {
+    if (this.silenceTimer !== null) clearInterval(this.silenceTimer);
+    this.silenceTimer = null;
+    this.silence.heard();
+    if (!on || this.silence.silenceMs <= 0) return;
+    this.silenceTimer = setInterval(() => {
+      if (this.attempt && this.silence.isDead(this.options.now())) this.giveUp(this.attempt, `no answer for ${this.silence.silenceMs} ms`);
+    }, Math.max(100, this.silence.silenceMs / 4));
+    // In Node (the lab's clients) the check alone keeps no process alive; browsers have no unref.
+    /** @type {{ unref?: () => void }} */ (/** @type {unknown} */ (this.silenceTimer)).unref?.();
   }
 
   /**
@@ -109,6 +151,7 @@ export class RelayConnection {
     this.joinParams = join;
     this.handlers = h;
     this.closedByUs = false;
+    this.options.network?.addEventListener('online', this.onOnline);
     return new Promise((resolve, reject) => this.open({ resolve, reject }));
   }
 
@@ -123,6 +166,7 @@ export class RelayConnection {
     this.ws = socket;
     /** @type {SocketAttempt} */
     const attempt = { socket, first, welcomed: false, giveUp: /** @type {ReturnType<typeof setTimeout> | null} */ (null), helloAt: /** @type {number | null} */ (null) };
+    this.attempt = attempt;
     if (!first) {
       // Unanswered: closed here, and the close event plans the next attempt as for any other.
       attempt.giveUp = setTimeout(() => { if (this.ws === socket && !attempt.welcomed) socket.close(); }, this.options.rejoinTimeoutMs ?? REJOIN_WELCOME_TIMEOUT_MS);
@@ -148,6 +192,7 @@ export class RelayConnection {
     if (attempt.socket !== this.ws) return;
     const h = /** @type {TransportHandlers} */ (this.handlers); // set by connect()
     const arrival = this.options.now();
+    this.silence.heard();
     // decode() checks what it gets: text or anything else not binary comes back as a ProtocolError.
     const frame = decode(/** @type {Uint8Array} */ (data));
     if (frame instanceof ProtocolError) {
@@ -172,6 +217,7 @@ export class RelayConnection {
     if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     this.myId = m.clientId;
     this.resumeSecret = m.resume ?? '';
+    this.watchSilence(true);
     this.takeClockSample(attempt.helloAt, m.serverTime);
     if (attempt.first) {
       h.onWelcome?.(m);
@@ -206,6 +252,7 @@ export class RelayConnection {
     if (attempt.socket !== this.ws) return;
     const h = /** @type {TransportHandlers} */ (this.handlers);
     this.counters.lastCloseCode = event.code;
+    this.watchSilence(false);
     if (attempt.first && !attempt.welcomed) {
       const err = Object.assign(new Error(`relay closed before WELCOME: ${event.code} ${event.reason || ''}`.trim()), { code: event.code });
       attempt.first.reject(err);
@@ -230,6 +277,8 @@ export class RelayConnection {
   /** Leaves: sends what is queued, then closes the socket (or ends the wait for a rejoin). */
   close() {
     this.closedByUs = true;
+    this.watchSilence(false);
+    this.options.network?.removeEventListener('online', this.onOnline);
     this.outbox.flush();
     if (this.retryTimer !== null) {
       // Between two attempts there is no socket to close: report the close ourselves.

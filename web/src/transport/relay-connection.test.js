@@ -248,3 +248,37 @@ test('the server clock: estimated from HELLO to WELCOME, the shortest round trip
     else assert.equal(clock()?.errorMs, 40);
   }
 });
+
+test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined; so is one whose network came back', async () => {
+  const fake = fakeWebSocketClass();
+  let now = 0;
+  const network = new EventTarget();
+  const connection = new RelayConnection({
+    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => now, reconnect: { random: () => 0 }, silenceMs: 1000, network,
+  });
+  made.push(connection);
+  /** @type {string[]} */
+  const events = [];
+  const joined = connection.connect({ group: 'g', name: 'n' }, {
+    onUpdate: () => {}, onAck: () => {}, onAckedAll: () => {}, onMemberJoined: () => {}, onMemberLeft: () => {},
+    onClose: (code) => events.push(`close ${code}`),
+    onReconnecting: (i) => events.push(`reconnecting ${i.reason}`),
+  });
+  fake.instances[0].open();
+  fake.instances[0].receive(welcome(5));
+  await joined;
+  connection.sentUpdate();
+  now = 900;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(fake.instances.length, 1, 'not yet: 900 ms without an answer');
+  now = 1100;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(events, ['reconnecting no answer for 1000 ms']);
+  assert.equal(fake.instances.length, 2, 'a new connection');
+  fake.instances[1].open();
+  fake.instances[1].receive(welcome(5));
+  network.dispatchEvent(new Event('online'));
+  await settle();
+  assert.deepEqual(events, ['reconnecting no answer for 1000 ms', 'reconnecting the network changed']);
+  assert.equal(fake.instances.length, 3);
+});

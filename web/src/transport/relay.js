@@ -30,6 +30,10 @@ export { RECONNECT_DEFAULTS, backoffDelay, isReconnectable } from './relay-recon
  *   false): the transport re-sends HELLO with the same client id and token, and reports the
  *   outage through the handlers' onReconnecting / onReconnected, and every attempt through
  *   onConnectionStatus
+ * @property {number} [silenceMs] UPDATEs unanswered this long: the connection is given up and rejoined
+ *   (relay-silence.js; default 8 s, 0: never)
+ * @property {import('./relay-connection.js').RelayConnectionOptions['network']} [network] where the
+ *   network coming back is announced (default: the browser's window; none in Node)
  */
 
 /**
@@ -58,6 +62,9 @@ export function createRelayTransport(options) {
     now: options.now ?? (() => performance.now()),
     onSignal: options.onSignal,
     reconnect: options.reconnect,
+    silenceMs: options.silenceMs,
+    // A browser says when its network comes back; Node has no such event.
+    network: options.network ?? (typeof (/** @type {any} */ (globalThis)).addEventListener === 'function' ? /** @type {any} */ (globalThis) : undefined),
   });
   const outbox = connection.outbox;
   return {
@@ -65,7 +72,7 @@ export function createRelayTransport(options) {
     get ws() { return connection.ws; },
     get serverClock() { return connection.serverClock; },
     connect: (join, h) => connection.connect(join, h),
-    sendUpdate(update) { outbox.send(update); },
+    sendUpdate(update) { if (outbox.send(update)) connection.sentUpdate(); },
     sendAck(sender, seq, acker) { outbox.send({ type: MsgType.ACK, sender, seq, acker }); },
     sendStats(stats) {
       // A report names its member as clientId, the client core's end-of-run stats as id.
