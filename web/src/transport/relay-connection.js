@@ -52,8 +52,8 @@ import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup }
  * @property {number} [rejoinTimeoutMs] how long a rejoin waits for WELCOME (default REJOIN_WELCOME_TIMEOUT_MS)
  * @property {() => number} [epochNow] ms since 1970 on the clock the client core logs its scene with
  *   (default performance.timeOrigin + performance.now()): the server clock estimate is against it
- * @property {number} [silenceMs] a welcomed connection whose UPDATEs got no frame back for this long is
- *   given up and rejoined (relay-silence.js; default SILENCE_DEFAULT_MS, 0: never)
+ * @property {number} [silenceMs] with `reconnect`, a welcomed connection whose UPDATEs got no frame back
+ *   for this long is given up and rejoined (relay-silence.js; default SILENCE_DEFAULT_MS, 0: never)
  * @property {{ addEventListener(type: 'online', cb: () => void): void, removeEventListener(type: 'online', cb: () => void): void }} [network]
  *   where the browser says its network came back (`window`): the connection is then rejoined at once
  */
@@ -119,9 +119,12 @@ export class RelayConnection {
     if (this.silenceTimer !== null) clearInterval(this.silenceTimer);
     this.silenceTimer = null;
     this.silence.heard();
-    if (!on || this.silence.silenceMs <= 0) return;
+    // Without reconnection a given-up connection would just end: better to wait for it then.
+    if (!on || this.silence.silenceMs <= 0 || !this.policy.options) return;
+    const dead = () => this.attempt !== null && this.silence.isDead(this.options.now());
     this.silenceTimer = setInterval(() => {
-      if (this.attempt && this.silence.isDead(this.options.now())) this.giveUp(this.attempt, `no answer for ${this.silence.silenceMs} ms`);
+      // Confirmed a turn later: after a stalled event loop, frames already here are read first.
+      if (dead()) setTimeout(() => { if (dead()) this.giveUp(/** @type {SocketAttempt} */ (this.attempt), `no answer for ${this.silence.silenceMs} ms`); }, 0);
     }, Math.max(100, this.silence.silenceMs / 4));
     // In Node (the lab's clients) the check alone keeps no process alive; browsers have no unref.
     /** @type {{ unref?: () => void }} */ (/** @type {unknown} */ (this.silenceTimer)).unref?.();

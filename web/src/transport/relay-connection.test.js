@@ -282,3 +282,24 @@ test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined
   assert.deepEqual(events, ['reconnecting no answer for 1000 ms', 'reconnecting the network changed']);
   assert.equal(fake.instances.length, 3);
 });
+
+test('without reconnection a silent connection is left alone: giving it up would only end it', async () => {
+  const fake = fakeWebSocketClass();
+  let now = 0;
+  const connection = new RelayConnection({ url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => now, silenceMs: 100 });
+  made.push(connection);
+  /** @type {string[]} */
+  const events = [];
+  const joined = connection.connect({ group: 'g', name: 'n' }, {
+    onUpdate: () => {}, onAck: () => {}, onAckedAll: () => {}, onMemberJoined: () => {}, onMemberLeft: () => {},
+    onClose: (code) => events.push(`close ${code}`),
+  });
+  fake.instances[0].open();
+  fake.instances[0].receive(welcome(5));
+  await joined;
+  connection.sentUpdate();
+  now = 10_000;
+  await new Promise((r) => setTimeout(r, 250));
+  assert.deepEqual(events, []);
+  assert.equal(fake.instances.length, 1);
+});
