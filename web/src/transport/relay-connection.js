@@ -93,6 +93,13 @@ export class RelayConnection {
     this.silenceTimer = null;
     /** The current attempt (its socket is this.ws). @type {SocketAttempt | null} */
     this.attempt = null;
+    /**
+     * Sockets given up as dead but not closed: a close frame that did get through
+     * would end the session at the relay before the rejoin resumes it. Closed once
+     * the rejoin is welcomed (the relay has ended them by then).
+     * @type {RelaySocket[]}
+     */
+    this.abandoned = [];
     this.onOnline = () => { if (this.attempt?.welcomed) this.giveUp(this.attempt, 'the network changed'); };
   }
 
@@ -111,7 +118,14 @@ export class RelayConnection {
     if (attempt.socket !== this.ws || this.closedByUs) return;
     this.onSocketClose(attempt, { code: 1006, reason: why });
     this.ws = null;
-    try { attempt.socket.close(); } catch { /* closing already */ }
+    this.abandoned.push(attempt.socket);
+  }
+
+  /** Closes the sockets given up earlier. */
+  closeAbandoned() {
+    for (const socket of this.abandoned.splice(0)) {
+      try { socket.close(); } catch { /* closing already */ }
+    }
   }
 
   /** @param {boolean} on */
@@ -221,6 +235,7 @@ export class RelayConnection {
     this.myId = m.clientId;
     this.resumeSecret = m.resume ?? '';
     this.watchSilence(true);
+    this.closeAbandoned();
     this.takeClockSample(attempt.helloAt, m.serverTime);
     if (attempt.first) {
       h.onWelcome?.(m);
@@ -281,6 +296,7 @@ export class RelayConnection {
   close() {
     this.closedByUs = true;
     this.watchSilence(false);
+    this.closeAbandoned();
     this.options.network?.removeEventListener('online', this.onOnline);
     this.outbox.flush();
     if (this.retryTimer !== null) {
