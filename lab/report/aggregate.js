@@ -194,6 +194,9 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
         droppedUpdates: relay.droppedUpdates, ackTimeouts: relay.ackTimeouts, framesIn: relay.framesIn ?? null, framesOut: relay.framesOut,
         messagesOut: relay.messagesOut, bytesIn: relay.bytesIn, bytesOut: relay.bytesOut, closedByCode: relay.closedByCode,
         slowConsumers: relay.slowConsumers ?? null,
+        // Ended with nothing heard for the liveness timeout, and taken over by a resume (docs/protocol.md §8.4, §8.10).
+        silentEnded: relay.silentEnded ?? null,
+        resumed: relay.resumed ?? null,
       }
       : null,
     setupMs: aggregateSetup(clients),

@@ -22,10 +22,12 @@ test('a run record has the schema docs/architecture.md fixes, with RT over every
   const run = aggregateRun({
     point: { transport: 'relay', clients: 2, group: 2, cycleMs: 167 },
     clients,
-    relay: { rts: { mean: 1.5, max: 4, n: 3 }, droppedUpdates: 0 },
+    relay: { rts: { mean: 1.5, max: 4, n: 3 }, droppedUpdates: 0, silentEnded: 2, resumed: 1 },
     cpu: { server: 12, clients: 30 },
     extra: { sim: { workers: 1 } },
   });
+  // Sessions the relay ended as silent, and those taken over by a resume, are in the record.
+  assert.deepEqual([run.relay?.silentEnded, run.relay?.resumed], [2, 1]);
   for (const key of ['transport', 'clients', 'group', 'cycleMs', 'rt', 'rts', 'cpu', 'lossPct', 'ackLossPct', 'dups', 'reorders', 'jitterMs', 'setupMs', 'channel']) {
     assert.ok(key in run, key);
   }
