@@ -538,7 +538,7 @@ export function frameOfBody(body, alloc = newBytes) {
 }
 
 /** Bytes of an ACKED_ALL body: type, sender, seq, acked, dropped. */
-export const ACKED_ALL_BODY_BYTES = 13;
+const ACKED_ALL_BODY_BYTES = 13;
 
 /**
  * An ACKED_ALL body (type + payload), as encode() would write it after the
@@ -568,6 +568,11 @@ function putU32(b, at, v) {
 }
 
 // ---------------------------------------------------------------- decoding
+
+/** The big-endian u16 at `at`, read without a DataView (a relay reads ids in place). @param {Uint8Array} b @param {number} at */
+export const u16At = (b, at) => (b[at] << 8) | b[at + 1];
+/** The big-endian u32 at `at`. @param {Uint8Array} b @param {number} at */
+export const u32At = (b, at) => ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
 
 class Truncated extends Error {}
 const TRUNCATED = new Truncated();

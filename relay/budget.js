@@ -94,15 +94,6 @@ export function costOf(counts, credit) {
 }
 
 /**
- * costOf a decoded frame's messages.
- * @param {readonly { type: number, message?: { type: number } }[]} messages
- * @param {number} credit
- */
-export function frameCost(messages, credit) {
-  return costOf(countsOf(messages), credit);
-}
-
-/**
  * What the budgets did since the relay started (relay metrics `budget`).
  * @typedef {object} BudgetCounters
  * @property {number} shedUpdates UPDATEs not forwarded: over their sender's share of the group's fan-out

@@ -1,16 +1,16 @@
 // The relay's fast intake: a frame of UPDATEs and ACKs — the traffic of every
 // delivery — is checked in place, byte for byte as decode() checks it, and
-// read without building message objects: the relay only needs an update's
+// read through one cursor per frame, no object per message: the relay only needs an update's
 // sender, seq and bytes, an ACK's three ids. Anything else (another type, a
 // defect of any kind) is not this module's business: scanFrame says null and
 // the caller decodes the frame in full, so every bad frame gets its close
 // code and reason from one place, core/protocol.js. relay/fast-frame.test.js
 // holds the two to the same verdicts over the fuzz cases of many seeds.
 
-import { MsgType, SCENE_KINDS, SCENE_RECORDS_MAX, SCENE_RECORD_BYTES, SceneRecordFlag, UpdateFlag, VERSION } from '../core/protocol.js';
+import { MsgType, SCENE_KINDS, SCENE_RECORDS_MAX, SCENE_RECORD_BYTES, SceneRecordFlag, UpdateFlag, VERSION, u16At, u32At } from '../core/protocol.js';
 
 /** Bytes of an ACK body: type, sender, seq, acker. */
-export const ACK_BODY_BYTES = 13;
+const ACK_BODY_BYTES = 13;
 /** Bytes of an UPDATE body up to its flags: type, sender, seq, sendTime, pose. */
 const UPDATE_HEAD_BYTES = 1 + 4 + 4 + 8 + 28;
 /** The legacy object block: pose and version. */
@@ -18,17 +18,6 @@ const OBJECT_BYTES = 28 + 4;
 /** A scene block's head: digest, held, record count. */
 const SCENE_HEAD_BYTES = 4 + 2 + 1;
 const KNOWN_UPDATE_FLAGS = UpdateFlag.OBJECT | UpdateFlag.SCENE;
-
-/**
- * What scanFrame found: the frame's message count and kinds, and where the
- * bodies start (1 for a lone message, 4 for a BATCH).
- * @typedef {{ count: number, acks: number, updates: number, batched: boolean }} FrameScan
- */
-
-/** The big-endian u16 at `at`. @param {Uint8Array} b @param {number} at */
-export const u16At = (b, at) => (b[at] << 8) | b[at + 1];
-/** The big-endian u32 at `at`. @param {Uint8Array} b @param {number} at */
-export const u32At = (b, at) => ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
 
 /**
  * Whether the float32 at `at` is finite: its exponent bits are not all set.
@@ -44,7 +33,7 @@ function finiteF32At(b, at) {
  * non-zero versions and finite poses, and nothing after.
  * @param {Uint8Array} b @param {number} start at the type byte @param {number} end
  */
-export function validUpdateBody(b, start, end) {
+function validUpdateBody(b, start, end) {
   if (start + UPDATE_HEAD_BYTES + 1 > end) return false;
   const flags = b[start + UPDATE_HEAD_BYTES];
   if ((flags & ~KNOWN_UPDATE_FLAGS) !== 0) return false;
@@ -75,69 +64,65 @@ function validSceneRecord(b, at) {
 }
 
 /**
- * Whether [start, end) is one ACK or UPDATE body decode() accepts; counts it into `into`.
- * @param {Uint8Array} b @param {number} start @param {number} end @param {FrameScan} into
+ * Which of the two a body [start, end) is, if decode() accepts it as such.
+ * @param {Uint8Array} b @param {number} start @param {number} end
+ * @returns {number} MsgType.ACK, MsgType.UPDATE, or 0: neither (or not valid)
  */
-function scanBody(b, start, end, into) {
+function kindOfBody(b, start, end) {
   const type = b[start];
-  if (type === MsgType.ACK) {
-    if (end - start !== ACK_BODY_BYTES) return false;
-    into.acks++;
-    return true;
-  }
-  if (type === MsgType.UPDATE && validUpdateBody(b, start, end)) {
-    into.updates++;
-    return true;
-  }
-  return false;
+  if (type === MsgType.ACK) return end - start === ACK_BODY_BYTES ? type : 0;
+  if (type === MsgType.UPDATE) return validUpdateBody(b, start, end) ? type : 0;
+  return 0;
 }
 
 /**
  * Checks a frame that holds only UPDATEs and ACKs, alone or in one BATCH.
  * @param {Uint8Array} b the frame
- * @param {FrameScan} into filled in (reused by the caller: nothing is allocated)
- * @returns {FrameScan | null} null: the frame is anything else, decode() it
+ * @returns {ScannedFrame | null} null: the frame is anything else, decode() it
  */
-export function scanFrame(b, into) {
+export function scanFrame(b) {
   const n = b.length;
   if (n < 2 || b[0] !== VERSION) return null;
-  into.acks = 0;
-  into.updates = 0;
   if (b[1] !== MsgType.BATCH) {
-    into.count = 1;
-    into.batched = false;
-    return scanBody(b, 1, n, into) ? into : null;
+    const kind = kindOfBody(b, 1, n);
+    return kind === 0 ? null : new ScannedFrame(b, 1, kind === MsgType.ACK ? 1 : 0, false);
   }
   if (n < 4) return null;
   const count = u16At(b, 2);
+  let acks = 0;
   let pos = 4;
   for (let i = 0; i < count; i++) {
     if (pos + 2 > n) return null;
     const end = pos + 2 + u16At(b, pos);
-    if (end === pos + 2 || end > n || !scanBody(b, pos + 2, end, into)) return null;
+    const kind = end === pos + 2 || end > n ? 0 : kindOfBody(b, pos + 2, end);
+    if (kind === 0) return null;
+    if (kind === MsgType.ACK) acks++;
     pos = end;
   }
-  if (pos !== n) return null;
-  into.count = count;
-  into.batched = true;
-  return into;
+  return pos === n ? new ScannedFrame(b, count, acks, true) : null;
 }
 
 /**
- * Walks the messages of a frame scanFrame accepted, in place. The intake
- * reuses one cursor for every frame: a handler keeps what it needs (numbers,
- * `body`), never the cursor itself.
+ * A frame scanFrame accepted: its counts (what the budgets charge,
+ * relay/budget.js FrameCounts) and a cursor over its messages, read in
+ * place. A handler keeps what it needs (numbers, `body`), never the cursor.
  */
-export class FrameCursor {
-  constructor() {
-    /** @type {Uint8Array} */
-    this.bytes = new Uint8Array(0);
+export class ScannedFrame {
+  /**
+   * @param {Uint8Array} bytes @param {number} count @param {number} acks
+   * @param {boolean} batched a BATCH (bodies after a length each) or one lone message
+   */
+  constructor(bytes, count, acks, batched) {
+    this.bytes = bytes;
+    this.count = count;
+    this.acks = acks;
+    this.updates = count - acks;
+    this.batched = batched;
     /** Messages not yet walked. */
-    this.left = 0;
-    this.batched = false;
+    this.left = count;
     /** The current body: where it starts (its type byte) and ends. */
     this.start = 0;
-    this.end = 0;
+    this.end = batched ? 4 : 1;
     this.type = 0;
     this.sender = 0;
     this.seq = 0;
@@ -147,18 +132,6 @@ export class FrameCursor {
 
   /** The body's bytes (type + payload), a view of the frame: what the relay forwards. */
   get body() { return this.bytes.subarray(this.start, this.end); }
-
-  /**
-   * Starts on a scanned frame, before its first message.
-   * @param {Uint8Array} bytes @param {FrameScan} scan
-   */
-  open(bytes, scan) {
-    this.bytes = bytes;
-    this.left = scan.count;
-    this.batched = scan.batched;
-    this.end = scan.batched ? 4 : 1;
-    return this;
-  }
 
   /** Moves to the next message; false when there is none. */
   next() {

@@ -63,10 +63,9 @@ export class GroupRegistry {
     // relay restart, clients that have not rejoined yet still hold ids of the
     // old process, and a newcomer must not be handed one of them.
     this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
-    /** This node's link to the rest of its cluster, or null for a relay on its own. @type {import('./cluster.js').ClusterLink | null} */
-    this.cluster = null;
     /** What the budgets shed or dropped (relay/budget.js). */
     this.budget = newBudgetCounters();
+    /** This node's link to the rest of its cluster, or null for a relay on its own (made last: it reads the registry). @type {import('./cluster.js').ClusterLink | null} */
     this.cluster = linkCluster ? linkCluster(this) : null;
   }
 

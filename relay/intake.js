@@ -6,7 +6,7 @@
 
 import { CAPABILITY_BITS, CloseCode, KNOWN_CAPABILITIES, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
 import { costOf, countsOf } from './budget.js';
-import { FrameCursor, scanFrame } from './fast-frame.js';
+import { scanFrame } from './fast-frame.js';
 import { onLink } from './link.js';
 
 /** Where a frame arrived: the session's WebSocket or its relay-udp data channel. @typedef {'ws' | 'dc'} FrameSource */
@@ -94,14 +94,12 @@ function countFrame(data, isBinary, source, ctx) {
 export function onFrame(deps, s, data, isBinary, source) {
   const { ctx } = deps;
   if (s.closed) return;
-  if (s.group && !cursorBusy && isBinary && typeof data !== 'string') {
-    const scan = scanFrame(data, FRAME_SCAN);
-    if (scan) {
-      const refused = countFrame(data, isBinary, source, ctx);
-      if (refused) ctx.closeSession(s, refused[0], refused[1]);
-      else onScannedFrame(deps, s, data, scan, source);
-      return;
-    }
+  const scanned = s.group && isBinary && typeof data !== 'string' ? scanFrame(data) : null;
+  if (scanned) {
+    const refused = countFrame(data, isBinary, source, ctx);
+    if (refused) ctx.closeSession(s, refused[0], refused[1]);
+    else onScannedFrame(deps, s, scanned, source);
+    return;
   }
   const read = readFrame(data, isBinary, source, ctx);
   if ('problem' in read) {
@@ -126,44 +124,31 @@ export function onFrame(deps, s, data, isBinary, source) {
   }
 }
 
-/** Filled by scanFrame for each frame: the fast path allocates nothing per frame. @type {import('./fast-frame.js').FrameScan} */
-const FRAME_SCAN = { count: 0, acks: 0, updates: 0, batched: false };
-const CURSOR = new FrameCursor();
-/** Whether CURSOR is in use (a frame handled inside another's handling takes the full path). */
-let cursorBusy = false;
-
 /**
  * A frame scanFrame accepted: charged like any other, then its UPDATEs and
  * ACKs handled in place.
  * @param {IntakeDeps} deps
  * @param {import('./session.js').Session} s
- * @param {Uint8Array} bytes
- * @param {import('./fast-frame.js').FrameScan} scan
+ * @param {import('./fast-frame.js').ScannedFrame} m the frame, its cursor on the current message
  * @param {FrameSource} source
  */
-function onScannedFrame(deps, s, bytes, scan, source) {
+function onScannedFrame(deps, s, m, source) {
   const { ctx } = deps;
   // One clock read for the frame: its budgets, its updates' fan-out time, its ACKs' RTS.
   const now = performance.now();
-  const budget = chargeFrame(ctx, s, scan, source, now);
+  const budget = chargeFrame(ctx, s, m, source, now);
   if ('problem' in budget) {
     ctx.closeSession(s, budget.problem[0], budget.problem[1]);
     return;
   }
-  cursorBusy = true;
-  try {
-    const m = CURSOR.open(bytes, scan);
-    while (m.next()) {
-      ctx.stats.messagesIn++;
-      if (source === 'dc' && !admitOnDataChannel(deps, m.type, budget)) continue;
-      const problem = m.type === MsgType.ACK ? onAck(deps, s, m, source, now) : onUpdate(deps, s, m, source, now);
-      if (problem) {
-        ctx.closeSession(s, problem[0], problem[1]);
-        return;
-      }
+  while (m.next()) {
+    ctx.stats.messagesIn++;
+    if (source === 'dc' && !admitOnDataChannel(deps, m.type, budget)) continue;
+    const problem = m.type === MsgType.ACK ? onAck(deps, s, m, source, now) : onUpdate(deps, s, m, source, now);
+    if (problem) {
+      ctx.closeSession(s, problem[0], problem[1]);
+      return;
     }
-  } finally {
-    cursorBusy = false;
   }
 }
 

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { CloseCode, HelloFlag, MsgType, encode } from '../core/protocol.js';
 import { rawClient } from './raw-client-harness.js';
 import { createRelay } from './index.js';
-import { frameCost } from './budget.js';
+import { costOf, countsOf } from './budget.js';
 import { waitFor as until } from '../lab/shared/loop-stall.js';
 
 /** @type {(() => Promise<void>)[]} */
@@ -124,7 +124,7 @@ test('LINK is refused on relayed sessions (4008) and with a spoofed sender or ac
 test('budgets: a LINK costs what it carries; each delivered LINK UPDATE buys one ACK credit', async () => {
   const ack = { type: MsgType.LINK, message: { type: MsgType.ACK } };
   const upd = { type: MsgType.LINK, message: { type: MsgType.UPDATE } };
-  assert.deepEqual(frameCost([ack, ack, upd], 1), { credited: 1, charged: 2, updates: 1 });
+  assert.deepEqual(costOf(countsOf([ack, ack, upd]), 1), { credited: 1, charged: 2, updates: 1 });
   // A member flooded with LINK'd UPDATEs can ACK every one of them without being closed.
   const { url } = await startRelay({ maxMessagesPerSecond: 20, maxMessagesBurst: 5 });
   const a = await client(url, 'k', HelloFlag.MEMBERSHIP_ONLY);

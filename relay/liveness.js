@@ -46,8 +46,7 @@ export class LivenessMonitor {
     this.silentAfterTicks = Math.max(1, Math.ceil(options.livenessTimeoutMs / Math.max(1, options.pingIntervalMs)));
     /** @type {Map<S, PingableSocket>} */
     this.watched = new Map();
-    /** Pings sent, sessions ended as silent (relay metrics). */
-    this.pingsSent = 0;
+    /** Sessions ended as silent since start (the relay counts its window's in its stats). */
     this.silentEnded = 0;
     const on = options.pingIntervalMs > 0 && options.livenessTimeoutMs > 0;
     this.timer = on ? setInterval(() => this.round(), options.pingIntervalMs) : null;
@@ -86,7 +85,6 @@ export class LivenessMonitor {
         socket.terminate();
       } else if (quiet >= 2) {
         // Nothing during the whole last interval (quiet 1 means it was heard in it).
-        this.pingsSent++;
         try { socket.ping(); } catch { /* closing already: its close event ends it */ }
       }
     }

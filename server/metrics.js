@@ -14,8 +14,7 @@
 
 import client from 'prom-client';
 
-import { transportGauges } from '../relay/index.js';
-import { RTS_BUCKETS_MS } from '../relay/index.js';
+import { RTS_BUCKETS_MS, transportGauges } from '../relay/index.js';
 
 /** Where the relay's RTS samples fall, in seconds (relay/stats.js tallies them in ms). */
 export const RTS_BUCKETS_S = Object.freeze(RTS_BUCKETS_MS.map((ms) => ms / 1000));

@@ -11,7 +11,7 @@
 // frame may throw here, which `ws` turns into a closed socket.
 
 import { WebSocketServer } from 'ws';
-import { CAPABILITY_BITS, HelloFlag, MsgType, ackedAllBody, decode, encode, encodeBatchOfBodies, frameOfBody } from '../../core/protocol.js';
+import { CAPABILITY_BITS, HelloFlag, MsgType, ackedAllBody, decode, encode, encodeBatchOfBodies, frameOfBody, u32At } from '../../core/protocol.js';
 
 /** Pending updates a sender may have unanswered before the oldest is forgotten (a lost ACK never completes). */
 const PENDING_MAX = 256;
@@ -37,9 +37,6 @@ function createFloorCounters() {
   };
   return c;
 }
-
-/** The u32 at `at` of a body (big-endian). @param {Uint8Array} body @param {number} at */
-const u32 = (body, at) => (body[at] << 24 | body[at + 1] << 16 | body[at + 2] << 8 | body[at + 3]) >>> 0;
 
 /** Frames and bodies from Node's Buffer pool, as the relay's. @param {number} size */
 const pooledBytes = (size) => Buffer.allocUnsafe(size);
@@ -88,16 +85,16 @@ export function createWsFloorBatched(options) {
     for (const m of me.group.values()) if (m !== me) { queue(m, body); n++; }
     counters.updatesForwarded += n;
     if (n === 0) return;
-    me.pending.set(u32(body, 5), n * 65536 + n);
+    me.pending.set(u32At(body, 5), n * 65536 + n);
     if (me.pending.size > PENDING_MAX) me.pending.delete(/** @type {number} */ (me.pending.keys().next().value));
   };
 
   /** An ACK body: one fewer missing; the last one answers the sender. @param {FloorMember} me @param {Uint8Array} body */
   const onAck = (me, body) => {
-    const sender = u32(body, 1);
+    const sender = u32At(body, 1);
     const target = me.group.get(sender);
     if (!target) return;
-    const seq = u32(body, 5);
+    const seq = u32At(body, 5);
     const state = target.pending.get(seq);
     if (state === undefined) return;
     if (state % 65536 > 1) { target.pending.set(seq, state - 1); return; }

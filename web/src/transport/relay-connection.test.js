@@ -249,13 +249,14 @@ test('the server clock: estimated from HELLO to WELCOME, the shortest round trip
   }
 });
 
-test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined; so is one whose network came back', async () => {
+/**
+ * A welcomed connection on a clock the test sets, recording closes and reconnections.
+ * @param {Partial<import('./relay-connection.js').RelayConnectionOptions>} options
+ */
+async function welcomedOnClock(options) {
   const fake = fakeWebSocketClass();
-  let now = 0;
-  const network = new EventTarget();
-  const connection = new RelayConnection({
-    url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => now, reconnect: { random: () => 0 }, silenceMs: 1000, network,
-  });
+  const clock = { now: 0 };
+  const connection = new RelayConnection({ url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => clock.now, ...options });
   made.push(connection);
   /** @type {string[]} */
   const events = [];
@@ -267,11 +268,17 @@ test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined
   fake.instances[0].open();
   fake.instances[0].receive(welcome(5));
   await joined;
+  return { fake, clock, connection, events };
+}
+
+test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined; so is one whose network came back', async () => {
+  const network = new EventTarget();
+  const { fake, clock, connection, events } = await welcomedOnClock({ reconnect: { random: () => 0 }, silenceMs: 1000, network });
   connection.sentUpdate();
-  now = 900;
+  clock.now = 900;
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(fake.instances.length, 1, 'not yet: 900 ms without an answer');
-  now = 1100;
+  clock.now = 1100;
   await new Promise((r) => setTimeout(r, 300));
   assert.deepEqual(events, ['reconnecting no answer for 1000 ms']);
   assert.equal(fake.instances.length, 2, 'a new connection');
@@ -284,21 +291,9 @@ test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined
 });
 
 test('without reconnection a silent connection is left alone: giving it up would only end it', async () => {
-  const fake = fakeWebSocketClass();
-  let now = 0;
-  const connection = new RelayConnection({ url: 'ws://relay', batched: true, WebSocket: fake.WebSocket, now: () => now, silenceMs: 100 });
-  made.push(connection);
-  /** @type {string[]} */
-  const events = [];
-  const joined = connection.connect({ group: 'g', name: 'n' }, {
-    onUpdate: () => {}, onAck: () => {}, onAckedAll: () => {}, onMemberJoined: () => {}, onMemberLeft: () => {},
-    onClose: (code) => events.push(`close ${code}`),
-  });
-  fake.instances[0].open();
-  fake.instances[0].receive(welcome(5));
-  await joined;
+  const { fake, clock, connection, events } = await welcomedOnClock({ silenceMs: 100 });
   connection.sentUpdate();
-  now = 10_000;
+  clock.now = 10_000;
   await new Promise((r) => setTimeout(r, 250));
   assert.deepEqual(events, []);
   assert.equal(fake.instances.length, 1);
