@@ -57,6 +57,16 @@ export const HelloFlag = Object.freeze({
   RESUME: 16,
 });
 
+/** Bits of WELCOME's capabilities byte that answer no HELLO flag (docs/protocol.md §5.2). */
+export const WelcomeFlag = Object.freeze({
+  /**
+   * This WELCOME continues a session a resuming HELLO took over (§8.10): the
+   * member kept its id and group, and the relay replays what the old
+   * connection swallowed. Only ever set for a member that was granted RESUME.
+   */
+  RESUMED: 128,
+});
+
 /** The HELLO flag bits a client asks for capabilities with (3..7): the WELCOME to such a HELLO ends with those granted (§5.2). */
 export const CAPABILITY_BITS = 0xf8;
 

@@ -6,7 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 
-import { CloseCode, HelloFlag, MsgType, ackedAllBody, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, WelcomeFlag, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { tokenHash } from './cluster.js';
 
@@ -135,10 +135,12 @@ export class GroupRegistry {
   /**
    * Sends a joined (or resumed) session its WELCOME: its id, the members
    * announced so far and, for a HELLO that asked for capabilities, those
-   * granted; with RESUME a fresh secret, the only key to taking it over (§8.10).
+   * granted; with RESUME a fresh secret, the only key to taking it over (§8.10),
+   * and the RESUMED bit when this WELCOME continues a session taken over.
    * @param {Session} session
+   * @param {boolean} [resumed]
    */
-  welcome(session) {
+  welcome(session, resumed = false) {
     const group = /** @type {Group} */ (session.group);
     const resume = session.capabilities !== null && (session.capabilities & HelloFlag.RESUME) !== 0;
     session.resumeSecret = resume ? randomBytes(18).toString('base64url') : '';
@@ -150,7 +152,7 @@ export class GroupRegistry {
         .filter((m) => m.ready || m === session)
         .map((m) => ({ id: m.id, name: m.name })),
       // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
-      ...(session.capabilities !== null ? { capabilities: session.capabilities } : {}),
+      ...(session.capabilities !== null ? { capabilities: session.capabilities | (resumed && resume ? WelcomeFlag.RESUMED : 0) } : {}),
       ...(resume ? { resume: session.resumeSecret } : {}),
     }).subarray(1));
   }
@@ -232,6 +234,43 @@ export class GroupRegistry {
   }
 
   /**
+   * A member that resumed its session on a new connection (relay/resume.js):
+   * the copies its old connection was handed but never answered are queued
+   * again, ahead of what waits for it, in each sender's order. Its client
+   * skips any it did get (its ACK was what got lost). Senders on this node
+   * only: a remote sender's node keeps its pending entries.
+   * @param {Session} holder
+   * @returns {number} copies queued again
+   */
+  replayTo(holder) {
+    const group = holder.group;
+    if (!group) return 0;
+    /** @type {import('./session.js').OutItem[]} */
+    const items = [];
+    for (const sender of group.members.values()) {
+      if (sender === holder || !sender.local) continue;
+      for (const entry of sender.pending.values()) {
+        const writtenAt = entry.dest.get(holder);
+        if (writtenAt !== undefined && !Number.isNaN(writtenAt) && entry.body) items.push({ body: entry.body, entry });
+      }
+    }
+    holder.out.prepend(items);
+    this.ctx.stats.replayed += items.length;
+    return items.length;
+  }
+
+  /**
+   * relay-udp: the session's open channel is being replaced by a new one
+   * (its path moved). It stays announced; what was queued on the old channel
+   * will not be delivered, so it leaves those updates' ACK sets.
+   * @param {Member} session
+   */
+  unqueue(session) {
+    if (!session.dataOut) return;
+    for (const entry of session.dataOut.takeQueuedEntries()) this.dropDestination(entry, session);
+  }
+
+  /**
    * Removes a session from its group: it leaves every ACK set at once.
    * @param {Member} session
    */
@@ -271,9 +310,10 @@ export class GroupRegistry {
     const group = /** @type {Group} */ (sender.group);
     const stats = this.ctx.stats;
     stats.updatesIn++;
+    if (msg.seq > sender.newestSeqIn) sender.newestSeqIn = msg.seq;
     /** @type {PendingUpdate} */
     const entry = {
-      sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: now,
+      sender, seq: msg.seq, dest: new Map(), acked: 0, dropped: 0, createdAt: now, body,
     };
     // The group's fan-out is bounded, each member to its equal share
     // (relay/budget.js): an update over its sender's share is shed like a

@@ -167,6 +167,7 @@ export function createRelay(options = {}) {
     onFrame: (s, data, isBinary) => { liveness.heard(s); onFrame(intake, s, data, isBinary, 'dc'); },
     announce: (s) => groups.announce(s),
     retract: (s) => groups.retract(s),
+    unqueue: (s) => groups.unqueue(s),
   });
   /** Which session each WebSocket's frames go to (a resume moves a socket to another session). @type {WeakMap<object, import('./resume.js').SocketBinding>} */
   const bindings = new WeakMap();
@@ -175,7 +176,7 @@ export function createRelay(options = {}) {
     ctx, groups, udp, reports: options.reports,
     resume: (fresh, hello) => {
       const holder = resumableSession(groups, fresh, hello);
-      if (holder) takeOver({ bindings, groups, liveness, flusher, udp, stats }, fresh, holder);
+      if (holder) takeOver({ bindings, groups, liveness, flusher, stats }, fresh, holder);
       return holder !== null;
     },
   };

@@ -306,6 +306,10 @@ export function onUpdate(deps, s, m, source, now = performance.now()) {
   if (s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'UPDATE on a membership-only connection'];
   if (s.udp && source !== 'dc') return [CloseCode.PROTOCOL_VIOLATION, 'a relay-udp client sends UPDATE on its data channel'];
   if (m.sender !== s.id) return [CloseCode.SPOOFED_SENDER, `UPDATE from ${s.id} claims sender ${m.sender}`];
+  if (m.seq <= s.replayFloor) {
+    deps.ctx.stats.replaysDropped++; // a resumed member sent again what the relay had (§8.10): no reuse
+    return null;
+  }
   if (s.pending.has(m.seq)) return [CloseCode.PROTOCOL_VIOLATION, `UPDATE seq ${m.seq} reused while awaiting its ACKs`];
   deps.groups.update(s, m, now);
   return null;

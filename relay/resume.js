@@ -25,7 +25,6 @@ import { GROUP_KEY_PREFIX, sameToken } from './groups.js';
  * @property {import('./groups.js').GroupRegistry} groups
  * @property {import('./liveness.js').LivenessMonitor<Session>} liveness
  * @property {{ forget(o: import('./session.js').Outbox): void }} flusher
- * @property {{ drop(s: Session, why?: string): void }} udp the relay-udp endpoint
  * @property {import('./stats.js').RelayStats} stats
  */
 
@@ -51,8 +50,8 @@ export function resumableSession(groups, fresh, m) {
  * Moves `fresh`'s connection into `holder`: `holder` writes to the new socket
  * from now on (what was queued for it goes there), the old socket is
  * terminated and unbound, and `holder` gets a new WELCOME with a new secret.
- * A relay-udp member's data channel belonged to the old connection: it is
- * dropped (the member leaves the fan-out until its new offer opens one, §13.3).
+ * A relay-udp member's data channel is its own, not the old connection's: it
+ * stays, and the member offers a new one if its path moved (§13.3).
  * @param {TakeoverParts} parts
  * @param {Session} fresh
  * @param {Session} holder
@@ -75,9 +74,13 @@ export function takeOver(parts, fresh, holder) {
   holder.name = fresh.name;
   holder.capabilities = fresh.capabilities;
   parts.liveness.watch(holder, /** @type {any} */ (newSocket));
-  if (holder.udp) parts.udp.drop(holder, 'its session was resumed on a new connection');
   parts.stats.resumed++;
   /** @type {{ terminate?: () => void }} */ (/** @type {unknown} */ (oldSocket)).terminate?.();
-  parts.groups.welcome(holder);
+  parts.groups.welcome(holder, true);
+  if (!holder.udp) {
+    // What the old connection swallowed, both ways (a relay-udp member's data is on its channel).
+    holder.replayFloor = holder.newestSeqIn;
+    parts.groups.replayTo(holder);
+  }
   holder.out.flush();
 }

@@ -49,7 +49,7 @@ async function connect(url, hello) {
     const m = decode(/** @type {Buffer} */ (data));
     if (!(m instanceof Error)) got.push(...unbatch(m));
   });
-  ws.on('close', (code) => { closed.code = code; });
+  ws.on('close', (code, reason) => { closed.code = code; /** @type {any} */ (closed).reason = String(reason); });
   await once(ws, 'open');
   ws.send(encode({ type: MsgType.HELLO, flags: FLAGS, clientId: 0, group: 'g', name: 'n', token: '', ...hello }));
   cleanups.push(async () => ws.terminate());
@@ -128,4 +128,37 @@ test('HELLO and WELCOME carry the secret only with RESUME; other trailing bytes 
   assert.equal(back.resume, 'abc');
   assert.equal(back.capabilities, HelloFlag.RESUME);
   assert.throws(() => encode({ ...welcome, resume: undefined }), RangeError);
+});
+
+test('a resume makes good what the old connection swallowed: unanswered copies are written again, the member\'s replays dropped', async () => {
+  const { relay, url } = await startRelay();
+  const a = await connect(url, { name: 'a' });
+  const b = await connect(url, { name: 'b' });
+  await until(() => Boolean(a.welcome() && b.welcome()) && a.got.some((m) => m.type === MsgType.MEMBER_JOINED));
+  const aId = a.welcome().clientId;
+  const { clientId: bId, resume: secret } = b.welcome();
+  const pose = /** @type {import('../core/protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
+  const update = (/** @type {number} */ sender, /** @type {number} */ seq) => encode({ type: MsgType.UPDATE, sender, seq, sendTime: seq, pose, object: null });
+  // a's 1 and 2 reach b, which ACKs 1 only (its ACK of 2 is what the dead path swallows); b's 1 and 2 reach a
+  a.ws.send(update(aId, 1));
+  a.ws.send(update(aId, 2));
+  b.ws.send(update(bId, 1));
+  b.ws.send(update(bId, 2));
+  await until(() => b.got.filter((m) => m.type === MsgType.UPDATE).length === 2 && a.got.filter((m) => m.type === MsgType.UPDATE).length === 2);
+  b.ws.send(encode({ type: MsgType.ACK, sender: aId, seq: 1, acker: bId }));
+  await until(() => a.got.some((m) => m.type === MsgType.ACKED_ALL && m.seq === 1));
+
+  const b2 = await connect(url, { name: 'b', clientId: bId, resume: secret });
+  await until(() => Boolean(b2.welcome()));
+  assert.equal(b2.welcome().capabilities, FLAGS & 0xf8 | 128, 'the WELCOME says the session was resumed (RESUMED, 128)');
+  await until(() => b2.got.some((m) => m.type === MsgType.UPDATE));
+  assert.deepEqual(b2.got.filter((m) => m.type === MsgType.UPDATE).map((m) => [m.sender, m.seq]), [[aId, 2]], 'the unanswered copy, once');
+  // b sends its recent updates again and a new one: only the new one reaches a
+  for (const seq of [1, 2, 3]) b2.ws.send(update(bId, seq));
+  await until(() => a.got.filter((m) => m.type === MsgType.UPDATE).length >= 3);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(a.got.filter((m) => m.type === MsgType.UPDATE).map((m) => m.seq), [1, 2, 3]);
+  assert.equal(relay.stats.replayed, 1);
+  assert.equal(relay.stats.replaysDropped, 2);
+  assert.ok(!a.got.some((m) => m.type === MsgType.MEMBER_LEFT), 'the group saw nothing');
 });

@@ -18,6 +18,8 @@ import { SHARE_BURST_SECONDS } from './budget.js';
  * @property {number} acked
  * @property {number} dropped destinations that never got it (slow consumer, left)
  * @property {number} createdAt
+ * @property {Uint8Array} [body] the UPDATE's bytes, kept while its ACKs are awaited: a destination
+ *   that resumes its session on a new connection gets the copies its old one swallowed (§8.10)
  */
 
 /**
@@ -155,6 +157,18 @@ export class Outbox {
     this.active = true;
     /** Some queued item carries superseded marks (the flush writes them). */
     this.marked = false;
+  }
+
+  /**
+   * Puts items at the head of the queue: a resumed member's replayed copies,
+   * which are older than anything queued for it.
+   * @param {OutItem[]} items
+   */
+  prepend(items) {
+    if (items.length === 0) return;
+    this.queue.unshift(...items);
+    for (const item of items) this.queuedBytes += item.body.length;
+    if (this.blocked) this.indexQueuedUpdates();
   }
 
   /**
@@ -376,6 +390,13 @@ export class Session {
     this.ready = false;
     /** Updates this client sent that await ACKs, by seq. @type {Map<number, PendingUpdate>} */
     this.pending = new Map();
+    /** The newest UPDATE seq it sent (0: none yet). */
+    this.newestSeqIn = 0;
+    /**
+     * After a resume (relay/resume.js), its UPDATEs at or below this seq are replays of
+     * what its old connection may have carried already: dropped, as the relay has them.
+     */
+    this.replayFloor = 0;
     /** The WebSocket's queue: everything, or for relay-udp the control messages. */
     this.out = new Outbox(this, socket, { kind: 'ws' });
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */

@@ -144,6 +144,8 @@ export class RelayStats {
   /** @type {number} */ slowConsumersRecovered = 0;
   /** @type {number} */ silentEnded = 0;
   /** @type {number} */ resumed = 0;
+  /** @type {number} */ replayed = 0;
+  /** @type {number} */ replaysDropped = 0;
   /** @type {number} */ rtsCount = 0;
   /** @type {number} */ rtsSum = 0;
   /** @type {number} */ rtsMax = 0;
@@ -184,6 +186,9 @@ export class RelayStats {
     this.silentEnded = 0;
     /** Sessions taken over by a resuming HELLO (relay/resume.js). */
     this.resumed = 0;
+    /** Copies written again to a resumed member (its old connection swallowed them), and its own replays dropped as known. */
+    this.replayed = 0;
+    this.replaysDropped = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;
@@ -235,6 +240,8 @@ export class RelayStats {
       slowConsumersRecovered: this.slowConsumersRecovered,
       silentEnded: this.silentEnded,
       resumed: this.resumed,
+      replayed: this.replayed,
+      replaysDropped: this.replaysDropped,
       rts: this.rtsCount
         ? { mean: this.rtsSum / this.rtsCount, max: this.rtsMax, n: this.rtsCount }
         : { mean: null, max: null, n: 0 },

@@ -154,6 +154,8 @@ export class UdpEndpoint {
    *   a frame that came in on a session's data channel
    * @param {(s: import('./session.js').Session) => void} hooks.announce the channel opened
    * @param {(s: import('./session.js').Session) => void} hooks.retract the channel is gone
+   * @param {(s: import('./session.js').Session) => void} hooks.unqueue the channel is being replaced:
+   *   what was queued on it will not be delivered
    */
   constructor(ctx, options, hooks) {
     this.ctx = ctx;
@@ -259,7 +261,10 @@ export class UdpEndpoint {
   offer(session, attempt, sdp) {
     const stats = this.ctx.stats;
     stats.udp.offers++;
-    this.drop(session, 'replaced by a new offer');
+    // An open channel the member replaces (its path moved) keeps it announced: what is fanned out
+    // to it until the new one opens is lost like packets; if that one never opens, it is retracted.
+    const previous = this.links.get(session);
+    if (previous) this.lost(session, previous, 'replaced by a new offer', previous.open);
     let pc;
     try {
       pc = new /** @type {NonNullable<typeof ndc>} */ (ndc).PeerConnection(`carlab-${session.id}-${attempt}`, this.rtcConfig);
@@ -330,8 +335,9 @@ export class UdpEndpoint {
    * @param {import('./session.js').Session} session
    * @param {Link} link
    * @param {string} why counted in stats.udp.lost
+   * @param {boolean} [replaced] an open channel the member offers anew: it stays announced
    */
-  lost(session, link, why) {
+  lost(session, link, why, replaced = false) {
     if (this.links.get(session) !== link) return;
     this.links.delete(session);
     clearTimeout(link.setupTimer);
@@ -340,9 +346,12 @@ export class UdpEndpoint {
     stats.udp.lost[key] = (stats.udp.lost[key] ?? 0) + 1;
     if (link.open) {
       stats.udp.channelsClosed++;
-      this.hooks.retract(session); // drops what was queued on the channel
+      if (replaced) this.hooks.unqueue(session);
+      else this.hooks.retract(session); // drops what was queued on the channel
     } else {
       stats.udp.setupFailures++;
+      // The replacement of an open channel never opened: the member cannot be reached after all.
+      if (session.ready && !session.dataOut) this.hooks.retract(session);
     }
     if (session.dataOut && session.dataOut.socket === link.socket) {
       session.dataOut.active = false;

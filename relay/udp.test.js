@@ -286,6 +286,29 @@ describe('relay-udp: bad input and channel loss', () => {
     for (const c of [a, b]) c.close();
   });
 
+  test('a resumed member offers its channel anew: the new one replaces the old with no MEMBER_LEFT', async () => {
+    const network = new EventTarget();
+    const a = udpClient(env.url, 'moved', 'a', { cycleMs: 30 });
+    const b = udpClient(env.url, 'moved', 'b', { cycleMs: 30, transport: { reconnect: { baseMs: 10 }, network } });
+    await Promise.all([a.connect(), b.connect()]);
+    await until(() => a.members.size === 1 && b.members.size === 1);
+    for (const c of [a, b]) c.start();
+    await until(() => a.cycle.completed >= 5 && b.cycle.completed >= 5);
+    /** @type {string[]} */
+    const events = [];
+    for (const c of [a, b]) c.options.onEvent = (e, d) => { if (e === 'member-left' || e === 'member-joined') events.push(`${c.options.name} ${e}:${d.id}`); };
+    const resumedBefore = env.relay.stats.resumed;
+    const oldPc = b.transport.peerConnection;
+    network.dispatchEvent(new Event('online')); // the phone says its network changed
+    await until(() => env.relay.stats.resumed === resumedBefore + 1 && b.transport.setupInfo().counters.channelReplacements === 1);
+    await until(() => b.transport.peerConnection !== oldPc && b.transport.channel !== null);
+    const before = [a.cycle.completed, b.cycle.completed];
+    await until(() => a.cycle.completed >= before[0] + 5 && b.cycle.completed >= before[1] + 5);
+    assert.deepEqual(events, [], 'nobody left, nobody joined');
+    assert.equal(b.id, a.members.keys().next().value, 'b kept its id');
+    for (const c of [a, b]) c.close();
+  });
+
   test('loss happens and is counted exactly: every discarded update is a lost one', async () => {
     const group = 'lossy';
     /** @type {UdpClient[]} */

@@ -32,6 +32,8 @@ export const RELAY_COUNTERS = Object.freeze({
   slowConsumers: ['slow_consumers', 'members found lagging and no longer waited for'],
   silentEnded: ['silent_sessions_ended', 'sessions ended because nothing, not even a pong, came for the liveness timeout'],
   resumed: ['sessions_resumed', 'sessions a member took over on a new connection with its resume secret'],
+  replayed: ['updates_replayed', 'update copies written again to a member that resumed its session (its old connection swallowed them)'],
+  replaysDropped: ['replays_dropped', 'updates a resumed member sent again that the relay already had'],
   framesIn: ['frames_received', 'WebSocket and data-channel frames received'],
   framesOut: ['frames_sent', 'WebSocket and data-channel frames sent'],
   messagesIn: ['messages_received', 'protocol messages received (BATCH contents counted one by one)'],

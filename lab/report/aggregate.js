@@ -197,6 +197,8 @@ export function aggregateRun({ point, clients: all, relay, cpu, extra = {}, only
         // Ended with nothing heard for the liveness timeout, and taken over by a resume (docs/protocol.md §8.4, §8.10).
         silentEnded: relay.silentEnded ?? null,
         resumed: relay.resumed ?? null,
+        replayed: relay.replayed ?? null,
+        replaysDropped: relay.replaysDropped ?? null,
       }
       : null,
     setupMs: aggregateSetup(clients),

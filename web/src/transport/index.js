@@ -30,6 +30,9 @@ export { TRANSPORTS };
  * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] relay, relay-faithful and
  *   the p2p transports' membership socket: reconnect after the relay went away (default true; false
  *   to see the close at once). The p2p transports also reconnect to the PeerServer, always.
+ * @property {import('./relay-connection.js').RelayConnectionOptions['network']} [network] where the
+ *   network coming back is announced to the relay connections (default: the browser's window;
+ *   the lab's Node clients pass their own, lab/sim/net-watch.js)
  */
 
 /**
@@ -55,7 +58,7 @@ export function createTransport(name, env) {
     case 'relay-faithful':
       return createRelayTransport({
         url: env.failoverBaseUrls?.length ? [relayUrl, ...env.failoverBaseUrls.map((u) => `${webSocketBase(new URL(u))}${env.config.relayPath ?? '/relay'}`)] : relayUrl,
-        batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true,
+        batched: name === 'relay', WebSocket: env.WebSocket, reconnect: env.reconnect ?? true, network: env.network,
       });
     case 'relay-udp': {
       const RTCPeerConnection = env.RTCPeerConnection ?? globalThis.RTCPeerConnection;
@@ -66,6 +69,8 @@ export function createTransport(name, env) {
         RTCPeerConnection,
         WebSocket: env.WebSocket,
         discardIncomingFraction: env.discardIncomingFraction,
+        reconnect: env.reconnect ?? true,
+        network: env.network,
       });
     }
     case 'p2p':

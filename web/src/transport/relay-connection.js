@@ -2,7 +2,8 @@
 // HELLO, and after an unexpected close a rejoin with the same client id and
 // token, paced by ReconnectPolicy. relay.js wraps it as a core Transport.
 
-import { ProtocolError, decode, encode, unbatch } from '../../../core/protocol.js';
+import { MsgType, ProtocolError, WelcomeFlag, decode, encode, unbatch } from '../../../core/protocol.js';
+import { ResumeReplay } from './relay-replay.js';
 import { RelayOutbox } from './relay-outbox.js';
 import { REJOIN_WELCOME_TIMEOUT_MS, ReconnectPolicy } from './relay-reconnect.js';
 import { SILENCE_DEFAULT_MS, SilenceWatch } from './relay-silence.js';
@@ -100,12 +101,19 @@ export class RelayConnection {
      * @type {RelaySocket[]}
      */
     this.abandoned = [];
+    /** What a resumed session makes good, both ways (relay-replay.js). */
+    this.replay = new ResumeReplay();
     this.onOnline = () => { if (this.attempt?.welcomed) this.giveUp(this.attempt, 'the network changed'); };
   }
 
-  /** An UPDATE went out on the current connection: it should be answered. */
-  sentUpdate() {
+  /**
+   * An UPDATE went out on the current connection: it should be answered, and
+   * it is kept for a resume to send again.
+   * @param {import('../../../core/protocol.js').UpdateMsg} update
+   */
+  sentUpdate(update) {
     this.silence.sent(this.options.now());
+    this.replay.sent(update);
   }
 
   /**
@@ -221,7 +229,11 @@ export class RelayConnection {
       onSignal: this.options.onSignal,
       onWelcome: (/** @type {WelcomeMsg} */ m) => this.onWelcome(attempt, m),
     };
-    for (const m of unbatch(frame)) dispatchRelayMessage(m, arrival, sinks);
+    for (const m of unbatch(frame)) {
+      if (m.type === MsgType.UPDATE && !this.replay.received(m)) continue;
+      if (m.type === MsgType.MEMBER_LEFT) this.replay.left(m.id);
+      dispatchRelayMessage(m, arrival, sinks);
+    }
   }
 
   /**
@@ -234,6 +246,9 @@ export class RelayConnection {
     if (attempt.giveUp !== null) clearTimeout(attempt.giveUp);
     this.myId = m.clientId;
     this.resumeSecret = m.resume ?? '';
+    const resumed = ((m.capabilities ?? 0) & WelcomeFlag.RESUMED) !== 0;
+    // Sent again before anything new: the relay drops the ones it had.
+    for (const update of this.replay.welcomed(resumed)) this.outbox.send(update);
     this.watchSilence(true);
     this.closeAbandoned();
     this.takeClockSample(attempt.helloAt, m.serverTime);

@@ -3,7 +3,7 @@
 // between two attempts.
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CloseCode, HelloFlag, MsgType } from '../../../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType, WelcomeFlag, unbatch } from '../../../core/protocol.js';
 import { RelayConnection } from './relay-connection.js';
 import { fakeWebSocketClass, settle } from './relay-fakes.js';
 
@@ -38,6 +38,13 @@ function setup(reconnect, rejoinTimeoutMs) {
 
 /** @param {number} clientId */
 const welcome = (clientId) => ({ type: MsgType.WELCOME, clientId, serverTime: 0, members: [] });
+
+/**
+ * An UPDATE of `sender`.
+ * @param {number} sender @param {number} seq
+ * @returns {import('../../../core/protocol.js').UpdateMsg}
+ */
+const updateOf = (sender, seq) => ({ type: MsgType.UPDATE, sender, seq, sendTime: seq, pose: [0, 0, 0, 0, 0, 0, 1], object: null });
 
 /** @param {import('./relay-fakes.js').FakeWebSocket} ws */
 function hello(ws) {
@@ -274,7 +281,7 @@ async function welcomedOnClock(options) {
 test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined; so is one whose network came back', async () => {
   const network = new EventTarget();
   const { fake, clock, connection, events } = await welcomedOnClock({ reconnect: { random: () => 0 }, silenceMs: 1000, network });
-  connection.sentUpdate();
+  connection.sentUpdate(updateOf(5, 1));
   clock.now = 900;
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(fake.instances.length, 1, 'not yet: 900 ms without an answer');
@@ -292,9 +299,48 @@ test('a welcomed connection whose UPDATEs go unanswered is given up and rejoined
 
 test('without reconnection a silent connection is left alone: giving it up would only end it', async () => {
   const { fake, clock, connection, events } = await welcomedOnClock({ silenceMs: 100 });
-  connection.sentUpdate();
+  connection.sentUpdate(updateOf(5, 1));
   clock.now = 10_000;
   await new Promise((r) => setTimeout(r, 250));
   assert.deepEqual(events, []);
   assert.equal(fake.instances.length, 1);
+});
+
+/**
+ * A member with three UPDATEs out and two of sender 7's in loses its connection and rejoins.
+ * @param {number} capabilities of the rejoin's WELCOME
+ */
+async function rejoinAfterUpdates(capabilities) {
+  const { fake, connection, events, handlers } = setup({ random: () => 0 });
+  const joined = connection.connect({ group: 'g', name: 'n' }, handlers);
+  fake.instances[0].open();
+  fake.instances[0].receive({ type: MsgType.WELCOME, clientId: 5, serverTime: 0, members: [], capabilities: HelloFlag.RESUME, resume: 's1' });
+  await joined;
+  for (const seq of [1, 2, 3]) { connection.outbox.send(updateOf(5, seq)); connection.sentUpdate(updateOf(5, seq)); }
+  fake.instances[0].receive({ type: MsgType.BATCH, messages: [updateOf(7, 1), updateOf(7, 2)] });
+  fake.instances[0].drop(1006, '');
+  await settle();
+  const ws = /** @type {import('./relay-fakes.js').FakeWebSocket} */ (fake.instances[1]);
+  ws.open();
+  ws.receive({ type: MsgType.WELCOME, clientId: 5, serverTime: 0, members: [], capabilities, resume: 's2' });
+  await settle();
+  // the relay's copies: 7/1 and 7/2 had arrived (their ACKs were lost), 7/3 had not
+  ws.receive({ type: MsgType.BATCH, messages: [updateOf(7, 1), updateOf(7, 2), updateOf(7, 3)] });
+  const resent = ws.messages().slice(1).flatMap((m) => (m instanceof Error ? [] : unbatch(m)))
+    .filter((m) => m.type === MsgType.UPDATE).map((m) => /** @type {import('../../../core/protocol.js').UpdateMsg} */ (m).seq);
+  return { events: events.filter((e) => e.startsWith('update')), resent, counters: connection.replay.counters };
+}
+
+test('a resumed session makes good what the dead connection swallowed: our UPDATEs go again, copies we had are skipped', async () => {
+  const r = await rejoinAfterUpdates(HelloFlag.RESUME | WelcomeFlag.RESUMED);
+  assert.deepEqual(r.resent, [1, 2, 3], 'the relay drops those it had');
+  assert.deepEqual(r.events, ['update 1 @7', 'update 2 @7', 'update 3 @7']);
+  assert.deepEqual(r.counters, { resent: 3, skipped: 2 });
+});
+
+test('a rejoin that did not resume is a new session: nothing is sent again or skipped', async () => {
+  const r = await rejoinAfterUpdates(HelloFlag.RESUME);
+  assert.deepEqual(r.resent, []);
+  assert.deepEqual(r.events, ['update 1 @7', 'update 2 @7', 'update 1 @7', 'update 2 @7', 'update 3 @7']);
+  assert.deepEqual(r.counters, { resent: 0, skipped: 0 });
 });

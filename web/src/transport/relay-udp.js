@@ -46,6 +46,11 @@ export {
  * @property {number} [connectTimeoutMs]
  * @property {number} [discardIncomingFraction] test knob: drop every
  *   round(1/f)-th received update before the client sees it (counted in `discarded`)
+ * @property {boolean | import('./relay-reconnect.js').ReconnectOptions} [reconnect] the membership
+ *   socket rejoins after an unexpected close and resumes its session; the channel is then offered
+ *   anew (default false)
+ * @property {import('./relay-connection.js').RelayConnectionOptions['network']} [network] where the
+ *   network coming back is announced (default: the browser's window; none in Node)
  */
 
 /**
@@ -83,6 +88,8 @@ export function createRelayUdpTransport(options) {
     retryMaxMs: options.retryMaxMs ?? RETRY_MAX_MS,
     connectTimeoutMs: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     discardIncomingFraction: options.discardIncomingFraction,
+    reconnect: options.reconnect ?? false,
+    network: options.network,
   });
   return {
     name: 'relay-udp',

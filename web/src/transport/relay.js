@@ -72,7 +72,7 @@ export function createRelayTransport(options) {
     get ws() { return connection.ws; },
     get serverClock() { return connection.serverClock; },
     connect: (join, h) => connection.connect(join, h),
-    sendUpdate(update) { if (outbox.send(update)) connection.sentUpdate(); },
+    sendUpdate(update) { if (outbox.send(update)) connection.sentUpdate(update); },
     sendAck(sender, seq, acker) { outbox.send({ type: MsgType.ACK, sender, seq, acker }); },
     sendStats(stats) {
       // A report names its member as clientId, the client core's end-of-run stats as id.
@@ -82,7 +82,7 @@ export function createRelayTransport(options) {
     sendSignal(m) { outbox.send(m); },
     channelInfo: () => ({ kind: 'websocket', ordered: true, maxRetransmits: null, maxPacketLifeTime: null, protocol: '' }),
     /** Reconnection counters: rejoins that succeeded, attempts made, the last close code seen. */
-    reconnectInfo: () => ({ ...connection.counters }),
+    reconnectInfo: () => ({ ...connection.counters, ...connection.replay.counters }),
     close() { connection.close(); },
   };
 }

@@ -33,6 +33,8 @@ export function newUdpCounters() {
     setupFailures: 0,
     /** Open channels that closed or failed. */
     channelDrops: 0,
+    /** Open channels offered anew after the membership socket rejoined (its path was in doubt). */
+    channelReplacements: 0,
     sendErrors: 0,
     /** Messages the core asked to send while no channel was open. */
     notSent: 0,

@@ -56,6 +56,16 @@ export class UdpMembers {
   }
 
   /**
+   * Takes in the WELCOME of a rejoin: the members the relay lists now
+   * replace those known (the core re-learns them from welcomeForCore).
+   * @param {WelcomeMsg} welcome
+   */
+  rejoined(welcome) {
+    this.myId = welcome.clientId;
+    this.members = new Map(welcome.members.filter((m) => m.id !== this.myId).map((m) => [m.id, m.name]));
+  }
+
+  /**
    * @param {number} id
    * @param {string} name
    */
@@ -88,12 +98,14 @@ export class UdpMembers {
   }
 
   /**
-   * The WELCOME connect() resolves with: the members whose channels are open, and us.
+   * The WELCOME the core gets: the members whose channels are open, and us.
    * @param {WelcomeMsg} welcome the relay's
+   * @param {boolean} [reachable] false: our own channel is not open yet, so only us
    * @returns {WelcomeMsg}
    */
-  welcomeForCore(welcome) {
+  welcomeForCore(welcome, reachable = true) {
     const me = { id: this.myId, name: welcome.members.find((x) => x.id === this.myId)?.name ?? '' };
-    return { ...welcome, members: [...[...this.members].map(([id, name]) => ({ id, name })), me] };
+    const others = reachable ? [...this.members].map(([id, name]) => ({ id, name })) : [];
+    return { ...welcome, members: [...others, me] };
   }
 }

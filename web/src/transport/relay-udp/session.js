@@ -37,6 +37,10 @@ import { readRelaySignal, signalToRelay } from './signal.js';
  * @property {number} retryMaxMs
  * @property {number} connectTimeoutMs
  * @property {number | undefined} discardIncomingFraction
+ * @property {boolean | import('../relay-reconnect.js').ReconnectOptions} [reconnect] the membership socket
+ *   rejoins after an unexpected close, resuming its session (default false)
+ * @property {import('../relay-connection.js').RelayConnectionOptions['network']} [network] where the
+ *   network coming back is announced (the membership rejoins at once, and the channel is offered anew)
  */
 
 /**
@@ -51,7 +55,7 @@ export class RelayUdpSession {
     this.counters = newUdpCounters();
     this.membership = createRelayTransport({
       url: options.url, batched: options.batched, extraFlags: HelloFlag.UDP, WebSocket: options.WebSocket, now: options.now,
-      onSignal: (m) => this.onSignal(m),
+      onSignal: (m) => this.onSignal(m), reconnect: options.reconnect, network: options.network,
     });
     this.members = new UdpMembers();
     this.retry = new ChannelRetryPolicy({ baseMs: options.retryBaseMs, maxMs: options.retryMaxMs });
@@ -79,11 +83,27 @@ export class RelayUdpSession {
     this.lastError = '';
     /** @type {TransportHandlers | null} */
     this.handlers = null;
+    /** A channel is being replaced while its members stay (after a resume): its failure takes them away. */
+    this.replacing = false;
+    /**
+     * The channel being replaced: kept (and sent on while it is open) until the new one opens, so
+     * that the relay sees the new offer first and keeps the member announced (docs/protocol.md §13.3).
+     * @type {UdpLink | null}
+     */
+    this.retiring = null;
   }
 
   /** The open data channel, or null. */
   get openChannel() {
-    return this.current?.open ? this.current.channel : null;
+    if (this.current?.open) return this.current.channel;
+    return this.retiring?.open ? this.retiring.channel : null;
+  }
+
+  /** Takes the channel being replaced down (the new one opened, or will not). */
+  retire() {
+    const old = this.retiring;
+    this.retiring = null;
+    old?.teardown();
   }
 
   // ------------------------------------------------------------ connect and close
@@ -130,7 +150,48 @@ export class RelayUdpSession {
       onMemberJoined: (m) => this.members.announced(m.id, m.name),
       onMemberLeft: (id) => this.members.departed(id),
       onClose: (code, reason) => this.onMembershipClose(code, reason),
+      // The WebSocket is away: the core holds its cycle back until it is rejoined.
+      onReconnecting: (info) => h.onReconnecting?.(info),
+      onReconnected: (welcome) => this.onMembershipBack(welcome),
+      onConnectionStatus: (status) => h.onConnectionStatus?.(status),
     };
+  }
+
+  /**
+   * The membership socket rejoined. Resumed (same id, docs/protocol.md §8.10):
+   * the member stayed in its group at the relay, so its members stay, and
+   * its channel is offered anew, since the path the old one took may be gone
+   * (a rejoin means it was in doubt). Not resumed (a new id): the relay ended
+   * the old session and its channel, so this is a join: nobody is reachable
+   * until a new channel opens.
+   * @param {WelcomeMsg} welcome
+   */
+  onMembershipBack(welcome) {
+    const h = /** @type {TransportHandlers} */ (this.handlers);
+    const resumed = welcome.clientId === this.members.myId;
+    this.members.rejoined(welcome);
+    this.welcomeMsg = welcome;
+    clearTimeout(this.retryTimer);
+    if (resumed && this.members.live) {
+      this.replaceChannel();
+      h.onReconnected?.(this.members.welcomeForCore(welcome));
+      return;
+    }
+    this.members.live = false;
+    this.dropCurrent();
+    h.onReconnected?.(this.members.welcomeForCore(welcome, false));
+    this.offer();
+  }
+
+  /** Offers a new channel in place of the open one; the members stay unless it fails. */
+  replaceChannel() {
+    this.replacing = true;
+    this.counters.channelReplacements++;
+    this.retire();
+    this.retiring = this.current?.open ? this.current : null;
+    if (!this.retiring) this.dropCurrent();
+    this.current = null;
+    this.offer();
   }
 
   /**
@@ -166,6 +227,7 @@ export class RelayUdpSession {
 
   /** Tears down the current attempt, if any, without counting it as a failure. */
   dropCurrent() {
+    this.retire();
     if (!this.current) return;
     const link = this.current;
     this.current = null;
@@ -232,13 +294,16 @@ export class RelayUdpSession {
     if (this.current !== link || link.open) return;
     link.markOpen(this.now());
     this.retry.opened();
+    const replaced = this.replacing;
+    this.replacing = false;
+    this.retire();
     const setup = link.setup;
     this.lastRead = readChannel(link.channel);
     Object.assign(setup, this.lastRead);
     this.log.opened(setup);
     setupStats(link.pc).then((s) => Object.assign(setup, s), () => { /* stats are best effort */ });
     const pending = this.pendingConnect;
-    this.members.goLive(!pending);
+    if (!replaced) this.members.goLive(!pending);
     if (pending) {
       this.pendingConnect = null;
       clearTimeout(this.connectTimer);
@@ -269,7 +334,10 @@ export class RelayUdpSession {
       this.members.goDown();
     } else {
       this.counters.setupFailures++;
+      // A replacement that does not open: the members it kept cannot be reached after all.
+      if (this.replacing) { this.retire(); this.members.goDown(); }
     }
+    this.replacing = false;
     this.scheduleRetry(wasOpen);
   }
 
