@@ -85,7 +85,7 @@ import { CAR_ID, SharedScene } from './scene.js';
  *   compare: default performance.timeOrigin + performance.now()
  * @property {(event: string, detail?: any) => void} [onEvent] UI hook:
  *   'member-joined', 'member-left', 'pose' (a member's newest pose), 'update' (every arrival: { update, arrivalTime }), 'object' (the legacy car moved), 'scene' (a scene record
- *   changed: { record, local }), 'rt', 'closed',
+ *   changed: { record, local }), 'rt', 'sent' (an update went out: { seq, sendTime }), 'closed',
  *   'reconnecting' ({ code, reason }), 'reconnected' ({ outageMs, id }),
  *   'connection' (a ConnectionStatus with `at`, the client clock when it came)
  */
@@ -366,6 +366,7 @@ export class CarClient {
   sendUpdate(seq, sendTime) {
     const scene = this.scene.nextBlock(this.members.keys());
     this.transport.sendUpdate({ type: 5, sender: this.id, seq, sendTime, pose: this.options.pose(), object: null, scene });
+    if (this.options.onEvent) this.emit('sent', { seq, sendTime });
   }
 
   /**

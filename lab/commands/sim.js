@@ -9,6 +9,8 @@ import { generatorShares } from '../sim/generators.js';
 import { runLabCommand } from './sweep.js';
 import { LOAD_FLAGS_HELP } from '../report/saturation.js';
 import { MAX_MACHINES, missingTools } from '../target/lb.js';
+import { movingShares } from '../sim/net-events.js';
+import { readNetEventsFlag } from '../net/events.js';
 
 /** Help text of `carlab sim`. */
 export function simHelp() {
@@ -47,6 +49,22 @@ With --net the server runs in a server namespace and each load generator is a
 child process in its own client namespace (one link per generator; the
 profile's rate is per client, so a link with k clients gets k x rate).
 
+  --net-events SPEC    change the network of the moving clients during the measured window
+                       (needs --net): events separated by ";", times from the window's start:
+                         at <T>s outage <D>s          every packet of their link dropped for D s
+                         at <T>s handover [<G>s]      their address removed, a new one added G s
+                                                      later (default 0), as a phone changing networks
+                         at <T>s loss <P>% for <D>s   P % of the packets each way dropped for D s
+                         at <T>s rate <R> for <D>s    e.g. 200kbit per client for D s
+                       or the name of a file holding them (one per line, # comments). Runs record
+                       netEvents (each event's times) and recovery (per event: the time from the
+                       network being back until the moving members' updates reach every neighbour
+                       and theirs reach them, p50/p99/max; members who fell out; loss during the
+                       events apart from loss outside them; docs/architecture.md "Recovery")
+  --net-events-members N
+                       members of each group behind the link that changes (default 1): they run
+                       in one load generator on link 0, the others in a second on link 1
+
 ${LOAD_FLAGS_HELP}
 
 Scale-out: --relays N runs N relay processes joined by a nats-server of the run's own
@@ -76,6 +94,33 @@ Examples:
     --fail-if "lossPct>0,dups>0,reorders>0,stability.rssGrowthPct>10,stability.liveHeapGrowthPct>10,stability.rtDriftPct>20"   (soak)`;
 }
 
+/**
+ * Checks --net-events and --net-events-members into o.netEvents; a message when they cannot run.
+ * @param {any} o the parsed options
+ * @returns {string | null}
+ */
+function validateNetEvents(o) {
+  const raw = o.values['net-events'];
+  if (raw === undefined) return o.values['net-events-members'] === undefined ? null : '--net-events-members needs --net-events';
+  if (!o.nets) return '--net-events changes the clients\' links: it needs --net (e.g. --net none)';
+  if (o.values.workers !== undefined) return '--net-events places the clients itself (a generator per link): drop --workers';
+  let events;
+  try {
+    events = readNetEventsFlag(String(raw));
+  } catch (err) {
+    return /** @type {Error} */ (err).message;
+  }
+  const last = events[events.length - 1];
+  if (last.atMs + last.forMs >= o.durationS * 1000) return `--net-events: "${last.text}" does not end inside the ${o.durationS} s window`;
+  const members = o.values['net-events-members'] === undefined ? 1 : Number(o.values['net-events-members']);
+  const smallest = Math.min(...o.groups);
+  if (!Number.isInteger(members) || members < 1 || members >= smallest) {
+    return `--net-events-members: "${o.values['net-events-members']}" is not an integer 1..${smallest - 1} (each group keeps a member whose link does not change)`;
+  }
+  o.netEvents = { events, movingPerGroup: members };
+  return null;
+}
+
 /** @type {import('./sweep.js').LabCommand} */
 export const simCommand = {
   name: 'sim',
@@ -92,7 +137,7 @@ export const simCommand = {
   },
   extraFlags: {
     workers: { type: 'string' }, 'edits-per-minute': { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
-    'late-join': { type: 'string' },
+    'late-join': { type: 'string' }, 'net-events': { type: 'string' }, 'net-events-members': { type: 'string' },
     ...START_CLUSTER_FLAG,
   },
   help: simHelp,
@@ -112,6 +157,8 @@ export const simCommand = {
     }
     const edits = validateEdits(o, BASELINES);
     if (edits) return edits;
+    const netEvents = validateNetEvents(o);
+    if (netEvents) return netEvents;
     o.liveHeap = Boolean(o.values['live-heap']);
     if (o.liveHeap && (o.startClusters || o.relays.some((/** @type {number} */ n) => n > 0))) {
       return '--live-heap measures the one relay process; it does not go with --relays or --start-cluster';
@@ -142,7 +189,9 @@ export const simCommand = {
   },
   describe: (o) => ({ generator: 'node', workers: o.workers ?? 'auto' }),
   // one client namespace per generator process, its share of the clients on it
-  netLinks: (point, o) => generatorShares(point.clients, o.workers).map(({ from, to }) => to - from),
+  netLinks: (point, o) => (o.netEvents
+    ? movingShares(point.clients, point.group, o.netEvents.movingPerGroup).map((s) => s.indices.length)
+    : generatorShares(point.clients, o.workers).map(({ from, to }) => to - from)),
   runPoint: ({ point, options, onProgress, shouldStop, net }) => runSimPoint({
     net,
     point: { ...point, reportsIntervalS: reportsIntervalOf(point, options) }, durationS: options.durationS, warmupS: options.warmupS, updates: options.updates,
@@ -151,6 +200,7 @@ export const simCommand = {
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
     lateJoinS: options.lateJoinS, playout: options.playout, renderFps: options.renderFps,
     nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,
+    netEvents: options.netEvents ?? null,
   }),
 };
 

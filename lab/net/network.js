@@ -57,6 +57,8 @@ export function forkInNamespace(ns, execArgv = []) {
  * @property {string} serverNs
  * @property {string} serverIp the server listens here; clients connect to it
  * @property {string[]} clientNs one per link
+ * @property {string[]} [clientIps] each link's address, as clientNs
+ * @property {import('./profiles.js').NetProfile} [profile] what the links carry (--net-events restores it after a change)
  * @property {boolean} [turn] the profile wants coturn beside the server (docs/turn.md)
  */
 
@@ -80,7 +82,7 @@ export async function withNetwork(profile, peersPerLink, run, hooks = {}) {
     const calibration = await calibrate(t, profile, peersPerLink);
     // The firewall comes after calibration: it measures the links, whose UDP probe a block would stop.
     for (const cmd of blockCommands(t, profile)) runCommand(cmd);
-    const record = await run({ serverNs: t.serverNs, serverIp: t.serverIp, clientNs: t.clientNs, ...(profile.turn ? { turn: true } : {}) });
+    const record = await run({ serverNs: t.serverNs, serverIp: t.serverIp, clientNs: t.clientNs, clientIps: t.clientIps, profile, ...(profile.turn ? { turn: true } : {}) });
     return { ...record, net: netRecord(profile, peersPerLink, calibration) };
   } finally {
     destroyTopology(t);

@@ -20,12 +20,16 @@ import { startEditing } from '../shared/edits.js';
 import { DrawnMeasurement } from '../../core/playout-probe.js';
 import { scriptedTruth } from '../shared/drawn-measure.js';
 import { DEFAULT_RENDER_FPS } from '../shared/flags.js';
+import { RecoveryProbe } from '../../core/recovery.js';
+import { createNetWatch } from './net-watch.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: import('../shared/flags.js').Placement, config: any, transport: string, from: number, to: number, clients: number,
  *   groupSize: number, runId: string, cycleMs: number, cycleMode?: string, ackTimeoutMs: number, warmupMs: number,
  *   maxUpdates: number, reportsIntervalMs?: number, reconnect?: { baseMs?: number, maxMs?: number }, editsPerMinute?: number,
- *   lateJoinMs?: number, playout?: import('../../core/playout.js').PlayoutMode[], renderFps?: number }} */
+ *   lateJoinMs?: number, playout?: import('../../core/playout.js').PlayoutMode[], renderFps?: number,
+ *   indices?: number[], recovery?: boolean }} indices: the population indices of this generator's clients
+ *   (from/to then count them), recovery: each client keeps a recovery probe (--net-events) */
 const job = inChildProcess ? JSON.parse(process.argv[2]) : workerData;
 /** @type {{ on: (event: 'message', f: (m: any) => void) => void, postMessage: (m: any) => void }} */
 const port = inChildProcess
@@ -66,6 +70,29 @@ function exit() {
   }, 100);
 }
 const groupOf = (/** @type {number} */ i) => Math.floor(i / job.groupSize);
+/** The population index of this generator's k-th client. @param {number} k */
+const indexOf = (k) => (job.indices ? job.indices[k] : job.from + k);
+/** --net-events: each client's recovery probe (core/recovery.js), by k. @type {RecoveryProbe[]} */
+const probes = [];
+/** --net-events: the machine's addresses watched, as a phone's OS announces a new network. */
+const netWatch = job.recovery ? createNetWatch() : undefined;
+
+/**
+ * The client hooks of what this generator measures beside the stats: the drawn error, recovery.
+ * @param {number} k
+ * @returns {((event: string, detail: any) => void) | undefined}
+ */
+function eventsOf(k) {
+  const probe = job.recovery ? (probes[k] = new RecoveryProbe()) : null;
+  if (!drawn && !probe) return undefined;
+  return (event, detail) => {
+    drawn?.onClientEvent(k, event, detail);
+    if (!probe) return;
+    if (event === 'sent') probe.sent(detail.seq, detail.sendTime);
+    else if (event === 'update') probe.arrived(detail.update.sender, detail.update.seq, detail.arrivalTime);
+    else if (event === 'member-left') probe.memberLeft(detail.id);
+  };
+}
 
 /**
  * The servers client i uses, its home first: with several relays (--relays),
@@ -92,15 +119,18 @@ const drawn = job.playout?.length ? new DrawnMeasurement(job.playout, scriptedTr
 
 async function connectAll() {
   const CONCURRENCY = 64;
-  let next = job.from;
+  let next = 0;
+  const count = job.to - job.from;
   const one = async () => {
-    while (next < job.to) {
-      const i = next++;
-      const k = i - job.from;
+    while (next < count) {
+      const k = next++;
+      const i = indexOf(k);
+      const onEvent = eventsOf(k);
       const client = new CarClient({
         transport: createLabTransport(job.transport, {
           baseUrl: serversOf(i)[0], failoverBaseUrls: serversOf(i).slice(1), config: job.config, WebSocket: SimWebSocket, RTCPeerConnection, io,
           ...(job.reconnect ? { reconnect: job.reconnect } : {}),
+          ...(netWatch ? { network: netWatch } : {}),
         }),
         group: `${job.runId}-g${groupOf(i)}`,
         name: `sim${i}`,
@@ -110,7 +140,7 @@ async function connectAll() {
         warmupMs: job.warmupMs,
         maxUpdates: job.maxUpdates,
         pose: () => scriptedPose(i, epochNow()),
-        ...(drawn ? { onEvent: (/** @type {string} */ event, /** @type {any} */ detail) => drawn?.onClientEvent(k, event, detail) } : {}),
+        ...(onEvent ? { onEvent } : {}),
       });
       clients[k] = client;
       if (!joinsLate(i)) await client.connect();
@@ -122,7 +152,7 @@ async function connectAll() {
 /** Every client sees its whole group (the other members may live in other threads), late joiners aside. */
 function allMeshed() {
   return clients.every((c, k) => {
-    const i = job.from + k;
+    const i = indexOf(k);
     const late = job.lateJoinMs !== undefined && groupSizeOf(groupOf(i)) >= 2;
     return joinsLate(i) || c.members.size === groupSizeOf(groupOf(i)) - 1 - Number(late);
   });
@@ -131,7 +161,7 @@ function allMeshed() {
 /** --late-join: the held-back members connect and start their cycle. */
 function joinLate() {
   clients.forEach((c, k) => {
-    if (joinsLate(job.from + k)) c.connect().then(() => c.start(), (err) => port.postMessage({ type: 'error', message: `late join: ${err?.message ?? err}` }));
+    if (joinsLate(indexOf(k))) c.connect().then(() => c.start(), (err) => port.postMessage({ type: 'error', message: `late join: ${err?.message ?? err}` }));
   });
 }
 
@@ -231,7 +261,7 @@ function httpPostOnce(url, body) {
 function startReports() {
   if (!reportsMs) return;
   clients.forEach((client, k) => {
-    const url = new URL('/reports', serversOf(job.from + k)[0]).href;
+    const url = new URL('/reports', serversOf(indexOf(k))[0]).href;
     // STATS on the client's relay session; HTTP when it has none open
     const reporter = new Reporter({ client, kind: 'sim', intervalMs: reportsMs, send: overSession(client, (report) => postReport(url, report)) });
     reporter.start(Math.random() * reportsMs);
@@ -265,13 +295,19 @@ async function finishReports() {
 }
 
 /**
- * A client's stats, and with the edit workload its scene as the measures see it (core/scene-metrics.js).
+ * A client's stats, with the edit workload its scene as the measures see it (core/scene-metrics.js),
+ * with --net-events its recovery record.
  * @param {CarClient} c
+ * @param {number} k
  * @param {number} endedAt ms since 1970
  */
-function withSceneMember(c, endedAt) {
+function withSceneMember(c, k, endedAt) {
   const stats = c.stats();
-  return job.editsPerMinute ? { ...stats, sceneMember: c.sceneMember(endedAt) } : stats;
+  return {
+    ...stats,
+    ...(job.editsPerMinute ? { sceneMember: c.sceneMember(endedAt) } : {}),
+    ...(probes[k] ? { recovery: probes[k].toJSON() } : {}),
+  };
 }
 
 /** @type {ReturnType<typeof setInterval> | undefined} */
@@ -294,7 +330,7 @@ async function drain() {
 
 port.on('message', async (m) => {
   if (m.cmd === 'start') {
-    clients.forEach((c, k) => { if (!joinsLate(job.from + k)) c.start(); });
+    clients.forEach((c, k) => { if (!joinsLate(indexOf(k))) c.start(); });
     if (job.lateJoinMs !== undefined) setTimeout(joinLate, job.lateJoinMs);
     if (job.editsPerMinute) editing = startEditing(clients, job.editsPerMinute);
     drawn?.start(job.warmupMs, job.renderFps ?? DEFAULT_RENDER_FPS);
@@ -310,6 +346,10 @@ port.on('message', async (m) => {
       }
       port.postMessage({ type: 'progress', rtSum: sum, rtN: n, sent, done: clients.every((c) => !c.cycle.running) });
     }, 1000);
+  } else if (m.cmd === 'net-mark') {
+    // an event's moment, on the run's shared clock: each probe reads it back on this process's own
+    const at = m.epochMs - performance.timeOrigin;
+    for (const p of probes) p?.mark(m.index, m.phase, at);
   } else if (m.cmd === 'edits-stop') {
     editing?.stop();
   } else if (m.cmd === 'stop') {
@@ -321,7 +361,7 @@ port.on('message', async (m) => {
     await drain();
     await finishReports();
     port.postMessage({
-      type: 'stats', stats: clients.map((c) => withSceneMember(c, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null,
+      type: 'stats', stats: clients.map((c, k) => withSceneMember(c, k, endedAt)), reports: reportsMs ? tallyReports(reporting, reportTally) : null,
       drawn: drawn ? drawn.toJSON() : null,
     });
   } else if (m.cmd === 'cpu') {

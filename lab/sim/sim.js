@@ -22,6 +22,7 @@ import { startBalancer } from '../target/lb.js';
 import { clusterAsServer, killRelay, pauseRelay, startedAsServer } from '../target/point-server.js';
 import { childCpuMicros, closeGenerators, generatorShares, startGenerator, stopGenerators, whenConnected } from './generators.js';
 import { createTimeline, stabilityOf, tallyProgress } from './timeline.js';
+import { movingShares, netEventsFields, startNetEvents } from './net-events.js';
 
 /** @typedef {import('../target/server-process.js').ServerChild} ServerChild */
 /** @typedef {import('../report/tallies.js').ReportTally} ReportTally */
@@ -69,8 +70,18 @@ const TIMELINE_ANSWER_WAIT_MS = 5000;
  *   into the measured window, SIGCONT it forS seconds later (with point.relays >= 2)
  * @property {import('../net/network.js').PointNetwork | null} [net] --net: the server in
  *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
- *   net.clientNs.length === simGeneratorCount(clients, workers)
+ *   net.clientNs.length === simGeneratorCount(clients, workers), or 2 with netEvents
+ * @property {import('./net-events.js').NetEventsPlan | null} [netEvents] --net-events (with net): the
+ *   moving members of each group on link 0, where the timeline plays, the rest on link 1
  */
+
+/**
+ * The clients one load generator runs: a range of the population, or (--net-events) a list.
+ * @typedef {{ from: number, to: number, indices?: undefined } | { indices: number[], from?: undefined, to?: undefined }} Share
+ */
+
+/** @param {Share} share */
+const shareSize = (share) => (share.indices ? share.indices.length : share.to - share.from);
 
 /**
  * The live state of one point: the server (a restart replaces it), the ones
@@ -88,6 +99,8 @@ const TIMELINE_ANSWER_WAIT_MS = 5000;
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
  * @property {boolean} [editsStopped] --edits-per-minute: the clients were told to stop editing
+ * @property {number[]} [movingIndices] --net-events: the clients behind the link that changes
+ * @property {ReturnType<typeof startNetEvents> | null} [netPlayer] --net-events: the timeline playing
  */
 
 /**
@@ -95,7 +108,7 @@ const TIMELINE_ANSWER_WAIT_MS = 5000;
  * when all of them are connected.
  * @param {PointOptions} o
  * @param {SimPointState} run
- * @param {{ from: number, to: number }[]} shares
+ * @param {Share[]} shares
  * @param {string} runId
  * @param {boolean} asProcesses
  */
@@ -103,9 +116,11 @@ function startGenerators(o, run, shares, runId, asProcesses) {
   const { point } = o;
   const net = o.net ?? null;
   const config = { iceServers: [], relayPath: '/relay', peerjs: { path: '/peerjs', key: 'peerjs' } };
-  return Promise.all(shares.map(({ from, to }, w) => {
+  return Promise.all(shares.map((share, w) => {
     const worker = startGenerator({
-      url: run.lb?.url ?? run.server.url, urls: run.lb ? [run.lb.url] : run.cluster?.urls, placement: point.placement, config, transport: point.transport, from, to, clients: point.clients,
+      url: run.lb?.url ?? run.server.url, urls: run.lb ? [run.lb.url] : run.cluster?.urls, placement: point.placement, config, transport: point.transport,
+      ...(share.indices ? { indices: share.indices, from: 0, to: share.indices.length } : { from: share.from, to: share.to }), clients: point.clients,
+      ...(o.netEvents ? { recovery: true } : {}),
       groupSize: point.group, runId, cycleMs: point.cycleMs, cycleMode: point.cycleMode, ackTimeoutMs: o.ackTimeoutMs,
       warmupMs: o.warmupS * 1000, maxUpdates: o.updates, reportsIntervalMs: reportPeriodMs(point.reportsIntervalS ?? 0),
       editsPerMinute: o.editsPerMinute ?? 0,
@@ -211,12 +226,14 @@ async function measure(o, run, asProcesses, restart) {
   const childCpuStart = asProcesses ? await childCpuMicros(run.workers) : 0;
   const windowStart = performance.now();
   run.bucket.on = true;
+  if (o.netEvents && o.net) run.netPlayer = startNetEvents(o.netEvents, o.net, run.movingIndices?.length ?? 0, run.workers, windowStart);
   // with --updates, run until every client sent them (bounded by the ACK timeout per update)
   const seconds = o.updates > 0 ? (o.updates * o.point.cycleMs + o.ackTimeoutMs) / 1000 + 5 : o.durationS;
   const editsStopAtMs = (seconds - SCENE_SETTLE_S) * 1000;
   await runPhase(o, run, started, 'measuring', seconds, { windowStart, timeline, timelineS: o.timelineS ?? 10, restart, editsStopAtMs });
   const windowMs = performance.now() - windowStart;
   run.bucket.on = false;
+  run.netPlayer?.stop();
   if (windowMs - timeline.start >= 1000 || timeline.buckets.length === 0) timeline.close(windowMs);
   await timeline.settled(TIMELINE_ANSWER_WAIT_MS);
   const cpuUsed = process.cpuUsage(cpuStart);
@@ -244,7 +261,7 @@ export function serverCpuOf(serverMetrics, relay) {
  * @param {object} input
  * @param {PointOptions} input.o
  * @param {SimPointState} input.run
- * @param {{ from: number, to: number }[]} input.shares
+ * @param {Share[]} input.shares
  * @param {boolean} input.asProcesses
  * @param {Awaited<ReturnType<typeof measure>>} input.window
  * @param {any} input.serverMetrics the server child's metrics after the window
@@ -268,7 +285,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       sim: {
         workers: shares.length,
         generator: asProcesses ? 'process' : 'thread',
-        clientsPerProcess: asProcesses ? shares[0].to - shares[0].from : point.clients,
+        clientsPerProcess: asProcesses ? shareSize(shares[0]) : point.clients,
       },
       durationS: Math.round(window.windowMs / 100) / 10,
       // the span the server's counters and CPU cover (longer than the window when it answered late)
@@ -280,6 +297,7 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       stoppedEarly: Boolean(o.shouldStop?.()),
       ...(o.editsPerMinute ? { scene: sceneRecord(stats, o.editsPerMinute) } : {}),
       ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
+      ...(o.netEvents && run.netPlayer ? netEventsFields(o.netEvents, run.netPlayer.played, run.movingIndices ?? [], stats) : {}),
       timeline: window.timeline,
       stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,
@@ -339,7 +357,9 @@ export async function runSimPoint(o) {
     bucket: { on: false, rtSum: 0, rtN: 0 },
     restartInfo: null,
   };
-  const shares = generatorShares(point.clients, o.workers);
+  /** @type {Share[]} */
+  const shares = o.netEvents ? movingShares(point.clients, point.group, o.netEvents.movingPerGroup) : generatorShares(point.clients, o.workers);
+  run.movingIndices = o.netEvents ? shares[0].indices : undefined;
   if (net && net.clientNs.length !== shares.length) throw new Error(`--net: ${net.clientNs.length} client namespaces for ${shares.length} generators`);
   const runId = `sim${Date.now().toString(36)}`;
   // node-datachannel (relay-udp) only works in a process's main thread; a
