@@ -11,7 +11,7 @@ import { groupRuns } from './runs.js';
 /**
  * @typedef {object} ChartSpec one chart of the report
  * @property {string} id the canvas element id
- * @property {'rt' | 'supported' | 'loss' | 'setup' | 'cpu' | 'fresh' | 'freeze' | 'drawn' | 'drawn-time'} kind
+ * @property {'rt' | 'supported' | 'loss' | 'setup' | 'cpu' | 'fresh' | 'freeze' | 'drawn' | 'drawn-time' | 'recovery'} kind
  * @property {string} title
  * @property {string} subtitle
  * @property {number} [height] canvas height in CSS pixels, when not the default

@@ -7,6 +7,7 @@ import { lossChart, rtChart, supportedChart } from './charts-rt.js';
 import { cpuChart, setupChart } from './charts-setup-cpu.js';
 import { freshnessChart } from './charts-freshness.js';
 import { drawnCharts } from './charts-drawn.js';
+import { recoveryChart } from './recovery-table.js';
 
 /** @typedef {import('./types.js').Results} Results */
 /** @typedef {import('./charts-common.js').ChartSpec} ChartSpec */
@@ -38,5 +39,6 @@ export function buildCharts(results) {
   add('fresh', freshnessChart(runs, colors, 'fresh'));
   add('freeze', freshnessChart(runs, colors, 'freeze'));
   for (const { kind, spec } of drawnCharts(runs)) add(kind, spec);
+  add('recovery', recoveryChart(runs, colors));
   return charts;
 }

@@ -18,6 +18,7 @@ import { SOURCE_LEGEND, carRuns, compareNumbers, groupRuns, mdData, runsOf, show
 import { LOSS_LIMIT_PCT, RT_LIMIT_MS, supportedBySource, supportedClients } from './supported.js';
 import { renderRecordingTables } from './recording-tables.js';
 import { renderFreshnessTable } from './freshness-table.js';
+import { renderRecoveryTable } from './recovery-table.js';
 import { renderSceneTable } from './scene-table.js';
 import { renderDrawnTable } from './drawn.js';
 import { renderSlowdownTable } from './slowdown-table.js';
@@ -208,6 +209,8 @@ export function renderTables(results) {
   }
   const fresh = renderFreshnessTable(runs);
   if (fresh) out.push(fresh);
+  const recovery = renderRecoveryTable(runs);
+  if (recovery) out.push(recovery);
   const scene = renderSceneTable(runs);
   if (scene) out.push(scene);
   const drawn = renderDrawnTable(runs);

@@ -15,6 +15,7 @@ import { experimentReport } from './browsers-section.js';
 import { isLabRun } from './browsers-tables.js';
 import { SUPPORTED_COLUMNS, SUPPORTED_LEGEND, TABLE_COLUMNS, TABLE_LEGEND, runTables, supportedRow, tableRow } from './output.js';
 import { FRESHNESS_COLUMNS, FRESHNESS_LEGEND, freshnessRow, freshnessRuns } from './freshness-table.js';
+import { RECOVERY_COLUMNS, RECOVERY_LEGEND, recoveryRows, recoveryRuns } from './recovery-table.js';
 import { SLOWDOWN_COLUMNS, SLOWDOWN_LEGEND, slowdownRow, slowdownRuns } from './slowdown-table.js';
 import { COST_COLUMNS, COST_LEGEND, costRow, costRuns } from './server-cost.js';
 import { SCENE_LEGEND, sceneColumns, sceneRow, sceneRuns } from './scene-table.js';
@@ -282,6 +283,20 @@ export function freshnessSectionsHtml(runs) {
 <h2>Freshness at the receiver</h2>
 <p class="legend">${escapeHtml(FRESHNESS_LEGEND)}${tagged ? ` ${escapeHtml(SOURCE_LEGEND)}` : ''} Red: freeze p99 of 1 s or more.</p>
 <div class="card scroll">${htmlTable(columns, rows, { numeric: columns.map((_, i) => i >= 3 + shift) })}</div>
+</section>`);
+  }
+  const recovering = recoveryRuns(runs);
+  if (recovering.length) {
+    const rows = recovering.flatMap(recoveryRows).map((cells) => {
+      const classes = cells.map(() => '');
+      if (cells[8] !== cells[7]) classes[8] = 'bad'; // a moving member that never got back
+      if (cells[14] !== '0' && cells[14] !== '–') classes[14] = 'bad';
+      return { cells, classes };
+    });
+    out.push(`<section id="recovery">
+<h2>Recovery from network events</h2>
+<p class="legend">${escapeHtml(RECOVERY_LEGEND)} Red: a member that did not get back, or fell out of its group.</p>
+<div class="card scroll">${htmlTable([...RECOVERY_COLUMNS], rows, { numeric: RECOVERY_COLUMNS.map((_, i) => i >= 2 && i !== 4) })}</div>
 </section>`);
   }
   const scene = sceneSectionHtml(runs);
