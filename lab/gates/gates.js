@@ -40,6 +40,42 @@ function arGate(transport, rtRead, fpsRead) {
 }
 
 /**
+ * Recovery from a phone's network changing under it (was nothing: new with --net-events): one member
+ * of each group loses its link for 2 s, then changes its address. Every moving member is back in its
+ * group after each event without leaving it; the outage's bound is TCP's own (a retransmission
+ * backs off exponentially, so the first after a 2 s outage can come about 2 s after it), the
+ * handover's is the network-change signal (250 ms), the rejoin's backoff (under 250 ms) and, for
+ * relay-udp, a new channel's setup. A reliable transport loses nothing outside the outage.
+ * Needs root (network namespaces), as CI has.
+ * @param {'relay' | 'relay-udp'} transport
+ * @param {{ outage: string, handover: string, loss: string | null }} measured
+ * @returns {Gate}
+ */
+function netEventsGate(transport, measured) {
+  const both = (/** @type {string} */ figure, /** @type {'<' | '<=' | '>='} */ op, /** @type {number} */ bound, /** @type {string} */ read) => [0, 1].map((i) => ({
+    figure: `recovery.events.${i}.${figure}`, op, bound, measured: read,
+  }));
+  return {
+    name: `net-events-${transport}`,
+    what: `on ${transport}, a phone whose link drops for 2 s, then whose address changes, is back in its group with its id each time`
+      + (transport === 'relay' ? ', losing nothing outside the outage' : ''),
+    command: 'sim',
+    args: ['--transport', transport, '--clients', '20', '--group', '5', '--net', 'none', '--net-events', 'at 3s outage 2s; at 7s handover',
+      '--duration', '12', '--warmup', '1'],
+    holds: [
+      ...both('recovered', '>=', 4, 'alone 4, beside a busy core 4'),
+      ...both('fellOut', '<=', 0, 'alone 0, beside a busy core 0'),
+      { figure: 'recovery.events.0.recoveryMs.max', op: '<', bound: 4000, measured: measured.outage },
+      { figure: 'recovery.events.1.recoveryMs.max', op: '<', bound: transport === 'relay' ? 2000 : 5000, measured: measured.handover },
+      ...(measured.loss ? [
+        { figure: 'recovery.lossOutside.lost', op: /** @type {const} */ ('<='), bound: 0, measured: measured.loss },
+        { figure: 'dups', op: /** @type {const} */ ('<='), bound: 0, measured: 'alone 0, beside a busy core 0' },
+      ] : []),
+    ],
+  };
+}
+
+/**
  * The drawn error's bounds on playout mode `mode` of a `bench --ar-pair` run (was nothing: new with
  * the playout). p50 holds interpolation and prediction to a drawing near the truth; p95 bounds what a
  * lost update costs; jumps per minute keep the drawing from snapping. The newest pose alone snaps at
@@ -161,6 +197,12 @@ export const GATES = Object.freeze([
       { figure: 'reorders', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
     ],
   },
+  netEventsGate('relay', {
+    outage: 'alone 1303, beside a busy core 1265', handover: 'alone 370, beside a busy core 338', loss: 'alone 0, beside a busy core 0',
+  }),
+  netEventsGate('relay-udp', {
+    outage: 'alone 1065, beside a busy core 144', handover: 'alone 1454, beside a busy core 1436', loss: null,
+  }),
   {
     name: 'failover',
     what: 'a relay of three is killed: its clients are back on another within 5 s, and a group moves whole '
