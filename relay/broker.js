@@ -24,6 +24,12 @@ import { connect } from 'nats';
  * @property {number} disconnects times the connection dropped since start
  * @property {number} outageMs total time spent disconnected
  * @property {string | null} lastError
+ * @property {number} silentMs how long the server has said nothing (no message, no PONG), now
+ * @property {number} stalls times it fell silent for more than BROKER_SILENCE_MS while connected
+ * @property {number} droppedWhileSilent publications dropped because more than BROKER_SILENT_BUFFER_BYTES
+ *   were waiting on a silent server (past the bound: said here, and counted)
+ * @property {number} unconfirmedAtDisconnect publications since the server last spoke when the connection
+ *   was given up as stale (they may be lost with it)
  */
 
 /**
@@ -33,8 +39,25 @@ import { connect } from 'nats';
  * @property {(subject: string, handler: (data: Uint8Array) => void) => BrokerSubscription} subscribe
  * @property {() => BrokerStatus} status
  * @property {(listener: (connected: boolean) => void) => void} onConnectionChange
+ * @property {() => void} probe asks the server for a sign of life (a PING): called once a heartbeat
+ * @property {() => boolean} stalled the server is silent beyond BROKER_SILENCE_MS on a connection not
+ *   given up yet: a stall, not a death (relay/cluster-nodes.js counts no peer's silence then)
  * @property {() => Promise<void>} close drains and closes the connection
  */
+
+/**
+ * A server silent this long on a live connection is stalled (a PING a second goes unanswered).
+ * The client gives such a connection up after MAX_PINGS_OUT pings of PING_INTERVAL_MS unanswered:
+ * a stall of up to (MAX_PINGS_OUT) x PING_INTERVAL_MS = 6 s is always waited out, and what was
+ * published meanwhile is delivered when the server runs again.
+ */
+export const BROKER_SILENCE_MS = 1500;
+/** The client's PING period. */
+export const PING_INTERVAL_MS = 2000;
+/** PINGs unanswered before the connection is stale: 3 keeps a 6 s stall (the issue's 5 s) alive. */
+export const MAX_PINGS_OUT = 3;
+/** Most bytes published to a silent server before further publications are dropped (and counted). */
+export const BROKER_SILENT_BUFFER_BYTES = 32 * 1024 * 1024;
 
 /** Error code when the first connection cannot be made. */
 export const ERR_BROKER_UNREACHABLE = 'ERR_BROKER_UNREACHABLE';
@@ -68,10 +91,11 @@ export async function connectNatsBroker({ url, name = 'carlab', timeoutMs = 5000
       timeout: timeoutMs,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
-      // A cut link shows as missing PONGs: two missed 2 s pings and the node
-      // knows it is alone (/readyz 503) instead of waiting minutes for TCP.
-      pingInterval: 2000,
-      maxPingOut: 2,
+      // A cut link shows as missing PONGs: three missed 2 s pings (6-8 s) and the node
+      // knows it is alone (/readyz 503) instead of waiting minutes for TCP; a shorter
+      // stall is waited out (BROKER_SILENCE_MS).
+      pingInterval: PING_INTERVAL_MS,
+      maxPingOut: MAX_PINGS_OUT,
     });
   } catch (err) {
     const error = new Error(`cannot reach NATS at ${url}: ${/** @type {Error} */ (err).message}`);
@@ -79,6 +103,56 @@ export async function connectNatsBroker({ url, name = 'carlab', timeoutMs = 5000
     throw error;
   }
   return wrapConnection(nc, url, nodeId);
+}
+
+/**
+ * What was published since the server last spoke, and what a long silence cost.
+ */
+class SilenceBook {
+  constructor() {
+    this.heardAt = performance.now();
+    this.bytesSince = 0;
+    this.messagesSince = 0;
+    this.stalls = 0;
+    this.inStall = false;
+    this.droppedWhileSilent = 0;
+    this.unconfirmedAtDisconnect = 0;
+  }
+
+  /** The server spoke (a message, a PONG). */
+  heard() {
+    this.heardAt = performance.now();
+    this.bytesSince = 0;
+    this.messagesSince = 0;
+    this.inStall = false;
+  }
+
+  silentMs() { return performance.now() - this.heardAt; }
+
+  /** Whether the server is stalled; counts each stall once. */
+  stalled() {
+    const stalled = this.silentMs() > BROKER_SILENCE_MS;
+    if (stalled && !this.inStall) { this.inStall = true; this.stalls++; }
+    return stalled;
+  }
+
+  /** Whether a publication of `bytes` may go (false: past the bound, dropped and counted). @param {number} bytes */
+  admit(bytes) {
+    if (this.bytesSince + bytes > BROKER_SILENT_BUFFER_BYTES && this.silentMs() > BROKER_SILENCE_MS) {
+      this.droppedWhileSilent++;
+      return false;
+    }
+    this.bytesSince += bytes;
+    this.messagesSince++;
+    return true;
+  }
+
+  /** The connection was given up: what it carried since the server spoke may be lost. */
+  disconnected() {
+    this.unconfirmedAtDisconnect += this.messagesSince;
+    this.bytesSince = 0;
+    this.messagesSince = 0;
+  }
 }
 
 /**
@@ -91,11 +165,12 @@ function wrapConnection(nc, url, nodeId) {
   /** @type {((connected: boolean) => void)[]} */
   const listeners = [];
   const state = { connected: true, disconnects: 0, outageMs: 0, downSince: 0, lastError: /** @type {string | null} */ (null) };
+  const book = new SilenceBook();
   const setConnected = (/** @type {boolean} */ connected) => {
     if (connected === state.connected) return;
     state.connected = connected;
-    if (connected) state.outageMs += performance.now() - state.downSince;
-    else { state.disconnects++; state.downSince = performance.now(); }
+    if (connected) { state.outageMs += performance.now() - state.downSince; book.heard(); }
+    else { state.disconnects++; state.downSince = performance.now(); book.disconnected(); }
     for (const listener of listeners) listener(connected);
   };
   (async () => {
@@ -110,11 +185,12 @@ function wrapConnection(nc, url, nodeId) {
   return {
     nodeId,
     publish(subject, data) {
+      if (!book.admit(data.length + subject.length)) return;
       // While reconnecting the client buffers; a closed connection drops.
       try { nc.publish(subject, data); } catch { /* closed: lost like any message in the gap */ }
     },
     subscribe(subject, handler) {
-      const sub = nc.subscribe(subject, { callback: (err, msg) => { if (!err) handler(msg.data); } });
+      const sub = nc.subscribe(subject, { callback: (err, msg) => { if (!err) { book.heard(); handler(msg.data); } } });
       return { unsubscribe: () => { try { sub.unsubscribe(); } catch { /* closed */ } } };
     },
     status: () => ({
@@ -124,8 +200,17 @@ function wrapConnection(nc, url, nodeId) {
       disconnects: state.disconnects,
       outageMs: Math.round(state.outageMs + (state.connected ? 0 : performance.now() - state.downSince)),
       lastError: state.lastError,
+      silentMs: Math.round(book.silentMs()),
+      stalls: book.stalls,
+      droppedWhileSilent: book.droppedWhileSilent,
+      unconfirmedAtDisconnect: book.unconfirmedAtDisconnect,
     }),
     onConnectionChange(listener) { listeners.push(listener); },
+    probe() {
+      if (!state.connected || nc.isClosed()) return;
+      nc.flush().then(() => book.heard(), () => { /* stale or closed: the status says so */ });
+    },
+    stalled: () => state.connected && book.stalled(),
     async close() {
       if (nc.isClosed()) return;
       await nc.drain().catch(() => nc.close());

@@ -65,6 +65,8 @@ export class NodeDirectory {
     this.lost = 0;
     /** Ticks that found this node silent for NODE_TIMEOUT_MS (its own stalls). */
     this.silenced = 0;
+    /** Time the broker was stalled (silent on a live connection), which counted as nobody's silence. */
+    this.brokerStalledMs = 0;
     /** @type {ReturnType<typeof setInterval> | null} */
     this.timer = null;
     /** @type {import('./broker.js').BrokerSubscription | null} */
@@ -96,9 +98,16 @@ export class NodeDirectory {
    * @param {number} [now] performance.now()
    */
   tick(now = performance.now()) {
-    const stalledMs = Math.max(0, now - this.lastTickAt - HEARTBEAT_MS);
+    const sinceTick = now - this.lastTickAt;
+    const stalledMs = Math.max(0, sinceTick - HEARTBEAT_MS);
     this.lastTickAt = now;
-    if (stalledMs > 0) for (const [node, lastSeen] of this.nodes) this.nodes.set(node, Math.min(now, lastSeen + stalledMs));
+    // A broker that stalls is not every peer gone: while it says nothing on a live connection, no
+    // peer's silence counts (what they sent waits in it); once it is given up, they count again.
+    const brokerStalled = this.broker.stalled?.() ?? false;
+    if (brokerStalled) this.brokerStalledMs += sinceTick;
+    const credit = brokerStalled ? sinceTick : stalledMs;
+    if (credit > 0) for (const [node, lastSeen] of this.nodes) this.nodes.set(node, Math.min(now, lastSeen + credit));
+    this.broker.probe?.();
     this.heartbeat();
     if (HEARTBEAT_MS + stalledMs >= NODE_TIMEOUT_MS) {
       this.silenced++;

@@ -8,13 +8,13 @@ import { HEARTBEAT_SUBJECT, jsonBytes, parseJsonBytes } from './cluster-wire.js'
 
 /** A bus of brokers; `connected` false drops what a broker would send or receive. */
 function bus() {
-  /** @type {{ nodeId: string, connected: boolean, subs: Map<string, ((d: Uint8Array) => void)[]>, onChange: ((c: boolean) => void)[] }[]} */
+  /** @type {{ nodeId: string, connected: boolean, stalled: boolean, probes: number, subs: Map<string, ((d: Uint8Array) => void)[]>, onChange: ((c: boolean) => void)[] }[]} */
   const members = [];
   /** @param {string} nodeId */
   const broker = (nodeId) => {
     /** @type {Map<string, ((d: Uint8Array) => void)[]>} */
     const subs = new Map();
-    const me = { nodeId, connected: true, subs, onChange: /** @type {((c: boolean) => void)[]} */ ([]) };
+    const me = { nodeId, connected: true, stalled: false, probes: 0, subs, onChange: /** @type {((c: boolean) => void)[]} */ ([]) };
     members.push(me);
     return {
       me,
@@ -22,14 +22,19 @@ function bus() {
       api: {
         nodeId,
         publish(subject, data) {
-          if (!me.connected) return;
+          if (!me.connected || me.stalled) return;
           for (const m of members) if (m !== me && m.connected) for (const h of m.subs.get(subject) ?? []) h(data);
         },
         subscribe(subject, handler) {
           me.subs.set(subject, [...(me.subs.get(subject) ?? []), handler]);
           return { unsubscribe: () => me.subs.set(subject, (me.subs.get(subject) ?? []).filter((h) => h !== handler)) };
         },
-        status: () => ({ connected: me.connected, url: 'bus', serverVersion: null, disconnects: 0, outageMs: 0, lastError: null }),
+        status: () => ({
+          connected: me.connected, url: 'bus', serverVersion: null, disconnects: 0, outageMs: 0, lastError: null,
+          silentMs: 0, stalls: 0, droppedWhileSilent: 0, unconfirmedAtDisconnect: 0,
+        }),
+        probe() { me.probes++; },
+        stalled: () => me.connected && me.stalled,
         onConnectionChange(listener) { me.onChange.push(listener); },
         async close() {},
       },
@@ -148,4 +153,23 @@ test('a tick overdue by the node timeout runs when the node is about to send, be
   assert.deepEqual([silenced, dirA.lastTickAt, dirA.lost], [1, stoppedAt + NODE_TIMEOUT_MS + 500, 0], 'announced once; B kept');
   dirA.catchUp(stoppedAt + NODE_TIMEOUT_MS + 600);
   assert.equal(silenced, 1, 'and not again');
+});
+
+test('a stalled broker is not every peer gone: no silence counts while it stalls; once given up, it does', (t) => {
+  const { a, dirA, dirB } = twoNodes(t);
+  dirA.start();
+  dirB.start();
+  const me = a.me;
+  me.stalled = true; // nats-server stopped (SIGSTOP): nothing arrives, the connection stays
+  let now = dirA.lastTickAt;
+  for (let i = 0; i < 8; i++) dirA.tick(now += HEARTBEAT_MS);
+  assert.ok(dirA.nodes.has('bbbb'), 'B is kept through 8 s of the broker\'s silence');
+  assert.equal(dirA.lost, 0);
+  assert.ok(dirA.brokerStalledMs >= 8 * HEARTBEAT_MS);
+  assert.ok(me.probes >= 8, 'every tick asks the broker for a sign of life');
+  me.connected = false; // the client gave the connection up as stale: from now on peers' silence counts
+  for (let i = 0; i < Math.floor(NODE_TIMEOUT_MS / HEARTBEAT_MS); i++) dirA.tick(now += HEARTBEAT_MS);
+  assert.ok(dirA.nodes.has('bbbb'));
+  dirA.tick(now += HEARTBEAT_MS);
+  assert.ok(!dirA.nodes.has('bbbb'), 'gone the node timeout after the broker was given up');
 });

@@ -538,7 +538,12 @@ export class ClusterLink {
     return {
       nodeId: this.nodeId,
       nodes: this.nodes.size + 1,
-      nats: { connected: status.connected, url: status.url, version: status.serverVersion, disconnects: status.disconnects, outageMs: status.outageMs },
+      nats: {
+        connected: status.connected, url: status.url, version: status.serverVersion, disconnects: status.disconnects, outageMs: status.outageMs,
+        // a broker that fell silent on a live connection (waited out), and what a silence past the bounds cost
+        stalls: status.stalls ?? 0, stalledMs: Math.round(this.directory.brokerStalledMs),
+        droppedWhileSilent: status.droppedWhileSilent ?? 0, unconfirmedAtDisconnect: status.unconfirmedAtDisconnect ?? 0,
+      },
       brokerMessagesOut: this.batcher.messages,
       brokerEnvelopesOut: this.batcher.envelopes,
       ...this.stats,

@@ -2,7 +2,7 @@
 // on the shared client core. The sweep, progress and output are shared with
 // `carlab bench` (lab/commands/sweep.js); the point runner is lab/sim/sim.js.
 
-import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, reportsIntervalOf } from '../shared/flags.js';
+import { LAB_FLAGS_HELP, START_CLUSTER_FLAG, parsePauseRelay, reportsIntervalOf } from '../shared/flags.js';
 import { BASELINES, SIM_TRANSPORTS, runSimPoint } from '../sim/sim.js';
 import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { generatorShares } from '../sim/generators.js';
@@ -72,7 +72,9 @@ Scale-out: --relays N runs N relay processes joined by a nats-server of the run'
 relays; group: each group on one; haproxy: every client connects to HAProxy in front of the
 relays, deploy/haproxy.cfg, which puts each group on one and moves it when its relay dies)
 and fail over to the next relay when theirs goes; --kill-relay-at S kills one;
---pause-relay S:D stops one for D seconds (a starved process: the others drop it after 3.5 s).
+--pause-relay S:D stops one for D seconds (a starved process: the others drop it after 3.5 s);
+--pause-nats S:D stops the run's own nats-server for D seconds (a broker stall: the relays wait out
+up to 6 s of its silence, buffering up to 32 MiB each, docs/scale-out.md "A broker stall").
 Every such run records cluster { nodes, crossNodeUpdates, natsVersion, natsCpuPct, nodesLost, ... }
 and, with a kill, failover { clientsMoved, reconnectMs, lostUpdates, ... }.
 --start-cluster 1,2 instead runs the product's own \`carlab start\` and \`carlab start --cluster 2\`
@@ -137,7 +139,7 @@ export const simCommand = {
   },
   extraFlags: {
     workers: { type: 'string' }, 'edits-per-minute': { type: 'string' }, timeline: { type: 'string' }, 'live-heap': { type: 'boolean' }, 'restart-at': { type: 'string' }, 'restart-down': { type: 'string' },
-    'late-join': { type: 'string' }, 'net-events': { type: 'string' }, 'net-events-members': { type: 'string' },
+    'late-join': { type: 'string' }, 'net-events': { type: 'string' }, 'net-events-members': { type: 'string' }, 'pause-nats': { type: 'string' },
     ...START_CLUSTER_FLAG,
   },
   help: simHelp,
@@ -159,6 +161,16 @@ export const simCommand = {
     if (edits) return edits;
     const netEvents = validateNetEvents(o);
     if (netEvents) return netEvents;
+    if (o.values['pause-nats'] !== undefined) {
+      try {
+        o.pauseNats = parsePauseRelay(String(o.values['pause-nats']), 'pause-nats');
+      } catch (err) {
+        return /** @type {Error} */ (err).message;
+      }
+      if (o.relays.every((/** @type {number} */ n) => n < 2)) return '--pause-nats needs --relays 2 or more (relays that talk through it)';
+      if (o.nats) return '--pause-nats stops the run\'s own nats-server: not with --nats';
+      if (o.pauseNats.atS >= o.durationS) return `--pause-nats: ${o.pauseNats.atS} s is not inside the ${o.durationS} s window`;
+    }
     o.liveHeap = Boolean(o.values['live-heap']);
     if (o.liveHeap && (o.startClusters || o.relays.some((/** @type {number} */ n) => n > 0))) {
       return '--live-heap measures the one relay process; it does not go with --relays or --start-cluster';
@@ -200,7 +212,7 @@ export const simCommand = {
     restart: options.restartAtS === undefined ? undefined : { atS: options.restartAtS, downMs: options.restartDownMs ?? 0 },
     lateJoinS: options.lateJoinS, playout: options.playout, renderFps: options.renderFps,
     nats: options.nats, killRelayAtS: options.killRelayAtS, pauseRelay: options.pauseRelay,
-    netEvents: options.netEvents ?? null,
+    netEvents: options.netEvents ?? null, pauseNats: options.pauseNats ?? null,
   }),
 };
 

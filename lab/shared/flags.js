@@ -70,16 +70,18 @@ export function parseNameList(text, flag, allowed) {
  */
 
 /**
- * Parses `--pause-relay S:D`: pause one relay S seconds into the measured window for D seconds.
+ * Parses `--pause-relay S:D`: pause one relay S seconds into the measured window for D seconds
+ * (and `--pause-nats S:D`, the same for the run's nats-server).
  * @param {string} text
+ * @param {string} [flag] the flag's name, for the error
  * @returns {{ atS: number, forS: number }}
  */
-export function parsePauseRelay(text) {
+export function parsePauseRelay(text, flag = 'pause-relay') {
   const m = /^\s*([0-9.]+)\s*:\s*([0-9.]+)\s*$/.exec(text);
   const atS = m ? Number(m[1]) : NaN;
   const forS = m ? Number(m[2]) : NaN;
   if (!Number.isFinite(atS) || !Number.isFinite(forS) || forS <= 0) {
-    throw new UsageError(`--pause-relay: "${text}" is not S:D (seconds into the window : seconds paused, e.g. 2:4.5)`);
+    throw new UsageError(`--${flag}: "${text}" is not S:D (seconds into the window : seconds paused, e.g. 2:4.5)`);
   }
   return { atS, forS };
 }

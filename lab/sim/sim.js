@@ -71,6 +71,8 @@ const TIMELINE_ANSWER_WAIT_MS = 5000;
  * @property {import('../net/network.js').PointNetwork | null} [net] --net: the server in
  *   net.serverNs, generator w (a child process) in net.clientNs[w]; needs
  *   net.clientNs.length === simGeneratorCount(clients, workers), or 2 with netEvents
+ * @property {{ atS: number, forS: number } | null} [pauseNats] --pause-nats: SIGSTOP the run's nats-server atS seconds
+ *   into the measured window, SIGCONT it forS seconds later (with point.relays >= 2)
  * @property {import('./net-events.js').NetEventsPlan | null} [netEvents] --net-events (with net): the
  *   moving members of each group on link 0, where the timeline plays, the rest on link 1
  */
@@ -99,6 +101,7 @@ const shareSize = (share) => (share.indices ? share.indices.length : share.to - 
  * @property {{ atS: number, relayPid: number } | null} killInfo set once --kill-relay-at happened
  * @property {Promise<PauseInfo> | null} pause set once --pause-relay began; resolves once the relay runs again
  * @property {boolean} [editsStopped] --edits-per-minute: the clients were told to stop editing
+ * @property {Promise<{ atS: number, forS: number, stoppedS: number }> | null} [natsPause] set once --pause-nats began
  * @property {number[]} [movingIndices] --net-events: the clients behind the link that changes
  * @property {ReturnType<typeof startNetEvents> | null} [netPlayer] --net-events: the timeline playing
  */
@@ -181,6 +184,11 @@ async function runPhase(o, run, started, phase, seconds, measuring = null) {
     if (o.restart && !run.restartInfo && at >= o.restart.atS * 1000) run.restartInfo = await measuring.restart(at);
     if (o.killRelayAtS != null && run.cluster && !run.killInfo && at >= o.killRelayAtS * 1000) run.killInfo = await killRelay(run.cluster, at);
     if (o.pauseRelay && run.cluster && !run.pause && at >= o.pauseRelay.atS * 1000) run.pause = pauseRelay(run.cluster, o.pauseRelay.forS, at);
+    if (o.pauseNats && run.cluster && !run.natsPause && at >= o.pauseNats.atS * 1000) {
+      const { forS } = o.pauseNats;
+      const atS = Math.round(at / 100) / 10;
+      run.natsPause = run.cluster.pauseNats(forS * 1000).then((ms) => ({ atS, forS, stoppedS: Math.round(ms / 100) / 10 }));
+    }
     if (o.editsPerMinute && !run.editsStopped && at >= measuring.editsStopAtMs) {
       run.editsStopped = true;
       for (const w of run.workers) w.postMessage({ cmd: 'edits-stop' });
@@ -375,6 +383,7 @@ export async function runSimPoint(o) {
     const primaryConnect = connectPhase?.() ?? null;
     const window = await measure(o, run, asProcesses, (at) => restartServer(run, o, serverOptions, serverPlace, at));
     const pauseInfo = await run.pause;
+    const natsPauseInfo = (await run.natsPause) ?? null;
     // The clients stop at the window's end even when the server is slow to answer: its counters
     // then cover its own span from the reset to its answer (serverWindowS), not more sending.
     const [serverMetrics, { stats, reports, drawn }] = await Promise.all([run.server.metrics(), stopGenerators(run.workers)]);
@@ -387,9 +396,10 @@ export async function runSimPoint(o) {
       const fields = startClusterRunFields({ started: run.started, serverMetrics, connectPhase: primaryConnect, stopped });
       return { ...record, ...fields, serverFaults: run.started.faults.length };
     }
-    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage }) } : record;
+    return run.cluster ? { ...record, ...clusterRunFields({ point, cluster: run.cluster, serverMetrics, killInfo: run.killInfo, pauseInfo, outage: record.outage, natsPauseInfo }) } : record;
   } finally {
     await run.pause?.catch(() => {});
+    await run.natsPause?.catch(() => {});
     if (!generatorsClosed) await closeGenerators(run.workers);
     await run.lb?.stop();
     await run.server.close();

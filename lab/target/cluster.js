@@ -27,6 +27,7 @@ const CLOCK_TICKS = 100;
  * @property {(index: number) => Promise<void>} kill SIGKILL one relay
  * @property {(index: number, forMs: number) => Promise<number>} pause SIGSTOP one relay, SIGCONT it after forMs;
  *   resolves once it runs again, with how long it was stopped (ms; more than forMs when this process was late)
+ * @property {(forMs: number) => Promise<number>} pauseNats SIGSTOP the run's own nats-server for forMs, then SIGCONT it; how long it really was stopped
  * @property {() => Promise<void>} close every relay, then our nats-server
  */
 
@@ -90,6 +91,17 @@ export async function startRelayCluster(o) {
       }
       return performance.now() - stoppedAt;
     },
+    async pauseNats(forMs) {
+      if (!own) throw new Error('--pause-nats stops the run\'s own nats-server: not with --nats');
+      process.kill(own.pid, 'SIGSTOP');
+      const stoppedAt = performance.now();
+      try {
+        await new Promise((r) => setTimeout(r, forMs));
+      } finally {
+        process.kill(own.pid, 'SIGCONT');
+      }
+      return performance.now() - stoppedAt;
+    },
     async close() {
       await Promise.all(servers.map((s) => s.close()));
       await own?.stop();
@@ -108,8 +120,9 @@ export async function startRelayCluster(o) {
  * @param {{ atS: number, forS: number, stoppedS: number, relayPid: number } | null} [input.pauseInfo] --pause-relay happened
  *   (point-server.js PauseInfo)
  * @param {any} [input.outage] the run record's `outage` (the clients' reconnects)
+ * @param {{ atS: number, forS: number, stoppedS: number } | null} [input.natsPauseInfo] --pause-nats happened
  */
-export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, pauseInfo = null, outage = null }) {
+export function clusterRunFields({ point, cluster, serverMetrics, killInfo = null, pauseInfo = null, outage = null, natsPauseInfo = null }) {
   const c = serverMetrics.relay?.cluster ?? {};
   const updatesIn = serverMetrics.relay?.updatesIn ?? 0;
   return {
@@ -131,6 +144,9 @@ export function clusterRunFields({ point, cluster, serverMetrics, killInfo = nul
       nodesLostByRelay: (serverMetrics.perRelay ?? []).map((/** @type {any} */ r) => r?.cluster?.nodesLost ?? null),
       reannounced: c.reannounced ?? 0,
       ...(pauseInfo ? { pause: pauseInfo } : {}),
+      // the broker falling silent (docs/scale-out.md "A broker stall"): summed over the relays
+      broker: brokerFigures(serverMetrics.perRelay ?? []),
+      ...(natsPauseInfo ? { natsPause: natsPauseInfo } : {}),
     },
     ...(killInfo ? {
       failover: {
@@ -143,6 +159,23 @@ export function clusterRunFields({ point, cluster, serverMetrics, killInfo = nul
         note: 'relay counters and CPU after the kill cover the live relays only',
       },
     } : {}),
+  };
+}
+
+/**
+ * What the relays' brokers went through: stalls waited out, time stalled (the longest relay's),
+ * publications dropped past the buffer bound, and unconfirmed ones on connections given up.
+ * @param {any[]} perRelay each relay's metrics
+ */
+export function brokerFigures(perRelay) {
+  const nats = perRelay.map((r) => r?.cluster?.nats ?? {});
+  const sum = (/** @type {string} */ k) => nats.reduce((t, n) => t + (n[k] ?? 0), 0);
+  return {
+    stalls: sum('stalls'),
+    stalledMs: Math.max(0, ...nats.map((n) => n.stalledMs ?? 0)),
+    disconnects: sum('disconnects'),
+    droppedWhileSilent: sum('droppedWhileSilent'),
+    unconfirmedAtDisconnect: sum('unconfirmedAtDisconnect'),
   };
 }
 
