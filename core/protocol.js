@@ -55,6 +55,22 @@ export const HelloFlag = Object.freeze({
    * without the group seeing it leave.
    */
   RESUME: 16,
+  /**
+   * Capability (docs/protocol.md §5.2, §5.3): WELCOME and MEMBER_JOINED say how
+   * each member can be reached (ReachFlag), so a p2p member dials only those
+   * that accept peer connections.
+   */
+  REACHABILITY: 32,
+});
+
+/** How a member can be reached (WELCOME and MEMBER_JOINED to a client granted REACHABILITY). */
+export const ReachFlag = Object.freeze({
+  /** Through the relay: every member (a p2p member's updates reach it as LINK, §14.1). */
+  RELAY: 1,
+  /** It accepts peer-to-peer connections (a p2p member: PeerJS, its id from group and client id). */
+  PEER: 2,
+  /** Its updates and ACKs go over a relay-udp data channel to the relay. */
+  UDP: 4,
 });
 
 /** Bits of WELCOME's capabilities byte that answer no HELLO flag (docs/protocol.md §5.2). */
@@ -71,7 +87,7 @@ export const WelcomeFlag = Object.freeze({
 export const CAPABILITY_BITS = 0xf8;
 
 /** The capabilities this version knows: a relay grants each one that is asked for. */
-export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME;
+export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.REACHABILITY;
 
 /** Most ranges one SUPERSEDED names (a chain of replacements with more gaps is marked in part). */
 export const SUPERSEDED_RANGES_MAX = 32;
@@ -155,13 +171,15 @@ export class ProtocolError extends Error {
 /**
  * @typedef {[number, number, number, number, number, number, number]} Pose
  *   position x, y, z then orientation quaternion x, y, z, w
- * @typedef {{ id: number, name: string }} Member
+ * @typedef {{ id: number, name: string, reach?: number }} Member reach: ReachFlag bits, in a WELCOME to a
+ *   client granted REACHABILITY
  * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string, resume?: string }} HelloMsg
  *   resume: with flag RESUME, the secret of the session it takes over
  * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number, resume?: string }} WelcomeMsg
  *   resume: when RESUME was granted, the secret a later HELLO resumes this session with
  *   `capabilities`: the HELLO's capability flags the relay granted, sent only to a HELLO that asked for one
- * @typedef {{ type: 3, id: number, name: string }} MemberJoinedMsg
+ * @typedef {{ type: 3, id: number, name: string, reach?: number }} MemberJoinedMsg reach: ReachFlag bits, sent
+ *   only to a client granted REACHABILITY
  * @typedef {{ type: 4, id: number }} MemberLeftMsg
  * @typedef {{ id: number, version: number, writer: number, kind: number, removed: boolean, pose: Pose }} SceneRecord
  *   one shared object's state (docs/protocol.md §15.1); a removed object is a tombstone
@@ -289,12 +307,14 @@ function writeWelcome(w, m) {
     if (!m.resume) throw new RangeError('a WELCOME that grants RESUME carries the resume secret');
     w.str8(m.resume, 'resume secret');
   }
+  if (m.capabilities & HelloFlag.REACHABILITY) for (const member of m.members) w.u8(member.reach ?? ReachFlag.RELAY);
 }
 
 /** @param {Writer} w @param {MemberJoinedMsg} m */
 function writeMemberJoined(w, m) {
   w.u32(m.id);
   w.str8(m.name, 'name');
+  if (m.reach !== undefined) w.u8(m.reach);
 }
 
 /** @param {Writer} w @param {MemberLeftMsg} m */
@@ -643,12 +663,16 @@ function readWelcome(r) {
   for (let i = 0; i < count; i++) m.members.push({ id: r.u32(), name: r.str8() });
   if (r.pos < r.end) m.capabilities = r.u8();
   if (m.capabilities !== undefined && (m.capabilities & HelloFlag.RESUME)) m.resume = r.str8();
+  if (m.capabilities !== undefined && (m.capabilities & HelloFlag.REACHABILITY)) for (const member of m.members) member.reach = r.u8();
   return m;
 }
 
 /** @type {BodyReader} */
 function readMemberJoined(r) {
-  return { type: MsgType.MEMBER_JOINED, id: r.u32(), name: r.str8() };
+  /** @type {MemberJoinedMsg} */
+  const m = { type: MsgType.MEMBER_JOINED, id: r.u32(), name: r.str8() };
+  if (r.pos < r.end) m.reach = r.u8(); // only to a client granted REACHABILITY (§5.3)
+  return m;
 }
 
 /** @type {BodyReader} */

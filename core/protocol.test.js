@@ -115,3 +115,21 @@ test('UPDATE without object is 47 bytes on the wire', () => {
   assert.equal(encode(samples[4]).length, 47);
   assert.equal(encode(samples[6]).length, 14);
 });
+
+test('capability fields round-trip (each ends in an optional tail, so a cut there decodes as without it)', () => {
+  for (const m of [
+    { type: MsgType.MEMBER_JOINED, id: 9, name: 'Bo', reach: 3 },
+    { type: MsgType.WELCOME, clientId: 7, serverTime: 1, members: [{ id: 5, name: 'a', reach: 1 }, { id: 7, name: 'b', reach: 3 }], capabilities: 48, resume: 's3cret' },
+  ]) assert.deepEqual(strip(decode(encode(/** @type {any} */ (m)))), m);
+});
+
+test('REACHABILITY: one reach byte per WELCOME member after the secret, one after MEMBER_JOINED\'s name (§5.2, §5.3)', () => {
+  const welcome = encode({ type: MsgType.WELCOME, clientId: 7, serverTime: 0, members: [{ id: 5, name: 'a', reach: 1 }, { id: 7, name: 'b', reach: 3 }], capabilities: 48, resume: 's' });
+  assert.deepEqual([...welcome.subarray(-5)], [0x30, 1, 0x73, 1, 3], 'capabilities, the secret (str8), then the reach bytes');
+  const joined = encode({ type: MsgType.MEMBER_JOINED, id: 9, name: 'Bo', reach: 4 | 1 });
+  assert.equal(joined.length, 8 + 2, 'the doc\'s 8 + n');
+  assert.equal(/** @type {any} */ (decode(joined)).reach, 5);
+  assert.equal(/** @type {any} */ (decode(encode({ type: MsgType.MEMBER_JOINED, id: 9, name: 'Bo' }))).reach, undefined);
+  // a WELCOME granting REACHABILITY that lacks a member's byte is truncated, not short
+  assert.ok(decode(welcome.subarray(0, welcome.length - 1)) instanceof ProtocolError);
+});

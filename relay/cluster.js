@@ -43,7 +43,8 @@ export function tokenHash(token) {
 export class RemoteMember {
   /**
    * @param {string} node the node it is connected to
-   * @param {{ id: number, name: string, ready: boolean, udp: boolean, batched: boolean }} info
+   * @param {{ id: number, name: string, ready: boolean, udp: boolean, batched: boolean, peer?: boolean }} info
+   *   peer: a p2p member (membership only), reached peer to peer
    */
   constructor(node, info) {
     /** Connected to another node, which writes to it (relay/member.js). @type {false} */
@@ -55,7 +56,7 @@ export class RemoteMember {
     this.ready = info.ready;
     this.udp = info.udp;
     this.batched = info.batched;
-    this.membershipOnly = false;
+    this.membershipOnly = info.peer === true;
     this.lagging = false;
     this.closed = false;
     /** @type {import('./groups.js').Group | null} */
@@ -450,7 +451,7 @@ export class ClusterLink {
     }
     if (existing) this.groups.leave(existing); // a stale copy from a node that restarted: replace it
     const member = new RemoteMember(node, {
-      id: m.id, name: String(m.name ?? ''), ready: m.ready === true, udp: m.udp === true, batched: m.batched === true,
+      id: m.id, name: String(m.name ?? ''), ready: m.ready === true, udp: m.udp === true, batched: m.batched === true, peer: m.peer === true,
     });
     this.groups.addRemote(group, member);
   }
@@ -528,7 +529,7 @@ export class ClusterLink {
     const group = /** @type {import('./groups.js').Group} */ (session.group);
     return {
       group: group.key, id: session.id, name: session.name, ready: session.ready, udp: session.udp,
-      batched: session.batched, tokenHash: group.tokenHash,
+      batched: session.batched, peer: session.membershipOnly, tokenHash: group.tokenHash,
     };
   }
 

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { CloseCode, HelloFlag, MsgType, WelcomeFlag, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { tokenHash } from './cluster.js';
+import { reachOf } from './member.js';
 
 /**
  * Compares token hashes in time independent of where they differ.
@@ -150,7 +151,7 @@ export class GroupRegistry {
       serverTime: Date.now(),
       members: [...group.members.values()]
         .filter((m) => m.ready || m === session)
-        .map((m) => ({ id: m.id, name: m.name })),
+        .map((m) => ({ id: m.id, name: m.name, reach: reachOf(m) })),
       // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
       ...(session.capabilities !== null ? { capabilities: session.capabilities | (resumed && resume ? WelcomeFlag.RESUMED : 0) } : {}),
       ...(resume ? { resume: session.resumeSecret } : {}),
@@ -194,7 +195,17 @@ export class GroupRegistry {
   broadcastJoined(session) {
     const group = /** @type {Group} */ (session.group);
     const joined = encode({ type: MsgType.MEMBER_JOINED, id: session.id, name: session.name }).subarray(1);
-    for (const other of group.members.values()) if (other !== session) other.push(joined);
+    /** @type {Uint8Array | null} the form with how it is reached, for members granted REACHABILITY (§5.3) */
+    let withReach = null;
+    for (const other of group.members.values()) {
+      if (other === session) continue;
+      if (other.local && ((other.capabilities ?? 0) & HelloFlag.REACHABILITY) !== 0) {
+        withReach ??= encode({ type: MsgType.MEMBER_JOINED, id: session.id, name: session.name, reach: reachOf(session) }).subarray(1);
+        other.push(withReach);
+      } else {
+        other.push(joined);
+      }
+    }
   }
 
   /**

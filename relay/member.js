@@ -31,4 +31,14 @@
 
 /** A member of a group: one of the two implementations. @typedef {import('./session.js').Session | import('./cluster.js').RemoteMember} Member */
 
-export {};
+import { ReachFlag } from '../core/protocol.js';
+
+/**
+ * How a member can be reached (docs/protocol.md §5.2): through the relay always; a p2p member
+ * also peer to peer; a relay-udp member's data on its channel.
+ * @param {Pick<MemberInterface, 'membershipOnly' | 'udp'>} member
+ * @returns {number} ReachFlag bits
+ */
+export function reachOf(member) {
+  return ReachFlag.RELAY | (member.membershipOnly ? ReachFlag.PEER : 0) | (member.udp ? ReachFlag.UDP : 0);
+}

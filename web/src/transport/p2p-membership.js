@@ -48,7 +48,7 @@ export function membershipHandlers(mesh, h, hooks) {
     onUpdate: (m, arrival) => { if (mesh.relayedFrom(m.sender)) hooks.deliver(m.sender, m, arrival); },
     onAck: (m) => { if (mesh.relayedFrom(m.acker)) hooks.deliver(m.acker, m, 0); },
     onAckedAll: () => {},
-    onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name),
+    onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name, m.reach),
     onMemberLeft: (id) => mesh.memberGone(id),
     onServerError: (m) => h.onServerError?.(m),
     onClose: (code, reason) => {

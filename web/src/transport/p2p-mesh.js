@@ -7,6 +7,7 @@
 // departure is known the moment the member's socket closes. The client core
 // hears of a member only once its channel is open (`report`).
 
+import { ReachFlag } from '../../../core/protocol.js';
 import { P2PLink } from './p2p-link.js';
 
 /** Retry backoff: first delay and cap. */
@@ -76,6 +77,7 @@ export function peerIdOf(group, clientId) {
  * @property {number} membershipRejoins the relay's WELCOMEs after a membership reconnect
  * @property {number} [fallbacks] links moved onto the relay fallback
  * @property {number} [recoveries] links moved back from it onto a data channel
+ * @property {number} [relayOnly] members reached through the relay from the start (they take no peer connections)
  */
 
 /**
@@ -263,21 +265,45 @@ export class P2PMesh {
     this.attach(link, conn);
   }
 
-  /** The relay reports a member (WELCOME or MEMBER_JOINED). @param {number} id @param {string} name */
-  memberAppeared(id, name) {
+  /**
+   * The relay reports a member (WELCOME or MEMBER_JOINED), with how it can be
+   * reached when the relay says (ReachFlag, docs/protocol.md §5.2; undefined
+   * from a relay that predates it: then it is dialled, as before).
+   * @param {number} id @param {string} name @param {number} [reach]
+   */
+  memberAppeared(id, name, reach) {
     if (id === this.myId) return;
     this.members.set(id, name);
     clearTimeout(this.graceTimers.get(id));
     this.graceTimers.delete(id);
+    const peerless = reach !== undefined && (reach & ReachFlag.PEER) === 0;
     const existing = this.links.get(id);
     if (existing) {
       // A link that failed while the member was unknown (no retry then): dial again.
-      if (existing.initiator && !existing.conn && existing.retryTimer === null) this.initiate(existing);
+      if (!peerless && existing.initiator && !existing.conn && existing.retryTimer === null) this.initiate(existing);
+      return;
+    }
+    if (peerless) {
+      this.relayOnly(id, name);
       return;
     }
     const link = this.makeLink(id, name, this.myId > id);
     // The newer member (larger id) dials; the other side answers.
     if (link.initiator) this.initiate(link);
+  }
+
+  /**
+   * A member that takes no peer connections (a relay or relay-udp member): never dialled, its
+   * updates and ACKs go through the relay from the start; without the fallback it cannot be reached.
+   * @param {number} id @param {string} name
+   */
+  relayOnly(id, name) {
+    const link = new P2PLink(id, name, false);
+    link.createdAt = this.options.now();
+    link.pathSince = link.createdAt;
+    this.links.set(id, link);
+    this.counters.relayOnly = (this.counters.relayOnly ?? 0) + 1;
+    this.toRelay(link, 'it takes no peer connections');
   }
 
   /** The member left the group: drop its link at once. @param {number} id */
@@ -309,7 +335,7 @@ export class P2PMesh {
   rejoined(w) {
     this.counters.membershipRejoins++;
     if (w.clientId !== this.myId) return false;
-    const present = new Map(w.members.filter((m) => m.id !== this.myId).map((m) => [m.id, m.name]));
+    const present = new Map(w.members.filter((m) => m.id !== this.myId).map((m) => [m.id, m]));
     for (const id of [...this.members.keys()]) {
       if (present.has(id)) continue;
       const link = this.links.get(id);
@@ -321,7 +347,7 @@ export class P2PMesh {
       clearTimeout(this.graceTimers.get(id));
       this.graceTimers.set(id, setTimeout(() => { if (!this.members.has(id)) this.memberGone(id); }, MEMBERSHIP_GRACE_MS));
     }
-    for (const [id, name] of present) this.memberAppeared(id, name);
+    for (const [id, m] of present) this.memberAppeared(id, m.name, m.reach);
     return true;
   }
 

@@ -22,6 +22,7 @@ function makeMesh(myId) {
   network.autoOpen = false;
   network.openPeers = false;
   const peer = new network.Peer(peerIdOf(GROUP, myId), {});
+  /** @type {import('./p2p-mesh.js').MeshCounters} */
   const counters = { connectAttempts: 0, failures: 0, retries: 0, membershipRejoins: 0 };
   /** @type {string[]} */
   const events = [];
@@ -46,6 +47,23 @@ describe('P2PMesh', () => {
     assert.equal(peerIdOf('g', 3), peerIdOf('g', 3));
     assert.notEqual(peerIdOf('g', 3), peerIdOf('h', 3));
     assert.match(peerIdOf('g', 3), /^carlab-[0-9a-z]+-3$/);
+  });
+
+  test('a member the relay says takes no peer connections is never dialled: it is on the relay from the start', () => {
+    const { mesh, peer, counters, events } = makeMesh(5);
+    mesh.fallback = { send: () => {} };
+    mesh.memberAppeared(2, 'relay member', 1); // RELAY only
+    mesh.memberAppeared(3, 'udp member', 1 | 4); // RELAY | UDP
+    mesh.memberAppeared(4, 'p2p member', 1 | 2); // RELAY | PEER: dialled as ever
+    mesh.memberAppeared(1, 'old relay', undefined); // a relay that predates REACHABILITY: dialled, as before
+    assert.deepEqual(peer.dialled.map((c) => c.peer), [peerIdOf(GROUP, 4), peerIdOf(GROUP, 1)]);
+    assert.deepEqual(mesh.linkPaths().filter((l) => l.path === 'relay').map((l) => l.id), [2, 3]);
+    assert.deepEqual(events, ['joined 2 relay member', 'joined 3 udp member'], 'reported at once, on the relay');
+    assert.equal(counters.relayOnly, 2);
+    // a rejoin's WELCOME names it again: still not dialled
+    mesh.rejoined({ type: 2, clientId: 5, serverTime: 0, members: [{ id: 2, name: 'relay member', reach: 1 }, { id: 5, name: 'me', reach: 3 }] });
+    assert.equal(peer.dialled.length, 2);
+    assert.equal(mesh.linkPaths().find((l) => l.id === 2)?.path, 'relay');
   });
 
   test('the newer member dials the older; the older waits to be dialled', () => {

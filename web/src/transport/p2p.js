@@ -144,7 +144,7 @@ export function createP2PTransport(options) {
         onStatus: (status) => h.onConnectionStatus?.(status),
       });
       // Members the WELCOME listed (the client core only hears of them once their channel opens).
-      for (const m of welcome.members) mesh.memberAppeared(m.id, m.name);
+      for (const m of welcome.members) mesh.memberAppeared(m.id, m.name, m.reach);
       return { ...welcome, members: welcome.members.filter((m) => m.id === mesh.myId) };
     },
     sendUpdate(update) {
