@@ -256,8 +256,9 @@ export class GroupRegistry {
   replayTo(holder) {
     const group = holder.group;
     if (!group) return 0;
+    // First what it was handed while it lagged (nobody waited on those), then what is still awaited.
     /** @type {import('./session.js').OutItem[]} */
-    const items = [];
+    const items = holder.replayCopies.splice(0).map((body) => ({ body, entry: null }));
     for (const sender of group.members.values()) {
       if (sender === holder || !sender.local) continue;
       for (const entry of sender.pending.values()) {
@@ -382,6 +383,7 @@ export class GroupRegistry {
     if (acker.lagging) {
       // It reads again: from its next update on, it is waited for again.
       acker.lagging = false;
+      if (acker.local) acker.replayCopies = [];
       stats.slowConsumersRecovered++;
     }
     const sender = /** @type {Group} */ (acker.group).members.get(msg.sender);

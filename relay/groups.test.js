@@ -37,6 +37,8 @@ class FakeSession {
     this.membershipOnly = o.membershipOnly ?? false;
     this.lagging = false;
     this.closed = false;
+    /** @type {Uint8Array[]} */
+    this.replayCopies = [];
     /** @type {Map<number, PendingUpdate>} */
     this.pending = new Map();
     /** Queued UPDATEs not yet handed to a socket (takeQueuedEntries gives them up). @type {PendingUpdate[]} */
@@ -63,6 +65,9 @@ class FakeSession {
 
   /** As a Session's: the clock starts when the bytes are written. @param {number} _createdAt */
   rtsClockAt(_createdAt) { return NaN; }
+
+  /** As a Session's: what it was handed while lagging, for a resume. @param {Uint8Array} body */
+  keepForReplay(body) { this.replayCopies.push(body.slice()); }
 
   takeQueuedEntries() {
     const entries = this.queuedEntries;

@@ -17,9 +17,10 @@ after(async () => { for (const c of cleanups.reverse()) await c(); });
 
 const FLAGS = HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME;
 
-async function startRelay() {
+/** @param {Partial<import('./index.js').RelayOptions>} [options] */
+async function startRelay(options = {}) {
   const server = http.createServer();
-  const relay = createRelay({ server });
+  const relay = createRelay({ server, ...options });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   cleanups.push(async () => { await relay.close(); server.close(); });
@@ -161,4 +162,25 @@ test('a resume makes good what the old connection swallowed: unanswered copies a
   assert.equal(relay.stats.replayed, 1);
   assert.equal(relay.stats.replaysDropped, 2);
   assert.ok(!a.got.some((m) => m.type === MsgType.MEMBER_LEFT), 'the group saw nothing');
+});
+
+test('a member that lagged before it resumed gets what it was handed meanwhile, though nobody waited on it', async () => {
+  const { relay, url } = await startRelay({ slowAckMs: 200 });
+  const a = await connect(url, { name: 'a' });
+  const b = await connect(url, { name: 'b' });
+  await until(() => Boolean(a.welcome() && b.welcome()) && a.got.some((m) => m.type === MsgType.MEMBER_JOINED));
+  const aId = a.welcome().clientId;
+  const { clientId: bId, resume: secret } = b.welcome();
+  const pose = /** @type {import('../core/protocol.js').Pose} */ ([0, 0, 0, 0, 0, 0, 1]);
+  const update = (/** @type {number} */ seq) => encode({ type: MsgType.UPDATE, sender: aId, seq, sendTime: seq, pose, object: null });
+  // b's path is dead: it ACKs nothing; after 200 ms it is lagging, and a's updates go on without waiting for it
+  a.ws.send(update(1));
+  await until(() => relay.stats.slowConsumers === 1);
+  for (const seq of [2, 3]) a.ws.send(update(seq));
+  await until(() => a.got.filter((m) => m.type === MsgType.ACKED_ALL).length === 3, 3000);
+  const b2 = await connect(url, { name: 'b', clientId: bId, resume: secret });
+  await until(() => b2.got.filter((m) => m.type === MsgType.UPDATE).length === 3);
+  assert.deepEqual(b2.got.filter((m) => m.type === MsgType.UPDATE).map((m) => m.seq), [1, 2, 3], 'in order, each once');
+  assert.equal(relay.stats.replayed, 3);
+  assert.equal(relay.stats.replayOverflow, 0);
 });

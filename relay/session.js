@@ -132,6 +132,12 @@ export function isDataPathType(type) {
 }
 
 /**
+ * Most UPDATE copies a lagging member keeps for a resume (about 20 s of a group of 5 at the
+ * default cycle); past it the oldest go, counted as replayOverflow.
+ */
+export const REPLAY_COPIES_MAX = 512;
+
+/**
  * The queue of one socket of a session: what is waiting to be written, and
  * how it is written (coalesced or not, frames up to how many bytes).
  */
@@ -251,6 +257,7 @@ export class Outbox {
       if (item.entry) {
         // A destination nobody waits on (a lagging consumer) is not put back in the ACK set.
         if (item.entry.dest.has(this.session)) item.entry.dest.set(this.session, now);
+        else if (this.session.lagging && this.kind === 'ws') this.session.keepForReplay(item.body);
         sent++;
       }
     }
@@ -397,6 +404,12 @@ export class Session {
      * what its old connection may have carried already: dropped, as the relay has them.
      */
     this.replayFloor = 0;
+    /**
+     * While it is lagging (its path may be dead), copies of the UPDATEs written to it that nobody
+     * waits on, oldest first, at most REPLAY_COPIES_MAX: a resume writes them again (relay/groups.js replayTo).
+     * @type {Uint8Array[]}
+     */
+    this.replayCopies = [];
     /** The WebSocket's queue: everything, or for relay-udp the control messages. */
     this.out = new Outbox(this, socket, { kind: 'ws' });
     /** relay-udp: the open data channel's queue (UPDATE, ACK, ACKED_ALL). @type {Outbox | null} */
@@ -428,6 +441,18 @@ export class Session {
      * relay wrote to it, minus the ACKs it sent. Never negative.
      */
     this.ackCredit = 0;
+  }
+
+  /**
+   * Keeps a copy of an UPDATE written to it while it lags, for a resume to write again.
+   * @param {Uint8Array} body
+   */
+  keepForReplay(body) {
+    this.replayCopies.push(body.slice());
+    if (this.replayCopies.length > REPLAY_COPIES_MAX) {
+      this.replayCopies.shift();
+      this.ctx.stats.replayOverflow++;
+    }
   }
 
   /** It gets SUPERSEDED marks for the queued poses the relay replaces (HELLO capability). */

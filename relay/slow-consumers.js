@@ -59,7 +59,11 @@ export function markLagging(groups, member) {
   for (const other of member.group.members.values()) {
     if (other === member || !other.batched) continue;
     for (const entry of [...other.pending.values()]) {
-      if (entry.dest.has(member)) groups.dropDestination(entry, member);
+      const writtenAt = entry.dest.get(member);
+      if (writtenAt === undefined) continue;
+      // Its path may be dead: what it was handed is kept for a resume to write again (§8.10).
+      if (member.local && !member.udp && !Number.isNaN(writtenAt) && entry.body) member.keepForReplay(entry.body);
+      groups.dropDestination(entry, member);
     }
   }
 }

@@ -146,6 +146,7 @@ export class RelayStats {
   /** @type {number} */ resumed = 0;
   /** @type {number} */ replayed = 0;
   /** @type {number} */ replaysDropped = 0;
+  /** @type {number} */ replayOverflow = 0;
   /** @type {number} */ rtsCount = 0;
   /** @type {number} */ rtsSum = 0;
   /** @type {number} */ rtsMax = 0;
@@ -189,6 +190,8 @@ export class RelayStats {
     /** Copies written again to a resumed member (its old connection swallowed them), and its own replays dropped as known. */
     this.replayed = 0;
     this.replaysDropped = 0;
+    /** Copies a lagging member could not keep for a resume (more than REPLAY_COPIES_MAX). */
+    this.replayOverflow = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;
@@ -242,6 +245,7 @@ export class RelayStats {
       resumed: this.resumed,
       replayed: this.replayed,
       replaysDropped: this.replaysDropped,
+      replayOverflow: this.replayOverflow,
       rts: this.rtsCount
         ? { mean: this.rtsSum / this.rtsCount, max: this.rtsMax, n: this.rtsCount }
         : { mean: null, max: null, n: 0 },
