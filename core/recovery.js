@@ -108,6 +108,16 @@ export class RecoveryProbe {
   }
 
   /**
+   * Fed from a CarClient's onEvent: its sends, arrivals and departures.
+   * @param {string} event @param {any} detail
+   */
+  onClientEvent(event, detail) {
+    if (event === 'sent') this.sent(detail.seq, detail.sendTime);
+    else if (event === 'update') this.arrived(detail.update.sender, detail.update.seq, detail.arrivalTime);
+    else if (event === 'member-left') this.memberLeft(detail.id);
+  }
+
+  /**
    * An event began, or its network is back, at `at` on this client's clock
    * (which may be a little before now).
    * @param {number} index @param {'began' | 'back'} phase @param {number} at

@@ -32,6 +32,7 @@ import { sampleProcessTree } from '../shared/proctree.js';
 import { baseOf, checkServerAllowsOrigin, sharedPageHost } from './page-host.js';
 import { SELENIUM_VERSION, launchWebKitFleetBrowser, webkitMissing } from './webkit.js';
 import { openTrackingPage, sampleTracking, slowdownFields, throttlePage, trackingFigures } from './throttle.js';
+import { benchNetEventsFields, movingIndices, startBenchNetEvents } from './net-events.js';
 
 /** Transports a browser peer can run. */
 export const BENCH_TRANSPORTS = TRANSPORTS;
@@ -74,6 +75,8 @@ export function fleetProblem(browsers, transports, o = {}) {
  * @property {number} updates
  * @property {number} ackTimeoutMs
  * @property {number} [editsPerMinute] every peer edits the shared scene this often (lab/shared/edits.js; 0: never)
+ * @property {import('../net/events.js').NetEventsPlan | null} [netEvents] --net-events (with net): the timeline on the
+ *   moving peers' links
  * @property {import('../../core/playout.js').PlayoutMode[] | null} [playout] --playout: the modes every peer draws
  * @property {number} [renderFps] --render-fps: at this rate
  * @property {boolean} [arPair] --ar-pair: two AR pages on the synthetic camera draw each other, judged against the truth (ar-pair.js)
@@ -369,6 +372,7 @@ export async function openPages(o, { layout, browsers, baseUrls, runId, pageHost
     if (indices) q.set('indices', indices.join(','));
     if (o.editsPerMinute) q.set('edits', String(o.editsPerMinute));
     if (o.playout) { q.set('playout', o.playout.join(',')); q.set('fps', String(o.renderFps ?? DEFAULT_RENDER_FPS)); }
+    if (o.netEvents) q.set('recovery', '1');
     if (pageHost) q.set('server', baseUrls[p % baseUrls.length]);
     await page.goto(`${pageHost ?? baseUrls[p % baseUrls.length]}/peer.html?${q}`);
     await page.evaluate(() => window.carlab.ready);
@@ -534,6 +538,8 @@ export async function runBenchPoint(o) {
       ? kinds.map((name) => /** @type {const} */ ([name, sampleProcessTree(() => browsers.filter((b) => b.name === name).flatMap(rootsOf))]))
       : [];
     const windowStart = performance.now();
+    const moving = o.netEvents ? movingIndices(point.clients, point.group, o.netEvents.movingPerGroup) : [];
+    const player = o.netEvents && net ? startBenchNetEvents(o.netEvents, net, moving, pages, windowStart) : null;
     const trackingFrom = tracker ? await sampleTracking(tracker) : null;
     if (arPair) await startArPair(arPair);
     const measuringS = o.updates > 0 ? (o.updates * point.cycleMs) / 1000 + 2 : o.durationS;
@@ -546,6 +552,7 @@ export async function runBenchPoint(o) {
       await watchPhase(o, pages, started, 'measuring', measuringS);
     }
     const windowMs = performance.now() - windowStart;
+    player?.stop();
     const tracking = tracker && trackingFrom ? { ...trackingFigures(trackingFrom, await sampleTracking(tracker)), browser: trackingHost?.name } : null;
     const arDrawn = arPair ? await finishArPair(arPair) : null;
     const browserUsage = sampler.stop();
@@ -593,6 +600,7 @@ export async function runBenchPoint(o) {
         ...(o.editsPerMinute ? { scene: sceneRecord(clients, o.editsPerMinute) } : {}),
         ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
         ...(o.arPair ? { arDrawn } : {}),
+        ...(o.netEvents && player ? benchNetEventsFields(o.netEvents, player.played, moving, clients) : {}),
       },
     }), { cores: availableParallelism() });
     // a mixed fleet's per-browser figures carry each browser's CPU and memory too

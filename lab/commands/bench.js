@@ -13,6 +13,7 @@ import { LOAD_FLAGS_HELP } from '../report/saturation.js';
 import { EDITS_FLAG_HELP, validateEdits } from '../shared/edits-flag.js';
 import { ensureLabPages } from '../pages/build.js';
 import { FLEET_FLAGS, FLEET_HELP, fleetEnv, fleetOptionsProblem, runFleetPoint } from '../fleet/fleet-bench.js';
+import { netEventsFlag } from '../net/events.js';
 
 /** Help text of `carlab bench`. */
 export function benchHelp() {
@@ -72,6 +73,11 @@ of a working group sit on different links, and p2p crosses two links as between
 two phones. Chromium only: Firefox's WebDriver BiDi connects over a loopback
 port, which a namespace would cut off.
 
+  --net-events SPEC    change the moving peers' links during the measured window (needs --net),
+                       as \`carlab sim --net-events\` does (see its help for the events); each peer
+                       is alone behind its link, the first --net-events-members N (default 1) of
+                       each group move. Runs record netEvents and recovery
+
 ${LOAD_FLAGS_HELP}
 
 Example:
@@ -94,6 +100,7 @@ export const benchCommand = {
     'tracking-browser': { type: 'string' },
     'ar-pair': { type: 'boolean', default: false },
     'edits-per-minute': { type: 'string' },
+    'net-events': { type: 'string' }, 'net-events-members': { type: 'string' },
     ...FLEET_FLAGS,
   },
   help: benchHelp,
@@ -113,6 +120,12 @@ export const benchCommand = {
     if (o.nets && o.url) return '--net starts its own server in the server namespace: drop --url';
     const edits = validateEdits(o);
     if (edits) return edits;
+    const netEvents = netEventsFlag({
+      events: o.values['net-events'], members: o.values['net-events-members'], nets: o.nets, durationS: o.durationS, groups: o.groups,
+    });
+    if (netEvents.problem) return netEvents.problem;
+    if (netEvents.plan && (o.values.agents !== undefined || o.peersPerPage > 1)) return '--net-events needs each peer alone behind its link: no --agents, no --peers-per-page above 1';
+    o.netEvents = netEvents.plan;
     if (o.editsPerMinute && o.values.agents !== undefined) return '--edits-per-minute is not carried to carlab agents yet: run it on one machine';
     if (o.playout && o.values.agents !== undefined) return '--playout is not carried to carlab agents yet: run it on one machine';
     o.arPair = Boolean(o.values['ar-pair']);
@@ -150,7 +163,7 @@ export const benchCommand = {
     ackTimeoutMs: options.ackTimeoutMs, browsers: options.browsers, peersPerPage: peersPerPageOf(point, options),
     pagesPerBrowser: options.pagesPerBrowser, url: options.url, pagesPort: options.pagesPort, onProgress, shouldStop, nats: options.nats,
     tracking: options.tracking, trackingBrowser: options.trackingBrowser, editsPerMinute: options.editsPerMinute ?? 0,
-    playout: options.playout, renderFps: options.renderFps, arPair: options.arPair,
+    playout: options.playout, renderFps: options.renderFps, arPair: options.arPair, netEvents: options.netEvents ?? null,
   })),
 };
 

@@ -10,7 +10,7 @@ import { runLabCommand } from './sweep.js';
 import { LOAD_FLAGS_HELP } from '../report/saturation.js';
 import { MAX_MACHINES, missingTools } from '../target/lb.js';
 import { movingShares } from '../sim/net-events.js';
-import { readNetEventsFlag } from '../net/events.js';
+import { netEventsFlag } from '../net/events.js';
 
 /** Help text of `carlab sim`. */
 export function simHelp() {
@@ -102,24 +102,12 @@ Examples:
  * @returns {string | null}
  */
 function validateNetEvents(o) {
-  const raw = o.values['net-events'];
-  if (raw === undefined) return o.values['net-events-members'] === undefined ? null : '--net-events-members needs --net-events';
-  if (!o.nets) return '--net-events changes the clients\' links: it needs --net (e.g. --net none)';
-  if (o.values.workers !== undefined) return '--net-events places the clients itself (a generator per link): drop --workers';
-  let events;
-  try {
-    events = readNetEventsFlag(String(raw));
-  } catch (err) {
-    return /** @type {Error} */ (err).message;
-  }
-  const last = events[events.length - 1];
-  if (last.atMs + last.forMs >= o.durationS * 1000) return `--net-events: "${last.text}" does not end inside the ${o.durationS} s window`;
-  const members = o.values['net-events-members'] === undefined ? 1 : Number(o.values['net-events-members']);
-  const smallest = Math.min(...o.groups);
-  if (!Number.isInteger(members) || members < 1 || members >= smallest) {
-    return `--net-events-members: "${o.values['net-events-members']}" is not an integer 1..${smallest - 1} (each group keeps a member whose link does not change)`;
-  }
-  o.netEvents = { events, movingPerGroup: members };
+  const { plan, problem } = netEventsFlag({
+    events: o.values['net-events'], members: o.values['net-events-members'], nets: o.nets, durationS: o.durationS, groups: o.groups,
+  });
+  if (problem) return problem;
+  if (plan && o.values.workers !== undefined) return '--net-events places the clients itself (a generator per link): drop --workers';
+  if (plan) o.netEvents = plan;
   return null;
 }
 

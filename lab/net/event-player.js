@@ -3,7 +3,7 @@
 // over, and what happened when is kept for the run record. An event's
 // network is "back" when the commands that end it have returned.
 
-import { eventCommands } from './events.js';
+import { describeNetEvent, eventCommands } from './events.js';
 import { runCommand } from './system.js';
 
 /**
@@ -19,7 +19,24 @@ import { runCommand } from './system.js';
  * @property {number | null} beganEpochMs @property {number | null} backEpochMs the same, ms since 1970
  * @property {string[]} [newIps] a handover's new addresses, one per link that changed
  * @property {string | null} error a command that failed
+ * @property {string} description the event in words
  */
+
+/**
+ * The links a timeline changes: link i of the point's network for each i in `indices`.
+ * @param {import('./network.js').PointNetwork} net
+ * @param {number[]} indices
+ * @param {(i: number) => number} peersOn clients behind link i
+ * @returns {import('./events.js').EventLinks}
+ */
+export function eventLinks(net, indices, peersOn) {
+  if (!net.clientIps || !net.profile) throw new Error('--net-events: the point network has no addresses or profile');
+  const ips = net.clientIps;
+  return {
+    serverNs: net.serverNs, serverIp: net.serverIp, profile: net.profile,
+    links: indices.map((i) => ({ ns: net.clientNs[i], index: i, ip: ips[i], peers: peersOn(i) })),
+  };
+}
 
 /**
  * A moment the clients' recovery probes are told of: an event began, or its network is back.
@@ -42,6 +59,7 @@ export function playNetEvents(events, where, windowStart, hooks = {}) {
   /** @type {PlayedEvent[]} */
   const played = events.map((e) => ({
     index: e.index, kind: e.kind, text: e.text, atMs: e.atMs, forMs: e.forMs, beganMs: null, backMs: null, beganEpochMs: null, backEpochMs: null, error: null,
+    description: describeNetEvent(e),
   }));
   /** @type {Set<ReturnType<typeof setTimeout>>} */
   const timers = new Set();

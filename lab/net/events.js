@@ -112,6 +112,37 @@ export function parseNetEvents(text) {
 }
 
 /**
+ * What a point is given for --net-events.
+ * @typedef {object} NetEventsPlan
+ * @property {NetEvent[]} events
+ * @property {number} movingPerGroup members of each group behind the links that change
+ */
+
+/**
+ * Checks --net-events and --net-events-members (sim and bench): the plan, or what is wrong.
+ * @param {{ events?: string, members?: string, nets: string[] | null, durationS: number, groups: number[] }} o
+ * @returns {{ plan: NetEventsPlan | null, problem: string | null }} no --net-events: neither
+ */
+export function netEventsFlag(o) {
+  if (o.events === undefined) return { plan: null, problem: o.members === undefined ? null : '--net-events-members needs --net-events' };
+  if (!o.nets) return { plan: null, problem: '--net-events changes the clients\' links: it needs --net (e.g. --net none)' };
+  let events;
+  try {
+    events = readNetEventsFlag(o.events);
+  } catch (err) {
+    return { plan: null, problem: /** @type {Error} */ (err).message };
+  }
+  const last = events[events.length - 1];
+  if (last.atMs + last.forMs >= o.durationS * 1000) return { plan: null, problem: `--net-events: "${last.text}" does not end inside the ${o.durationS} s window` };
+  const members = o.members === undefined ? 1 : Number(o.members);
+  const smallest = Math.min(...o.groups);
+  if (!Number.isInteger(members) || members < 1 || members >= smallest) {
+    return { plan: null, problem: `--net-events-members: "${o.members}" is not an integer 1..${smallest - 1} (each group keeps a member whose link does not change)` };
+  }
+  return { plan: { events, movingPerGroup: members }, problem: null };
+}
+
+/**
  * The value of --net-events: the events themselves, or the name of a file holding them.
  * @param {string} value
  * @returns {NetEvent[]}

@@ -5,7 +5,7 @@ import { recoveryChart, recoveryRows, renderRecoveryTable } from './recovery-tab
 
 const run = /** @type {any} */ ({
   transport: 'relay', clients: 100, group: 5, net: { profile: 'none' },
-  netEvents: { link: 0, movingPerGroup: 1, movingClients: 20, events: [
+  netEvents: { links: [0], movingPerGroup: 1, movingClients: 20, events: [
     { index: 0, kind: 'outage', text: 'at 10s outage 3s', atMs: 10000, forMs: 3000, beganMs: 10004, backMs: 13010 },
     { index: 1, kind: 'handover', text: 'at 25s handover', atMs: 25000, forMs: 0, beganMs: null, backMs: null },
   ] },

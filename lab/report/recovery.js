@@ -137,6 +137,23 @@ function spread(values) {
 }
 
 /**
+ * The run record's `netEvents` (what was played, on which links, for whom) and `recovery`.
+ * @param {object} input
+ * @param {number} input.movingPerGroup
+ * @param {number[]} input.links the links the events changed
+ * @param {import('../net/event-player.js').PlayedEvent[]} input.played
+ * @param {string[]} input.movingNames the clients behind those links, by name
+ * @param {RecoveryClient[]} input.stats every client's stats
+ */
+export function netEventsFields({ movingPerGroup, links, played, movingNames, stats }) {
+  const moving = new Set(movingNames);
+  return {
+    netEvents: { links, movingPerGroup, movingClients: moving.size, events: played },
+    recovery: recoveryRecord({ events: played, clients: stats, moving }),
+  };
+}
+
+/**
  * The run record's `recovery`.
  * @param {object} input
  * @param {import('../net/event-player.js').PlayedEvent[]} input.events

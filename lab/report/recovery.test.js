@@ -42,8 +42,8 @@ test('loss during the events is counted apart from loss outside, on streams of t
 });
 
 test('the run record: per event, members, recovered, p50/p99/max, who fell out, loss during', () => {
-  const played = [{ index: 0, kind: /** @type {const} */ ('outage'), text: 'at 5s outage 3s', atMs: 5000, forMs: 3000, beganMs: 5001, backMs: 8002, beganEpochMs: 1, backEpochMs: 2, error: null },
-    { index: 1, kind: /** @type {const} */ ('handover'), text: 'at 20s handover', atMs: 20000, forMs: 0, beganMs: null, backMs: null, beganEpochMs: null, backEpochMs: null, error: null }];
+  const played = [{ index: 0, kind: /** @type {const} */ ('outage'), text: 'at 5s outage 3s', atMs: 5000, forMs: 3000, beganMs: 5001, backMs: 8002, beganEpochMs: 1, backEpochMs: 2, error: null, description: 'at 5 s: outage for 3 s' },
+    { index: 1, kind: /** @type {const} */ ('handover'), text: 'at 20s handover', atMs: 20000, forMs: 0, beganMs: null, backMs: null, beganEpochMs: null, backEpochMs: null, error: null, description: 'at 20 s: handover' }];
   const r = recoveryRecord({ events: played, clients: [m, n, o], moving: new Set(['sim1']) });
   assert.equal(r.moving, 1);
   assert.deepEqual(r.events[0], {

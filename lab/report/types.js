@@ -152,9 +152,9 @@ export {};
  * @property {number} [serverFaults] faults the server child reported (lab/sim/sim.js)
  * @property {{ atS: number, serverDownMs: number, note?: string }} [restart] the relay restarted mid-run (--restart-at)
  * @property {OutageFigures} [outage] clients that reconnected (lab/report/aggregate.js outageOf)
- * @property {{ link: number, movingPerGroup: number, movingClients: number,
- *   events: (import('../net/event-player.js').PlayedEvent & { description: string })[] }} [netEvents] --net-events: what
- *   was played on the moving members' link, when (lab/sim/net-events.js)
+ * @property {{ links: number[], movingPerGroup: number, movingClients: number,
+ *   events: import('../net/event-player.js').PlayedEvent[] }} [netEvents] --net-events: what was played on
+ *   the moving members' links (their numbers in the point's network), when (lab/report/recovery.js netEventsFields)
  * @property {ReturnType<typeof import('./recovery.js').recoveryRecord>} [recovery] --net-events: recovery per event,
  *   loss during the events and outside them (lab/report/recovery.js; docs/architecture.md "Recovery")
  * @property {ClusterFigures | null} [cluster] runs on several relays joined through NATS (lab/target/cluster.js)

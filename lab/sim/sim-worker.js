@@ -87,10 +87,7 @@ function eventsOf(k) {
   if (!drawn && !probe) return undefined;
   return (event, detail) => {
     drawn?.onClientEvent(k, event, detail);
-    if (!probe) return;
-    if (event === 'sent') probe.sent(detail.seq, detail.sendTime);
-    else if (event === 'update') probe.arrived(detail.update.sender, detail.update.seq, detail.arrivalTime);
-    else if (event === 'member-left') probe.memberLeft(detail.id);
+    probe?.onClientEvent(event, detail);
   };
 }
 

@@ -22,7 +22,8 @@ import { startBalancer } from '../target/lb.js';
 import { clusterAsServer, killRelay, pauseRelay, startedAsServer } from '../target/point-server.js';
 import { childCpuMicros, closeGenerators, generatorShares, startGenerator, stopGenerators, whenConnected } from './generators.js';
 import { createTimeline, stabilityOf, tallyProgress } from './timeline.js';
-import { movingShares, netEventsFields, startNetEvents } from './net-events.js';
+import { movingShares, startNetEvents } from './net-events.js';
+import { netEventsFields } from '../report/recovery.js';
 
 /** @typedef {import('../target/server-process.js').ServerChild} ServerChild */
 /** @typedef {import('../report/tallies.js').ReportTally} ReportTally */
@@ -73,7 +74,7 @@ const TIMELINE_ANSWER_WAIT_MS = 5000;
  *   net.clientNs.length === simGeneratorCount(clients, workers), or 2 with netEvents
  * @property {{ atS: number, forS: number } | null} [pauseNats] --pause-nats: SIGSTOP the run's nats-server atS seconds
  *   into the measured window, SIGCONT it forS seconds later (with point.relays >= 2)
- * @property {import('./net-events.js').NetEventsPlan | null} [netEvents] --net-events (with net): the
+ * @property {import('../net/events.js').NetEventsPlan | null} [netEvents] --net-events (with net): the
  *   moving members of each group on link 0, where the timeline plays, the rest on link 1
  */
 
@@ -305,7 +306,10 @@ function simRunRecord({ o, run, shares, asProcesses, window, serverMetrics, stat
       stoppedEarly: Boolean(o.shouldStop?.()),
       ...(o.editsPerMinute ? { scene: sceneRecord(stats, o.editsPerMinute) } : {}),
       ...(o.playout ? { drawn: drawnRecord(drawn, { renderFps: o.renderFps ?? DEFAULT_RENDER_FPS }) } : {}),
-      ...(o.netEvents && run.netPlayer ? netEventsFields(o.netEvents, run.netPlayer.played, run.movingIndices ?? [], stats) : {}),
+      ...(o.netEvents && run.netPlayer ? netEventsFields({
+        movingPerGroup: o.netEvents.movingPerGroup, links: [0], played: run.netPlayer.played,
+        movingNames: (run.movingIndices ?? []).map((i) => `sim${i}`), stats,
+      }) : {}),
       timeline: window.timeline,
       stability: restartInfo ? null : stabilityOf(window.timeline, window.rssWarm, window.windowMs / 1000),
       serverFaults: [...run.pastServers, run.server].flatMap((x) => x.faults).length,

@@ -29,7 +29,10 @@
 //   playout    playout modes, comma-separated (bench --playout): every peer draws its neighbours in
 //              each from the same arrivals at `fps` frames per second (default 60) and measures the
 //              drawing against the scripted truth (core/playout-probe.js DrawnMeasurement); drawn() returns it
-// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), drawn(), settled(), finishReports(), reportCounts(), close().
+//   recovery   1: every peer keeps a recovery probe (core/recovery.js, bench --net-events); netMark({ index,
+//              phase, epochMs }) tells it an event's moment, and stats() carries each peer's record
+// window.carlab exposes ready (a promise), start(), stop(), editsStop(), stats(), drawn(), settled(), finishReports(),
+// reportCounts(), netMark(), close().
 
 import { Peer } from 'peerjs';
 import { CarClient, DEFAULT_CYCLE_MODE, parseCycleMode } from '../../../core/client.js';
@@ -43,6 +46,7 @@ import { tokenFrom } from '../../../web/src/ui/join-link.js';
 import { DrawnMeasurement } from '../../../core/playout-probe.js';
 import { scriptedTruth } from '../../shared/drawn-measure.js';
 import { parsePlayoutModes } from '../../../core/playout.js';
+import { RecoveryProbe } from '../../../core/recovery.js';
 
 const q = new URLSearchParams(location.search);
 const num = (/** @type {string} */ name, /** @type {number} */ dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
@@ -71,6 +75,7 @@ const settings = {
   reportsS: num('reports', 0),
   playout: q.get('playout') ? parsePlayoutModes(/** @type {string} */ (q.get('playout'))) : null,
   renderFps: num('fps', 60),
+  recovery: q.get('recovery') === '1',
 };
 
 const summaryEl = /** @type {HTMLElement} */ (document.getElementById('summary'));
@@ -80,6 +85,23 @@ const tbody = /** @type {HTMLElement} */ (document.querySelector('#peers tbody')
 const clients = [];
 /** playout=: the drawn error of every peer's drawing. */
 const drawn = settings.playout ? new DrawnMeasurement(settings.playout, scriptedTruth(clients)) : null;
+
+/** recovery=1: each peer's probe, by i. @type {RecoveryProbe[]} */
+const probes = [];
+
+/**
+ * The client hooks of what this page measures beside the stats: the drawn error, recovery.
+ * @param {number} i
+ * @returns {((event: string, detail: any) => void) | undefined}
+ */
+function eventsOf(i) {
+  const probe = settings.recovery ? (probes[i] = new RecoveryProbe()) : null;
+  if (!drawn && !probe) return undefined;
+  return (event, detail) => {
+    drawn?.onClientEvent(i, event, detail);
+    probe?.onClientEvent(event, detail);
+  };
+}
 
 /** The population index of this page's i-th peer. @param {number} i */
 const indexOf = (i) => (settings.indices ? settings.indices[i] : settings.offset + i * settings.stride);
@@ -101,8 +123,9 @@ async function boot() {
       cycleMs: settings.cycleMs, cycleMode: settings.cycleMode, ackTimeoutMs: settings.ackTimeoutMs,
       warmupMs: settings.warmupMs, maxUpdates: settings.maxUpdates,
       pose: () => scriptedPose(index, epochNow()),
-      ...(drawn ? { onEvent: (/** @type {string} */ event, /** @type {any} */ detail) => drawn.onClientEvent(i, event, detail) } : {}),
     });
+    const onEvent = eventsOf(i);
+    if (onEvent) client.options.onEvent = onEvent;
     clients.push(client);
     joins.push(client.connect());
   }
@@ -206,10 +229,15 @@ let stoppedAt = null;
 /**
  * A peer's stats, and with the edit workload its scene as the measures see it (core/scene-metrics.js).
  * @param {CarClient} c
+ * @param {number} i its place in this page (its probe's)
  */
-function statsOf(c) {
+function statsOf(c, i) {
   const stats = c.stats();
-  return settings.editsPerMinute ? { ...stats, sceneMember: c.sceneMember(stoppedAt ?? performance.timeOrigin + performance.now()) } : stats;
+  return {
+    ...stats,
+    ...(settings.editsPerMinute ? { sceneMember: c.sceneMember(stoppedAt ?? performance.timeOrigin + performance.now()) } : {}),
+    ...(probes[i] ? { recovery: probes[i].toJSON() } : {}),
+  };
 }
 
 const ready = boot();
@@ -224,6 +252,8 @@ window.carlab = {
     startReports();
   },
   editsStop() { editing?.stop(); },
+  /** recovery=1: an event's moment, on the run's shared clock (ms since 1970). @param {{ index: number, phase: 'began' | 'back', epochMs: number }} m */
+  netMark(m) { for (const p of probes) p?.mark(m.index, m.phase, m.epochMs - performance.timeOrigin); },
   stop() {
     editing?.stop();
     stoppedAt = performance.timeOrigin + performance.now();
