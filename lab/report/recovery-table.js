@@ -12,7 +12,7 @@ import { EXTRA_COLORS, baseOptions, round } from './charts-common.js';
 /** Columns of the recovery table. */
 export const RECOVERY_COLUMNS = Object.freeze([
   'Transport', 'Net', 'Size', 'Group', 'Event', 'At (s)', 'Back (s)', 'Moving', 'Recovered', 'Recovery p50', 'p99', 'max',
-  'Out max', 'In max', 'Fell out', '% lost during', '% lost outside',
+  'Out max', 'In max', 'Fell out', '% lost during', '% lost outside', 'p2p links back (run)',
 ]);
 
 /** What the recovery columns mean. */
@@ -21,7 +21,8 @@ export const RECOVERY_LEGEND = 'Per network event of --net-events (docs/architec
   + 'measured window. Recovery (ms, p50 / p99 / max over the moving members): from the network being back until the member\'s '
   + 'first update sent after it reached every neighbour (Out) and every neighbour\'s reached it (In), the later of the two; '
   + 'Recovered: members who got there. Fell out: members their neighbours saw leave. % lost during: of the updates sent '
-  + 'to or from a moving member while the event changed the network; % lost outside (the run\'s, in every row): every other update.';
+  + 'to or from a moving member while the event changed the network; % lost outside (the run\'s, in every row): every other update. '
+  + 'p2p links back: over the run, redials after a link failed / links moved onto the relay fallback / back onto a channel / ICE restarts.';
 
 /**
  * The runs that played network events, in table order.
@@ -42,9 +43,11 @@ export function recoveryRows(run) {
     const p = played.get(e.index) ?? {};
     const s = (/** @type {unknown} */ ms) => (num(ms) === null ? NONE : fmt(/** @type {number} */ (ms) / 1000, 1));
     const head = [String(run.transport), netName(run) ?? NONE, fmt(run.clients), fmt(run.group), String(e.text ?? e.kind), s(p.beganMs ?? p.atMs), s(p.backMs)];
-    if (!e.happened) return [...head, fmt(run.recovery?.moving), 'did not happen', NONE, NONE, NONE, NONE, NONE, NONE, NONE, fmt(run.recovery?.lossOutside?.lossPct, 2)];
+    const back = run.recovery?.linksBack;
+    const links = back ? `${back.redials} / ${back.fallbacks} / ${back.recoveries} / ${back.iceRestarts}` : NONE;
+    if (!e.happened) return [...head, fmt(run.recovery?.moving), 'did not happen', NONE, NONE, NONE, NONE, NONE, NONE, NONE, fmt(run.recovery?.lossOutside?.lossPct, 2), links];
     return [...head, fmt(e.members), fmt(e.recovered), fmt(e.recoveryMs?.p50), fmt(e.recoveryMs?.p99), fmt(e.recoveryMs?.max),
-      fmt(e.outMs?.max), fmt(e.inMs?.max), fmt(e.fellOut), fmt(e.lostDuring?.lossPct, 2), fmt(run.recovery?.lossOutside?.lossPct, 2)];
+      fmt(e.outMs?.max), fmt(e.inMs?.max), fmt(e.fellOut), fmt(e.lostDuring?.lossPct, 2), fmt(run.recovery?.lossOutside?.lossPct, 2), links];
   });
 }
 

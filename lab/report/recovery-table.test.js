@@ -22,7 +22,7 @@ const run = /** @type {any} */ ({
 
 test('one row per event; one that did not happen says so', () => {
   const [a, b] = recoveryRows(run);
-  assert.deepEqual(a, ['relay', 'none', '100', '5', 'at 10s outage 3s', '10.0', '13.0', '20', '19', '180', '900', '900', '850', '900', '1', '3.00', '0.00']);
+  assert.deepEqual(a, ['relay', 'none', '100', '5', 'at 10s outage 3s', '10.0', '13.0', '20', '19', '180', '900', '900', '850', '900', '1', '3.00', '0.00', '–']);
   assert.equal(b[8], 'did not happen');
   assert.match(renderRecoveryTable([run]), /^## Recovery from network events\n/);
   assert.equal(renderRecoveryTable([{ ...run, recovery: undefined }]), '');

@@ -12,7 +12,8 @@ import { intersect, SeqSet } from '../../core/seqset.js';
 /**
  * A client's stats as the recovery figures read them.
  * @typedef {{ id: number, name: string, group: string, recovery?: import('../../core/recovery.js').RecoveryRecord,
- *   sentSeqs?: Record<string, number[]>, cutoffSeq?: number, cutoffTo?: Record<string, number>, recv: Record<string, any> }} RecoveryClient
+ *   sentSeqs?: Record<string, number[]>, cutoffSeq?: number, cutoffTo?: Record<string, number>, recv: Record<string, any>,
+ *   setup?: { counters?: Record<string, number> } | null }} RecoveryClient
  */
 
 /**
@@ -182,5 +183,19 @@ export function recoveryRecord({ events, clients, moving }) {
     };
   });
   const loss = lossAround(clients, moving, happened);
-  return { moving: moving.size, events: perEvent, lossDuring: loss.during, lossOutside: loss.outside };
+  return { moving: moving.size, events: perEvent, lossDuring: loss.during, lossOutside: loss.outside, ...p2pLinksBack(clients) };
+}
+
+/**
+ * How the p2p links came back over the run, summed over every member's transport counters
+ * (web/src/transport/p2p-mesh.js): redials scheduled after a link failed, links moved onto the
+ * relay fallback and back onto a channel, and ICE restarts; nothing for other transports.
+ * @param {RecoveryClient[]} clients
+ * @returns {{ linksBack?: { redials: number, fallbacks: number, recoveries: number, iceRestarts: number } }}
+ */
+export function p2pLinksBack(clients) {
+  const counters = clients.map((c) => c.setup?.counters).filter((k) => k && typeof k.connectAttempts === 'number');
+  if (!counters.length) return {};
+  const sum = (/** @type {string} */ key) => counters.reduce((t, k) => t + (/** @type {Record<string, number>} */ (k)[key] ?? 0), 0);
+  return { linksBack: { redials: sum('retries'), fallbacks: sum('fallbacks'), recoveries: sum('recoveries'), iceRestarts: sum('iceRestarts') } };
 }

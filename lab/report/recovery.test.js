@@ -2,7 +2,7 @@
 // docs/architecture.md "Recovery" on hand-made records.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { firstFreshArrival, lossAround, memberRecovery, recoveryRecord } from './recovery.js';
+import { firstFreshArrival, lossAround, memberRecovery, p2pLinksBack, recoveryRecord } from './recovery.js';
 
 /**
  * A client of group g: sent seqs 1..20 to each neighbour, cutoff 20, got what `recv` says.
@@ -53,4 +53,11 @@ test('the run record: per event, members, recovered, p50/p99/max, who fell out, 
   });
   assert.deepEqual(r.events[1], { index: 1, kind: 'handover', text: 'at 20s handover', happened: false });
   assert.equal(r.lossOutside.lost, 0);
+});
+
+test('p2p runs say how their links came back; other transports say nothing', () => {
+  const withCounters = (/** @type {Record<string, number>} */ counters) => ({ ...m, setup: { counters: { connectAttempts: 1, ...counters } } });
+  assert.deepEqual(p2pLinksBack([withCounters({ retries: 2, fallbacks: 1 }), withCounters({ retries: 1, recoveries: 1 })]),
+    { linksBack: { redials: 3, fallbacks: 1, recoveries: 1, iceRestarts: 0 } });
+  assert.deepEqual(p2pLinksBack([m, n]), {});
 });
