@@ -61,6 +61,12 @@ export const HelloFlag = Object.freeze({
    * that accept peer connections.
    */
   REACHABILITY: 32,
+  /**
+   * Capability (docs/protocol.md §5.11): a membership-only (p2p) member may send
+   * SIGNAL to another such member of its group, and gets theirs: the path of an
+   * ICE restart, which PeerJS's own server cannot carry.
+   */
+  PEER_SIGNAL: 64,
 });
 
 /** How a member can be reached (WELCOME and MEMBER_JOINED to a client granted REACHABILITY). */
@@ -87,7 +93,7 @@ export const WelcomeFlag = Object.freeze({
 export const CAPABILITY_BITS = 0xf8;
 
 /** The capabilities this version knows: a relay grants each one that is asked for. */
-export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.REACHABILITY;
+export const KNOWN_CAPABILITIES = HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL;
 
 /** Most ranges one SUPERSEDED names (a chain of replacements with more gaps is marked in part). */
 export const SUPERSEDED_RANGES_MAX = 32;

@@ -220,13 +220,34 @@ export function onMessage(deps, s, m, source) {
     case MsgType.STATS:
       return onStats(deps, s, m);
     case MsgType.SIGNAL:
-      if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp sessions (HELLO flag UDP)'];
+      if (s.membershipOnly) return onPeerSignal(deps, s, m);
+      if (!s.udp) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL is only for relay-udp and p2p sessions (HELLO flag UDP or MEMBERSHIP_ONLY)'];
       return deps.udp.onSignal(s, m);
     case MsgType.LINK:
       return onLink(deps, s, m); // a p2p link's UPDATE or ACK through the relay (relay/link.js)
     default:
       return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
   }
+}
+
+/**
+ * SIGNAL from a p2p member to another of its group (capability PEER_SIGNAL, docs/protocol.md §5.11):
+ * passed on unchanged to a p2p member of the group that was granted it; dropped (counted) when
+ * there is none such, as a peer that left meanwhile is normal.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {import('../core/protocol.js').SignalMsg & { body?: Uint8Array }} m
+ * @returns {Problem | null}
+ */
+function onPeerSignal(deps, s, m) {
+  const granted = (/** @type {{ capabilities: number | null }} */ x) => ((x.capabilities ?? 0) & HelloFlag.PEER_SIGNAL) !== 0;
+  if (!granted(s)) return [CloseCode.PROTOCOL_VIOLATION, 'SIGNAL between members needs capability PEER_SIGNAL'];
+  if (m.from !== s.id) return [CloseCode.SPOOFED_SENDER, `SIGNAL from ${s.id} claims ${m.from}`];
+  if (m.to === s.id || m.to === 0) return [CloseCode.PROTOCOL_VIOLATION, `SIGNAL to ${m.to}: a p2p member signals another member`];
+  const dest = /** @type {import('./groups.js').Group} */ (s.group).members.get(m.to);
+  if (dest?.local && dest.membershipOnly && granted(dest) && m.body) dest.push(m.body);
+  else deps.ctx.stats.peerSignalsDropped++;
+  return null;
 }
 
 /**

@@ -65,3 +65,33 @@ test('a p2p member asking REACHABILITY learns who takes peer connections; others
   await until(() => p2p.got.filter((m) => m.type === MsgType.MEMBER_JOINED).length === 1);
   assert.deepEqual(p2p.got.filter((m) => m.type === MsgType.MEMBER_JOINED).map((m) => [m.name, m.reach]), [['p2p-2', ReachFlag.RELAY | ReachFlag.PEER]]);
 });
+
+test('PEER_SIGNAL: a p2p member\'s SIGNAL reaches another p2p member of its group unchanged; a spoofed or unasked one closes', async () => {
+  const server = http.createServer();
+  const relay = createRelay({ server });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => { await relay.close(); server.close(); });
+  const url = `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay`;
+  const P2P = HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL;
+  const a = await join(url, P2P, 'a');
+  const b = await join(url, P2P, 'b');
+  const plain = await join(url, HelloFlag.MEMBERSHIP_ONLY, 'old-p2p');
+  const [aId, bId] = [a.welcome.clientId, b.welcome.clientId];
+  assert.equal(b.welcome.capabilities & HelloFlag.PEER_SIGNAL, HelloFlag.PEER_SIGNAL);
+  const payload = JSON.stringify({ kind: 'ice-restart', type: 'offer', sdp: 'v=0', attempt: 1 });
+  a.ws.send(encode({ type: MsgType.SIGNAL, from: aId, to: bId, payload }));
+  await until(() => b.got.some((m) => m.type === MsgType.SIGNAL));
+  const got = b.got.find((m) => m.type === MsgType.SIGNAL);
+  assert.deepEqual([got.from, got.to, got.payload], [aId, bId, payload]);
+  // to a member that did not ask: dropped and counted, the sender stays
+  a.ws.send(encode({ type: MsgType.SIGNAL, from: aId, to: plain.welcome.clientId, payload }));
+  await until(() => relay.stats.peerSignalsDropped === 1);
+  // spoofed: 4003; from a member that did not ask: 4008
+  const closes = await Promise.all([
+    (async () => { b.ws.send(encode({ type: MsgType.SIGNAL, from: aId, to: aId, payload })); const [code] = await once(b.ws, 'close'); return code; })(),
+    (async () => { plain.ws.send(encode({ type: MsgType.SIGNAL, from: plain.welcome.clientId, to: aId, payload })); const [code] = await once(plain.ws, 'close'); return code; })(),
+  ]);
+  assert.deepEqual(closes, [4003, 4008]);
+  assert.equal(a.ws.readyState, WebSocket.OPEN, 'the sender of the good ones stays');
+});

@@ -147,6 +147,7 @@ export class RelayStats {
   /** @type {number} */ replayed = 0;
   /** @type {number} */ replaysDropped = 0;
   /** @type {number} */ replayOverflow = 0;
+  /** @type {number} */ peerSignalsDropped = 0;
   /** @type {number} */ rtsCount = 0;
   /** @type {number} */ rtsSum = 0;
   /** @type {number} */ rtsMax = 0;
@@ -192,6 +193,8 @@ export class RelayStats {
     this.replaysDropped = 0;
     /** Copies a lagging member could not keep for a resume (more than REPLAY_COPIES_MAX). */
     this.replayOverflow = 0;
+    /** SIGNALs between p2p members with nobody to take them (the member left, or is on another node). */
+    this.peerSignalsDropped = 0;
     this.rtsCount = 0;
     this.rtsSum = 0;
     this.rtsMax = 0;

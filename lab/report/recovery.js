@@ -191,11 +191,17 @@ export function recoveryRecord({ events, clients, moving }) {
  * (web/src/transport/p2p-mesh.js): redials scheduled after a link failed, links moved onto the
  * relay fallback and back onto a channel, and ICE restarts; nothing for other transports.
  * @param {RecoveryClient[]} clients
- * @returns {{ linksBack?: { redials: number, fallbacks: number, recoveries: number, iceRestarts: number } }}
+ * @returns {{ linksBack?: { redials: number, fallbacks: number, recoveries: number, iceRestarts: number,
+ *   iceDisconnects: number, iceFailures: number, iceRestartsStarted: number } }}
  */
 export function p2pLinksBack(clients) {
   const counters = clients.map((c) => c.setup?.counters).filter((k) => k && typeof k.connectAttempts === 'number');
   if (!counters.length) return {};
   const sum = (/** @type {string} */ key) => counters.reduce((t, k) => t + (/** @type {Record<string, number>} */ (k)[key] ?? 0), 0);
-  return { linksBack: { redials: sum('retries'), fallbacks: sum('fallbacks'), recoveries: sum('recoveries'), iceRestarts: sum('iceRestarts') } };
+  return {
+    linksBack: {
+      redials: sum('retries'), fallbacks: sum('fallbacks'), recoveries: sum('recoveries'), iceRestarts: sum('iceRestarts'),
+      iceDisconnects: sum('iceDisconnects'), iceFailures: sum('iceFailures'), iceRestartsStarted: sum('iceRestartsStarted'),
+    },
+  };
 }

@@ -2,6 +2,7 @@
 // it, the setup timings, and the retry state the mesh keeps for it.
 
 import { openCarlabChannel, readChannel, settledSetupStats, timeSetupPhases } from './p2p-channel.js';
+import { IceRestart } from './p2p-ice-restart.js';
 
 /** Longest time a connection may take to open before it is retried. */
 export const SETUP_TIMEOUT_MS = 15000;
@@ -38,6 +39,10 @@ export const SETUP_TIMEOUT_MS = 15000;
  * @property {() => void} onOpen the channel opened (parameters already read back)
  * @property {(setup: LinkSetup) => void} onSetup the setup record is complete (after getStats)
  * @property {(data: any) => void} onMessage a frame on the channel; MessageEvent.data is `any`
+ * @property {(payload: import('./p2p-ice-restart.js').RestartSignal) => void} [signal] an ICE restart's offer or
+ *   answer to the neighbour (through the relay); without it a dead link is only redialled
+ * @property {() => void} [onRestarted] an ICE restart brought the link back
+ * @property {(what: 'disconnected' | 'failed' | 'started') => void} [onIce] ICE went disconnected or failed; a restart began
  */
 
 /** @typedef {ReturnType<typeof setTimeout>} Timer */
@@ -88,6 +93,8 @@ export class P2PLink {
     this.fallbackTimer = null;
     /** A channel of this link was open at some point (a later failure is a link that died). */
     this.everOpen = false;
+    /** Its ICE restarts, when the relay carries them (p2p-ice-restart.js). @type {IceRestart | null} */
+    this.restart = null;
   }
 
   /**
@@ -97,13 +104,22 @@ export class P2PLink {
    * @param {LinkEvents} events
    */
   attach(conn, events) {
-    const { now, onFailed } = events;
+    const { now } = events;
+    // While an ICE restart is under way, ICE and the connection may say failed: the restart answers that.
+    const onFailed = (/** @type {string} */ why) => {
+      if (this.restart?.holding() && /^(ICE failed|connection failed)$/.test(why)) return;
+      events.onFailed(why);
+    };
     const t0 = now();
     /** @type {LinkSetup} */
     const setup = { id: this.id, initiator: this.initiator, attempt: this.attempts };
     this.setup = setup;
     this.conn = conn;
     const pc = conn.peerConnection;
+    this.restart?.stop();
+    this.restart = events.signal
+      ? new IceRestart({ pc, initiator: this.initiator, send: events.signal, onRestarted: () => events.onRestarted?.(), onFailed: events.onFailed, now, count: events.onIce })
+      : null;
     timeSetupPhases(pc, setup, t0, now, onFailed);
     const channel = openCarlabChannel(pc, events.mode);
     this.channel = channel;
@@ -135,6 +151,8 @@ export class P2PLink {
   teardown() {
     clearTimeout(this.setupTimer ?? undefined);
     clearTimeout(this.retryTimer ?? undefined);
+    this.restart?.stop();
+    this.restart = null;
     try { this.channel?.close(); } catch { /* already closed */ }
     try { this.conn?.close(); } catch { /* already closed */ }
     this.channel = null;

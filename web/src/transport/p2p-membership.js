@@ -11,6 +11,7 @@ import { createRelayTransport } from './relay.js';
  * @property {() => number} now
  * @property {boolean | import('./relay.js').ReconnectOptions} [reconnect] rejoin after the relay
  *   went away (default true)
+ * @property {(m: import('../../../core/protocol.js').SignalMsg) => void} [onSignal] a neighbour's SIGNAL (an ICE restart)
  */
 
 /**
@@ -20,7 +21,7 @@ import { createRelayTransport } from './relay.js';
 export function createMembership(options) {
   return createRelayTransport({
     url: options.relayUrl, batched: false, membershipOnly: true, WebSocket: options.WebSocket, now: options.now,
-    reconnect: options.reconnect ?? true,
+    reconnect: options.reconnect ?? true, onSignal: options.onSignal,
   });
 }
 

@@ -9,6 +9,7 @@
 
 import { ReachFlag } from '../../../core/protocol.js';
 import { P2PLink } from './p2p-link.js';
+import { readRestartSignal } from './p2p-ice-restart.js';
 
 /** Retry backoff: first delay and cap. */
 export const RETRY_BASE_MS = 500;
@@ -78,6 +79,9 @@ export function peerIdOf(group, clientId) {
  * @property {number} [fallbacks] links moved onto the relay fallback
  * @property {number} [recoveries] links moved back from it onto a data channel
  * @property {number} [relayOnly] members reached through the relay from the start (they take no peer connections)
+ * @property {number} [iceRestarts] links brought back by an ICE restart (counted at the dialling end)
+ * @property {number} [iceDisconnects] times a link's ICE went disconnected @property {number} [iceFailures] or failed
+ * @property {number} [iceRestartsStarted] ICE restarts begun
  */
 
 /**
@@ -114,6 +118,21 @@ export class P2PMesh {
     /** Every path a link got onto, in order (kept to the last 1000). @type {PathRecord[]} */
     this.pathRecords = [];
     this.fallback = options.fallback ?? null;
+    /**
+     * Sends an ICE restart's offer or answer to a neighbour through the relay; null when the
+     * relay did not grant PEER_SIGNAL (no restarts then: a dead link is redialled).
+     * @type {((to: number, payload: import('./p2p-ice-restart.js').RestartSignal) => void) | null}
+     */
+    this.peerSignal = null;
+  }
+
+  /**
+   * A neighbour's SIGNAL through the relay: an ICE restart's offer or answer for its link.
+   * @param {import('../../../core/protocol.js').SignalMsg} m
+   */
+  onPeerSignal(m) {
+    const s = readRestartSignal(m.payload);
+    if (s) void this.links.get(m.from)?.restart?.onSignal(s);
   }
 
   /**
@@ -252,6 +271,20 @@ export class P2PMesh {
         }
       },
       onMessage: (data) => this.options.onMessage(link, data),
+      ...(this.peerSignal ? {
+        signal: (/** @type {import('./p2p-ice-restart.js').RestartSignal} */ payload) => this.peerSignal?.(link.id, payload),
+        onIce: (/** @type {'disconnected' | 'failed' | 'started'} */ what) => {
+          const key = what === 'disconnected' ? 'iceDisconnects' : what === 'failed' ? 'iceFailures' : 'iceRestartsStarted';
+          this.counters[key] = (this.counters[key] ?? 0) + 1;
+        },
+        onRestarted: () => {
+          if (!link.initiator) return;
+          this.counters.iceRestarts = (this.counters.iceRestarts ?? 0) + 1;
+          /** @type {PathRecord} */
+          const record = { id: link.id, initiator: true, path: link.path, setupMs: link.restart?.lastMs ?? 0, why: 'ICE restart' };
+          this.pathRecords.push(record);
+        },
+      } : {}),
     });
   }
 

@@ -21,7 +21,7 @@
 //   p2p-receive.js     decoding, spoof checks, the discard knob
 // This file composes them into the transport.
 
-import { CloseCode } from '../../../core/protocol.js';
+import { CloseCode, HelloFlag, MsgType } from '../../../core/protocol.js';
 import { CHANNEL_PARAMS, summarizeChannels } from './p2p-channel.js';
 import { P2PMesh, peerIdOf } from './p2p-mesh.js';
 import { P2PSignaling } from './p2p-signaling.js';
@@ -67,7 +67,7 @@ function createCounters() {
     // relay (membership): rejoins after it went away
     membershipRejoins: 0,
     // the relay fallback: links moved onto it and back, UPDATE copies and ACKs sent through it
-    fallbacks: 0, recoveries: 0, relayedUpdates: 0, relayedAcks: 0,
+    fallbacks: 0, recoveries: 0, relayedUpdates: 0, relayedAcks: 0, iceRestarts: 0,
   };
 }
 
@@ -92,7 +92,9 @@ export function createP2PTransport(options) {
   if (!CHANNEL_PARAMS[mode]) throw new Error(`unknown p2p mode ${mode}`);
   const now = options.now ?? (() => performance.now());
   const counters = createCounters();
-  const membership = createMembership({ relayUrl: options.relayUrl, WebSocket: options.WebSocket, now, reconnect: options.reconnect });
+  const membership = createMembership({
+    relayUrl: options.relayUrl, WebSocket: options.WebSocket, now, reconnect: options.reconnect, onSignal: (m) => mesh.onPeerSignal(m),
+  });
   const signaling = new P2PSignaling({ Peer: options.Peer, peerjs: options.peerjs, iceServers: options.iceServers ?? [], counters, now });
   const receiver = new P2PReceiver({ counters, now, discardIncomingFraction: options.discardIncomingFraction });
   /** @type {import('../../../core/client.js').TransportHandlers | null} */
@@ -138,6 +140,10 @@ export function createP2PTransport(options) {
         },
       }));
       mesh.myId = welcome.clientId;
+      if (((welcome.capabilities ?? 0) & HelloFlag.PEER_SIGNAL) !== 0) {
+        // ICE restarts go through the relay (docs/protocol.md §5.11)
+        mesh.peerSignal = (to, payload) => membership.sendSignal({ type: MsgType.SIGNAL, from: mesh.myId, to, payload: JSON.stringify(payload) });
+      }
       signalingMs = await signaling.open(peerIdOf(mesh.group, mesh.myId), {
         onConnection: (conn) => mesh.incoming(conn),
         onPeerError: (namedPeerId, type) => mesh.failNamed(namedPeerId, type),

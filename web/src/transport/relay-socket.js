@@ -41,7 +41,7 @@ export function helloMessage(mode, join, clientId, resume = '') {
     // A connection that gets UPDATEs asks for superseded marks (docs/protocol.md §5.13): loss counts them apart.
     // Every connection asks for RESUME: a rejoin after a network change takes its session back (§8.10).
     // A p2p member asks how each member can be reached: it dials only those that accept peers (§5.2).
-    flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY : HelloFlag.SUPERSEDED_MARKS)
+    flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL : HelloFlag.SUPERSEDED_MARKS)
       | HelloFlag.RESUME | (mode.extraFlags ?? 0),
     clientId,
     group: join.group,

@@ -11,7 +11,7 @@ const join = { group: 'g', name: 'n' };
 test('HELLO: flags by mode, token default empty', () => {
   assert.deepEqual(helloMessage({ batched: true }, join, 0),
     { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME, clientId: 0, group: 'g', name: 'n', token: '' });
-  assert.equal(helloMessage({ batched: false, membershipOnly: true }, join, 0).flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.RESUME);
+  assert.equal(helloMessage({ batched: false, membershipOnly: true }, join, 0).flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL | HelloFlag.RESUME);
   assert.equal(helloMessage({ batched: true, extraFlags: HelloFlag.UDP }, join, 0).flags, HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.UDP);
   const h = helloMessage({ batched: false }, { ...join, token: 't' }, 9);
   assert.equal(h.clientId, 9);

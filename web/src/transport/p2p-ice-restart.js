@@ -1,0 +1,192 @@
+// An ICE restart of a p2p link, signaled through the relay (SIGNAL between
+// members, capability PEER_SIGNAL, docs/protocol.md §5.11): when a link's ICE
+// goes `disconnected` (its path died: a phone changed networks), the dialling
+// side offers new ICE credentials on the same RTCPeerConnection, with its
+// candidates in the SDP, and the other side answers the same way. The
+// connection and its data channel stay; only the selected candidate pair
+// changes. PeerJS 1.5 closes a connection that gets a second offer through
+// its own server, and closes it on ICE `failed`, so while a restart is under
+// way PeerJS's candidate and ICE-state handlers are held back.
+
+/** A link disconnected this long (not a blip) is restarted. */
+export const RESTART_AFTER_MS = 300;
+/** A restart not connected again after this long has failed: the link fails as it would have. */
+export const RESTART_TIMEOUT_MS = 6000;
+/** Longest wait for candidates before an offer or answer goes with what it has. */
+export const GATHER_MAX_MS = 1500;
+
+/**
+ * A restart's SIGNAL payload.
+ * @typedef {{ kind: 'ice-restart', type: 'offer' | 'answer', sdp: string, attempt: number }} RestartSignal
+ */
+
+/**
+ * Resolves when the connection has gathered its candidates, or after maxMs.
+ * @param {RTCPeerConnection} pc @param {number} maxMs
+ */
+export function gathered(pc, maxMs = GATHER_MAX_MS) {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { clearTimeout(timer); pc.removeEventListener('icegatheringstatechange', check); resolve(undefined); };
+    const check = () => { if (pc.iceGatheringState === 'complete') done(); };
+    const timer = setTimeout(done, maxMs);
+    pc.addEventListener('icegatheringstatechange', check);
+  });
+}
+
+/**
+ * Reads a SIGNAL payload as a restart's, or null.
+ * @param {string} payload
+ * @returns {RestartSignal | null}
+ */
+export function readRestartSignal(payload) {
+  let p;
+  try { p = JSON.parse(payload); } catch { return null; }
+  if (!p || p.kind !== 'ice-restart' || (p.type !== 'offer' && p.type !== 'answer') || typeof p.sdp !== 'string' || p.sdp.length === 0) return null;
+  return { kind: 'ice-restart', type: p.type, sdp: p.sdp, attempt: Number(p.attempt) || 0 };
+}
+
+/**
+ * One link's restarts.
+ */
+export class IceRestart {
+  /**
+   * @param {object} o
+   * @param {RTCPeerConnection} o.pc
+   * @param {boolean} o.initiator this side offers (the dialling side: no glare)
+   * @param {(payload: RestartSignal) => void} o.send over the relay to the neighbour
+   * @param {() => void} o.onRestarted connected again after a restart
+   * @param {(why: string) => void} o.onFailed the restart did not bring it back
+   * @param {() => number} o.now
+   * @param {(what: 'disconnected' | 'failed' | 'started') => void} [o.count] ICE went disconnected or failed; a restart began
+   */
+  constructor(o) {
+    this.o = o;
+    /** A restart is under way (PeerJS's handlers are held back). */
+    this.active = false;
+    this.attempt = 0;
+    /** Restarts that brought the link back. */
+    this.succeeded = 0;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.timer = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.pending = null;
+    this.startedAt = 0;
+    /** How long the last successful restart took (ms), or null. @type {number | null} */
+    this.lastMs = null;
+    this.hold(o.pc);
+    o.pc.addEventListener('iceconnectionstatechange', () => this.onState());
+  }
+
+  /**
+   * Puts a gate before PeerJS's own handlers: while a restart is under way its
+   * trickled candidates (of the new credentials, before the other side has them)
+   * and its close on ICE `failed` would end the connection.
+   * @param {RTCPeerConnection} pc
+   */
+  hold(pc) {
+    const peerjsCandidate = pc.onicecandidate;
+    const peerjsState = pc.oniceconnectionstatechange;
+    pc.onicecandidate = (ev) => { if (!this.active) peerjsCandidate?.call(pc, ev); };
+    pc.oniceconnectionstatechange = (ev) => {
+      if (this.active && pc.iceConnectionState !== 'connected' && pc.iceConnectionState !== 'completed') return;
+      peerjsState?.call(pc, ev);
+    };
+  }
+
+  /** Whether a failure now is one the restart answers (the link's own handlers ask). */
+  holding() { return this.active; }
+
+  onState() {
+    const s = this.o.pc.iceConnectionState;
+    if (s === 'disconnected' || s === 'failed') this.o.count?.(s);
+    if (s === 'connected' || s === 'completed') {
+      if (this.pending) { clearTimeout(this.pending); this.pending = null; }
+      if (this.active) this.finish();
+      return;
+    }
+    if (s === 'disconnected' && this.o.initiator && !this.active && !this.pending) {
+      this.pending = setTimeout(() => {
+        this.pending = null;
+        if (this.o.pc.iceConnectionState === 'disconnected' || this.o.pc.iceConnectionState === 'failed') void this.start();
+      }, RESTART_AFTER_MS);
+    }
+  }
+
+  /** The network changed (the browser said so): restart at once, before ICE notices. */
+  networkChanged() {
+    if (this.o.initiator && !this.active && this.o.pc.connectionState !== 'closed') void this.start();
+  }
+
+  /** Offers new ICE credentials on the same connection. */
+  async start() {
+    const pc = this.o.pc;
+    this.active = true;
+    this.attempt++;
+    this.o.count?.('started');
+    this.startedAt = this.o.now();
+    this.arm();
+    try {
+      const offer = await pc.createOffer({ iceRestart: true });
+      await pc.setLocalDescription(offer);
+      await gathered(pc);
+      this.o.send({ kind: 'ice-restart', type: 'offer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: this.attempt });
+    } catch (err) {
+      this.give(`ICE restart offer: ${/** @type {Error} */ (err)?.message ?? err}`);
+    }
+  }
+
+  /**
+   * The neighbour's offer or answer.
+   * @param {RestartSignal} s
+   */
+  async onSignal(s) {
+    const pc = this.o.pc;
+    try {
+      if (s.type === 'offer') {
+        this.active = true;
+        this.startedAt = this.o.now();
+        this.arm();
+        await pc.setRemoteDescription({ type: 'offer', sdp: s.sdp });
+        await pc.setLocalDescription(await pc.createAnswer());
+        await gathered(pc);
+        this.o.send({ kind: 'ice-restart', type: 'answer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: s.attempt });
+      } else if (this.active && s.attempt === this.attempt) {
+        await pc.setRemoteDescription({ type: 'answer', sdp: s.sdp });
+      }
+    } catch (err) {
+      this.give(`ICE restart ${s.type}: ${/** @type {Error} */ (err)?.message ?? err}`);
+    }
+  }
+
+  arm() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.give(`no ICE after a restart in ${RESTART_TIMEOUT_MS} ms`), RESTART_TIMEOUT_MS);
+  }
+
+  finish() {
+    this.active = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.succeeded++;
+    this.lastMs = this.o.now() - this.startedAt;
+    this.o.onRestarted();
+  }
+
+  /** @param {string} why */
+  give(why) {
+    if (!this.active) return;
+    this.active = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.o.onFailed(why);
+  }
+
+  stop() {
+    this.active = false;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.pending) clearTimeout(this.pending);
+    this.timer = null;
+    this.pending = null;
+  }
+}
