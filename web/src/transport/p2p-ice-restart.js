@@ -14,6 +14,8 @@ export const RESTART_AFTER_MS = 300;
 export const RESTART_TIMEOUT_MS = 6000;
 /** Longest wait for candidates before an offer or answer goes with what it has. */
 export const GATHER_MAX_MS = 1500;
+/** An unanswered restart offer goes again this often (until answered or RESTART_TIMEOUT_MS). */
+export const RESEND_MS = 1000;
 
 /**
  * A restart's SIGNAL payload.
@@ -58,7 +60,10 @@ export class IceRestart {
    * @param {() => void} o.onRestarted connected again after a restart
    * @param {(why: string) => void} o.onFailed the restart did not bring it back
    * @param {() => number} o.now
-   * @param {(what: 'disconnected' | 'failed' | 'started') => void} [o.count] ICE went disconnected or failed; a restart began
+   * @param {(what: 'disconnected' | 'failed' | 'started' | 'moved') => void} [o.count] ICE went disconnected or failed; a
+   *   restart began; a local candidate came after the link connected (our network moved)
+   * @param {() => Promise<void>} [o.ready] resolves when the signaling path is up again (the relay
+   *   connection may have died with the same network change; it is rejoined first)
    */
   constructor(o) {
     this.o = o;
@@ -74,8 +79,34 @@ export class IceRestart {
     this.startedAt = 0;
     /** How long the last successful restart took (ms), or null. @type {number | null} */
     this.lastMs = null;
+    /** The offer of the restart under way, sent again every RESEND_MS until answered. @type {RestartSignal | null} */
+    this.offer = null;
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.resend = null;
+    /** The last offer answered and our answer: a repeated offer gets the same answer. @type {{ attempt: number, answer: RestartSignal } | null} */
+    this.answered = null;
+    /** The link's ICE was connected once: a local candidate after that means our network changed. */
+    this.wasConnected = false;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.moved = null;
     this.hold(o.pc);
     o.pc.addEventListener('iceconnectionstatechange', () => this.onState());
+    o.pc.addEventListener('icecandidate', (ev) => { if (/** @type {RTCPeerConnectionIceEvent} */ (ev).candidate) this.onLocalCandidate(); });
+  }
+
+  /**
+   * A local candidate gathered after the link connected: this side's network changed (the
+   * browser gathers again on a new address, and tells the page nothing else). Its relay
+   * connection may have died with the old address: rejoined now; the dialling side restarts.
+   */
+  onLocalCandidate() {
+    if (!this.wasConnected || this.active || this.moved) return;
+    this.moved = setTimeout(() => {
+      this.moved = null;
+      this.o.count?.('moved');
+      void this.o.ready?.();
+      if (this.o.initiator && !this.active) void this.start();
+    }, RESTART_AFTER_MS);
   }
 
   /**
@@ -100,7 +131,10 @@ export class IceRestart {
   onState() {
     const s = this.o.pc.iceConnectionState;
     if (s === 'disconnected' || s === 'failed') this.o.count?.(s);
+    // Either side: its own relay connection may be what died with the path; it is rejoined now.
+    if (s === 'disconnected' && !this.active) void this.o.ready?.();
     if (s === 'connected' || s === 'completed') {
+      this.wasConnected = true;
       if (this.pending) { clearTimeout(this.pending); this.pending = null; }
       if (this.active) this.finish();
       return;
@@ -129,8 +163,13 @@ export class IceRestart {
     try {
       const offer = await pc.createOffer({ iceRestart: true });
       await pc.setLocalDescription(offer);
-      await gathered(pc);
-      this.o.send({ kind: 'ice-restart', type: 'offer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: this.attempt });
+      await Promise.all([gathered(pc), this.o.ready?.()]);
+      if (!this.active) return;
+      this.offer = { kind: 'ice-restart', type: 'offer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: this.attempt };
+      this.o.send(this.offer);
+      // the other side's relay connection may still be rejoining: the offer goes again until answered
+      if (this.resend) clearInterval(this.resend);
+      this.resend = setInterval(() => { if (this.active && this.offer) this.o.send(this.offer); }, RESEND_MS);
     } catch (err) {
       this.give(`ICE restart offer: ${/** @type {Error} */ (err)?.message ?? err}`);
     }
@@ -144,14 +183,22 @@ export class IceRestart {
     const pc = this.o.pc;
     try {
       if (s.type === 'offer') {
+        if (this.answered?.attempt === s.attempt) {
+          this.o.send(this.answered.answer);
+          return;
+        }
         this.active = true;
         this.startedAt = this.o.now();
         this.arm();
         await pc.setRemoteDescription({ type: 'offer', sdp: s.sdp });
         await pc.setLocalDescription(await pc.createAnswer());
-        await gathered(pc);
-        this.o.send({ kind: 'ice-restart', type: 'answer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: s.attempt });
-      } else if (this.active && s.attempt === this.attempt) {
+        await Promise.all([gathered(pc), this.o.ready?.()]);
+        const answer = /** @type {RestartSignal} */ ({ kind: 'ice-restart', type: 'answer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: s.attempt });
+        this.answered = { attempt: s.attempt, answer };
+        this.o.send(answer);
+      } else if (this.active && this.offer && s.attempt === this.attempt) {
+        this.offer = null;
+        this.quiet();
         await pc.setRemoteDescription({ type: 'answer', sdp: s.sdp });
       }
     } catch (err) {
@@ -164,8 +211,16 @@ export class IceRestart {
     this.timer = setTimeout(() => this.give(`no ICE after a restart in ${RESTART_TIMEOUT_MS} ms`), RESTART_TIMEOUT_MS);
   }
 
+  /** No more resends. */
+  quiet() {
+    if (this.resend) clearInterval(this.resend);
+    this.resend = null;
+  }
+
   finish() {
     this.active = false;
+    this.offer = null;
+    this.quiet();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.succeeded++;
@@ -177,6 +232,8 @@ export class IceRestart {
   give(why) {
     if (!this.active) return;
     this.active = false;
+    this.offer = null;
+    this.quiet();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.o.onFailed(why);
@@ -184,6 +241,10 @@ export class IceRestart {
 
   stop() {
     this.active = false;
+    this.offer = null;
+    this.quiet();
+    if (this.moved) clearTimeout(this.moved);
+    this.moved = null;
     if (this.timer) clearTimeout(this.timer);
     if (this.pending) clearTimeout(this.pending);
     this.timer = null;

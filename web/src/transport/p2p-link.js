@@ -42,7 +42,10 @@ export const SETUP_TIMEOUT_MS = 15000;
  * @property {(payload: import('./p2p-ice-restart.js').RestartSignal) => void} [signal] an ICE restart's offer or
  *   answer to the neighbour (through the relay); without it a dead link is only redialled
  * @property {() => void} [onRestarted] an ICE restart brought the link back
- * @property {(what: 'disconnected' | 'failed' | 'started') => void} [onIce] ICE went disconnected or failed; a restart began
+ * @property {(what: 'disconnected' | 'failed' | 'started' | 'moved') => void} [onIce] ICE went disconnected or failed; a
+ *   restart began; our network moved
+ * @property {() => Promise<void>} [signalReady] the relay connection the restart signals over is up (rejoined if it
+ *   was in doubt)
  */
 
 /** @typedef {ReturnType<typeof setTimeout>} Timer */
@@ -118,7 +121,7 @@ export class P2PLink {
     const pc = conn.peerConnection;
     this.restart?.stop();
     this.restart = events.signal
-      ? new IceRestart({ pc, initiator: this.initiator, send: events.signal, onRestarted: () => events.onRestarted?.(), onFailed: events.onFailed, now, count: events.onIce })
+      ? new IceRestart({ pc, initiator: this.initiator, send: events.signal, onRestarted: () => events.onRestarted?.(), onFailed: events.onFailed, now, count: events.onIce, ready: events.signalReady })
       : null;
     timeSetupPhases(pc, setup, t0, now, onFailed);
     const channel = openCarlabChannel(pc, events.mode);

@@ -82,6 +82,7 @@ export function peerIdOf(group, clientId) {
  * @property {number} [iceRestarts] links brought back by an ICE restart (counted at the dialling end)
  * @property {number} [iceDisconnects] times a link's ICE went disconnected @property {number} [iceFailures] or failed
  * @property {number} [iceRestartsStarted] ICE restarts begun
+ * @property {number} [networkMoves] local candidates gathered after a link connected (this side's network changed)
  */
 
 /**
@@ -124,6 +125,21 @@ export class P2PMesh {
      * @type {((to: number, payload: import('./p2p-ice-restart.js').RestartSignal) => void) | null}
      */
     this.peerSignal = null;
+    /**
+     * Rejoins the relay connection now (its path may have died with a link's); resolves at its
+     * WELCOME. Set by the transport; one rejoin serves every link that asks meanwhile.
+     * @type {(() => Promise<void>) | null}
+     */
+    this.rejoinRelay = null;
+    /** @type {Promise<void> | null} */
+    this.rejoining = null;
+  }
+
+  /** The relay connection, rejoined once for all the links that doubt their paths at once. */
+  signalReady() {
+    if (!this.rejoinRelay) return Promise.resolve();
+    this.rejoining ??= this.rejoinRelay().finally(() => { setTimeout(() => { this.rejoining = null; }, 2000); });
+    return this.rejoining;
   }
 
   /**
@@ -273,8 +289,9 @@ export class P2PMesh {
       onMessage: (data) => this.options.onMessage(link, data),
       ...(this.peerSignal ? {
         signal: (/** @type {import('./p2p-ice-restart.js').RestartSignal} */ payload) => this.peerSignal?.(link.id, payload),
-        onIce: (/** @type {'disconnected' | 'failed' | 'started'} */ what) => {
-          const key = what === 'disconnected' ? 'iceDisconnects' : what === 'failed' ? 'iceFailures' : 'iceRestartsStarted';
+        signalReady: () => this.signalReady(),
+        onIce: (/** @type {'disconnected' | 'failed' | 'started' | 'moved'} */ what) => {
+          const key = /** @type {const} */ ({ disconnected: 'iceDisconnects', failed: 'iceFailures', started: 'iceRestartsStarted', moved: 'networkMoves' })[what];
           this.counters[key] = (this.counters[key] ?? 0) + 1;
         },
         onRestarted: () => {

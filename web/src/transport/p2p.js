@@ -143,6 +143,8 @@ export function createP2PTransport(options) {
       if (((welcome.capabilities ?? 0) & HelloFlag.PEER_SIGNAL) !== 0) {
         // ICE restarts go through the relay (docs/protocol.md §5.11)
         mesh.peerSignal = (to, payload) => membership.sendSignal({ type: MsgType.SIGNAL, from: mesh.myId, to, payload: JSON.stringify(payload) });
+        // a link whose ICE doubts its path doubts the relay connection's too: it is rejoined (resumed) first
+        mesh.rejoinRelay = () => membership.rejoin('a link\'s ICE lost its path');
       }
       signalingMs = await signaling.open(peerIdOf(mesh.group, mesh.myId), {
         onConnection: (conn) => mesh.incoming(conn),

@@ -104,6 +104,21 @@ export class RelayConnection {
     /** What a resumed session makes good, both ways (relay-replay.js). */
     this.replay = new ResumeReplay();
     this.onOnline = () => { if (this.attempt?.welcomed) this.giveUp(this.attempt, 'the network changed'); };
+    /** Waiting for the next WELCOME (rejoinNow). @type {(() => void)[]} */
+    this.welcomeWaiters = [];
+  }
+
+  /**
+   * The path may have moved (something else noticed: a p2p link's ICE): rejoins now, resuming the
+   * session, as on `online`. Resolves at the next WELCOME (at once when not welcomed yet, or closed).
+   * @param {string} [why]
+   * @returns {Promise<void>}
+   */
+  rejoinNow(why = 'the path moved') {
+    if (this.closedByUs || !this.policy.options) return Promise.resolve();
+    const waiting = new Promise((resolve) => this.welcomeWaiters.push(() => resolve(undefined)));
+    if (this.attempt?.welcomed) this.giveUp(this.attempt, why);
+    return waiting;
   }
 
   /**
@@ -252,6 +267,7 @@ export class RelayConnection {
     this.watchSilence(true);
     this.closeAbandoned();
     this.takeClockSample(attempt.helloAt, m.serverTime);
+    for (const resolve of this.welcomeWaiters.splice(0)) resolve();
     if (attempt.first) {
       h.onWelcome?.(m);
       attempt.first.resolve(m);
@@ -310,6 +326,7 @@ export class RelayConnection {
   /** Leaves: sends what is queued, then closes the socket (or ends the wait for a rejoin). */
   close() {
     this.closedByUs = true;
+    for (const resolve of this.welcomeWaiters.splice(0)) resolve();
     this.watchSilence(false);
     this.closeAbandoned();
     this.options.network?.removeEventListener('online', this.onOnline);

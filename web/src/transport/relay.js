@@ -43,6 +43,7 @@ export { RECONNECT_DEFAULTS, backoffDelay, isReconnectable } from './relay-recon
  *   readonly ws: import('./relay-socket.js').RelaySocket | null,
  *   sendSignal: (m: import('../../../core/protocol.js').SignalMsg) => void,
  *   reconnectInfo: () => { reconnects: number, attempts: number, lastCloseCode: number | null },
+ *   rejoin: (why?: string) => Promise<void>,
  * }} RelayTransport
  */
 
@@ -83,6 +84,8 @@ export function createRelayTransport(options) {
     channelInfo: () => ({ kind: 'websocket', ordered: true, maxRetransmits: null, maxPacketLifeTime: null, protocol: '' }),
     /** Reconnection counters: rejoins that succeeded, attempts made, the last close code seen. */
     reconnectInfo: () => ({ ...connection.counters, ...connection.replay.counters }),
+    /** Rejoins now, resuming the session (the path may have moved); resolves at the WELCOME. */
+    rejoin: (why) => connection.rejoinNow(why),
     close() { connection.close(); },
   };
 }
