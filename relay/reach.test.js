@@ -41,13 +41,17 @@ async function join(url, flags, name) {
   return { ws, got, welcome: got.find((m) => m.type === MsgType.WELCOME) };
 }
 
-test('a p2p member asking REACHABILITY learns who takes peer connections; others see nothing new', async () => {
+async function startRelay() {
   const server = http.createServer();
   const relay = createRelay({ server });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   cleanups.push(async () => { await relay.close(); server.close(); });
-  const url = `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay`;
+  return { relay, url: `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay` };
+}
+
+test('a p2p member asking REACHABILITY learns who takes peer connections; others see nothing new', async () => {
+  const { relay, url } = await startRelay();
 
   const relayMember = await join(url, HelloFlag.BATCHED, 'on-relay');
   const p2p = await join(url, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.RESUME, 'on-p2p');
@@ -67,12 +71,7 @@ test('a p2p member asking REACHABILITY learns who takes peer connections; others
 });
 
 test('PEER_SIGNAL: a p2p member\'s SIGNAL reaches another p2p member of its group unchanged; a spoofed or unasked one closes', async () => {
-  const server = http.createServer();
-  const relay = createRelay({ server });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanups.push(async () => { await relay.close(); server.close(); });
-  const url = `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay`;
+  const { relay, url } = await startRelay();
   const P2P = HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL;
   const a = await join(url, P2P, 'a');
   const b = await join(url, P2P, 'b');

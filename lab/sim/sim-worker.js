@@ -22,6 +22,7 @@ import { scriptedTruth } from '../shared/drawn-measure.js';
 import { DEFAULT_RENDER_FPS } from '../shared/flags.js';
 import { RecoveryProbe } from '../../core/recovery.js';
 import { createNetWatch } from './net-watch.js';
+import { measuringHook } from '../shared/client-events.js';
 
 const inChildProcess = isMainThread && typeof process.send === 'function';
 /** @type {{ url: string, urls?: string[], placement?: import('../shared/flags.js').Placement, config: any, transport: string, from: number, to: number, clients: number,
@@ -83,12 +84,7 @@ const netWatch = job.recovery ? createNetWatch() : undefined;
  * @returns {((event: string, detail: any) => void) | undefined}
  */
 function eventsOf(k) {
-  const probe = job.recovery ? (probes[k] = new RecoveryProbe()) : null;
-  if (!drawn && !probe) return undefined;
-  return (event, detail) => {
-    drawn?.onClientEvent(k, event, detail);
-    probe?.onClientEvent(event, detail);
-  };
+  return measuringHook(k, drawn, job.recovery ? (probes[k] = new RecoveryProbe()) : null);
 }
 
 /**

@@ -47,6 +47,7 @@ import { DrawnMeasurement } from '../../../core/playout-probe.js';
 import { scriptedTruth } from '../../shared/drawn-measure.js';
 import { parsePlayoutModes } from '../../../core/playout.js';
 import { RecoveryProbe } from '../../../core/recovery.js';
+import { measuringHook } from '../../shared/client-events.js';
 
 const q = new URLSearchParams(location.search);
 const num = (/** @type {string} */ name, /** @type {number} */ dflt) => (q.has(name) ? Number(q.get(name)) : dflt);
@@ -95,12 +96,7 @@ const probes = [];
  * @returns {((event: string, detail: any) => void) | undefined}
  */
 function eventsOf(i) {
-  const probe = settings.recovery ? (probes[i] = new RecoveryProbe()) : null;
-  if (!drawn && !probe) return undefined;
-  return (event, detail) => {
-    drawn?.onClientEvent(i, event, detail);
-    probe?.onClientEvent(event, detail);
-  };
+  return measuringHook(i, drawn, settings.recovery ? (probes[i] = new RecoveryProbe()) : null);
 }
 
 /** The population index of this page's i-th peer. @param {number} i */
