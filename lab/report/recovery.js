@@ -192,7 +192,7 @@ export function recoveryRecord({ events, clients, moving }) {
  * relay fallback and back onto a channel, and ICE restarts; nothing for other transports.
  * @param {RecoveryClient[]} clients
  * @returns {{ linksBack?: { redials: number, fallbacks: number, recoveries: number, iceRestarts: number,
- *   iceDisconnects: number, iceFailures: number, iceRestartsStarted: number, networkMoves: number } }}
+ *   iceDisconnects: number, iceFailures: number, iceRestartsStarted: number, networkMoves: number, silentLinks: number } }}
  */
 export function p2pLinksBack(clients) {
   const counters = clients.map((c) => c.setup?.counters).filter((k) => k && typeof k.connectAttempts === 'number');
@@ -202,7 +202,7 @@ export function p2pLinksBack(clients) {
     linksBack: {
       redials: sum('retries'), fallbacks: sum('fallbacks'), recoveries: sum('recoveries'), iceRestarts: sum('iceRestarts'),
       iceDisconnects: sum('iceDisconnects'), iceFailures: sum('iceFailures'), iceRestartsStarted: sum('iceRestartsStarted'),
-      networkMoves: sum('networkMoves'),
+      networkMoves: sum('networkMoves'), silentLinks: sum('silentLinks'),
     },
   };
 }

@@ -147,7 +147,7 @@ export class IceRestart {
     }
   }
 
-  /** The network changed (the browser said so): restart at once, before ICE notices. */
+  /** The path is in doubt (the link fell silent, or the network changed): the dialling side restarts at once. */
   networkChanged() {
     if (this.o.initiator && !this.active && this.o.pc.connectionState !== 'closed') void this.start();
   }
@@ -236,6 +236,10 @@ export class IceRestart {
     this.quiet();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // A restart begun on a doubt (a silent channel) that never got an answer fails nothing while
+    // ICE still holds a pair: the link goes on as it was.
+    const s = this.o.pc.iceConnectionState;
+    if (s === 'connected' || s === 'completed') return;
     this.o.onFailed(why);
   }
 

@@ -107,10 +107,20 @@ test('an answer that does not belong to the restart under way is ignored; bad pa
 test('a restart that never connects fails the link as it would have failed', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const a = restartOn(true);
+  a.pc.iceConnectionState = 'disconnected';
   await a.r.start();
   t.mock.timers.tick(6000);
   assert.equal(a.events.failed.length, 1);
   assert.match(a.events.failed[0], /no ICE after a restart/);
   assert.equal(a.r.holding(), false);
+  a.r.stop();
+});
+
+test('a restart begun on a doubt that never gets an answer fails nothing while ICE still holds a pair', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const a = restartOn(true);
+  await a.r.start();
+  t.mock.timers.tick(6000);
+  assert.deepEqual([a.events.failed.length, a.r.holding()], [0, false]);
   a.r.stop();
 });

@@ -96,8 +96,12 @@ export class P2PLink {
     this.fallbackTimer = null;
     /** A channel of this link was open at some point (a later failure is a link that died). */
     this.everOpen = false;
+    /** The heardAt its silence was last doubted at (the mesh doubts one silence once). */
+    this.doubtedAt = -1;
     /** Its ICE restarts, when the relay carries them (p2p-ice-restart.js). @type {IceRestart | null} */
     this.restart = null;
+    /** When its channel last delivered a frame (the transport's clock); 0: never. */
+    this.heardAt = 0;
   }
 
   /**
@@ -141,7 +145,7 @@ export class P2PLink {
       events.onSetup(setup);
     };
     channel.onclose = () => onFailed('channel closed');
-    channel.onmessage = (event) => events.onMessage(event.data);
+    channel.onmessage = (event) => { this.heardAt = now(); events.onMessage(event.data); };
     conn.on('error', (err) => onFailed(`peerjs: ${err?.type ?? err}`));
     conn.on('close', () => onFailed('peerjs connection closed'));
   }

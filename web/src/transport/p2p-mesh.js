@@ -31,6 +31,15 @@ export const MEMBERSHIP_GRACE_MS = 20000;
 export const FALLBACK_AFTER_MS = 4000;
 
 /**
+ * A link's channel silent this long, after it had delivered, is a path in doubt: its dialling side
+ * restarts its ICE; every open link silent that long is this side's own path in doubt: the relay
+ * connection is rejoined (a phone whose network changed hears nothing, and is told nothing).
+ * Neighbours send every cycle (167 ms by default, 698 ms for the slow phones), so 3 s is many
+ * cycles of silence.
+ */
+export const LINK_SILENCE_MS = 3000;
+
+/**
  * What a link's path change records, for setupInfo(): the path it got onto
  * and how long after the link was made (`setupMs`).
  * @typedef {object} PathRecord
@@ -83,6 +92,7 @@ export function peerIdOf(group, clientId) {
  * @property {number} [iceDisconnects] times a link's ICE went disconnected @property {number} [iceFailures] or failed
  * @property {number} [iceRestartsStarted] ICE restarts begun
  * @property {number} [networkMoves] local candidates gathered after a link connected (this side's network changed)
+ * @property {number} [silentLinks] links whose channels fell silent for LINK_SILENCE_MS after delivering
  */
 
 /**
@@ -133,6 +143,39 @@ export class P2PMesh {
     this.rejoinRelay = null;
     /** @type {Promise<void> | null} */
     this.rejoining = null;
+    /** The newest frame heard when every link last fell silent (one rejoin per silence). */
+    this.silentSince = 0;
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.silenceTimer = null;
+  }
+
+  /** Starts the links' dead-path check (once the relay grants restarts). */
+  watchSilence() {
+    if (this.silenceTimer) return;
+    this.silenceTimer = setInterval(() => this.checkSilence(), 1000);
+    /** @type {{ unref?: () => void }} */ (/** @type {unknown} */ (this.silenceTimer)).unref?.();
+  }
+
+  /**
+   * The dead-path check of the links (LINK_SILENCE_MS): runs every second while the relay carries
+   * restarts. One doubt per silence: a link heard again may doubt again.
+   * @param {number} [now]
+   */
+  checkSilence(now = this.options.now()) {
+    if (!this.peerSignal || this.closed) return;
+    const open = [...this.links.values()].filter((l) => l.channel?.readyState === 'open' && l.heardAt > 0);
+    if (open.length === 0) return;
+    const silent = open.filter((l) => now - l.heardAt > LINK_SILENCE_MS);
+    for (const link of silent) {
+      if (link.doubtedAt === link.heardAt) continue;
+      link.doubtedAt = link.heardAt;
+      this.counters.silentLinks = (this.counters.silentLinks ?? 0) + 1;
+      link.restart?.networkChanged();
+    }
+    if (silent.length === open.length && this.silentSince !== Math.max(...open.map((l) => l.heardAt))) {
+      this.silentSince = Math.max(...open.map((l) => l.heardAt));
+      void this.signalReady();
+    }
   }
 
   /** The relay connection, rejoined once for all the links that doubt their paths at once. */
@@ -440,6 +483,8 @@ export class P2PMesh {
   /** Stops every timer and closes every link; nothing is reported to the client core. */
   close() {
     this.closed = true;
+    if (this.silenceTimer) clearInterval(this.silenceTimer);
+    this.silenceTimer = null;
     for (const timer of this.graceTimers.values()) clearTimeout(timer);
     this.graceTimers.clear();
     for (const link of this.links.values()) {

@@ -3,7 +3,7 @@
 // grace period after a relay restart, incoming connections that are refused.
 import { afterEach, test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { MEMBERSHIP_GRACE_MS, P2PMesh, RETRY_BASE_MS, peerIdOf } from './p2p-mesh.js';
+import { LINK_SILENCE_MS, MEMBERSHIP_GRACE_MS, P2PMesh, RETRY_BASE_MS, peerIdOf } from './p2p-mesh.js';
 import { P2PLink, SETUP_TIMEOUT_MS } from './p2p-link.js';
 import { FakeDataConnection, FakeNetwork } from './p2p-fakes.js';
 
@@ -64,6 +64,33 @@ describe('P2PMesh', () => {
     mesh.rejoined({ type: 2, clientId: 5, serverTime: 0, members: [{ id: 2, name: 'relay member', reach: 1 }, { id: 5, name: 'me', reach: 3 }] });
     assert.equal(peer.dialled.length, 2);
     assert.equal(mesh.linkPaths().find((l) => l.id === 2)?.path, 'relay');
+  });
+
+  test('links silent for LINK_SILENCE_MS are restarted; when all are, the relay connection is rejoined, once per silence', () => {
+    const { mesh } = makeMesh(5);
+    let rejoins = 0;
+    mesh.peerSignal = () => {};
+    mesh.rejoinRelay = async () => { rejoins++; };
+    /** @type {number[]} */
+    const restarted = [];
+    const link = (/** @type {number} */ id, /** @type {number} */ heardAt) => {
+      const l = mesh.makeLink(id, `n${id}`, true);
+      l.channel = /** @type {any} */ ({ readyState: 'open', close() {} });
+      l.heardAt = heardAt;
+      l.restart = /** @type {any} */ ({ networkChanged: () => restarted.push(id), stop() {} });
+      return l;
+    };
+    const a = link(2, 1000);
+    link(3, 1000);
+    mesh.checkSilence(1000 + LINK_SILENCE_MS - 1);
+    assert.deepEqual([restarted, rejoins], [[], 0], 'not yet');
+    a.heardAt = 2500; // 2 is heard again, 3 stays silent
+    mesh.checkSilence(1000 + LINK_SILENCE_MS + 1);
+    assert.deepEqual([restarted, rejoins], [[3], 0], 'one silent link: its restart, no rejoin');
+    mesh.checkSilence(2500 + LINK_SILENCE_MS + 1);
+    assert.deepEqual([restarted, rejoins], [[3, 2], 1], 'every link silent: the relay connection too');
+    mesh.checkSilence(2500 + LINK_SILENCE_MS + 500);
+    assert.deepEqual([restarted, rejoins], [[3, 2], 1], 'one doubt per silence');
   });
 
   test('the newer member dials the older; the older waits to be dialled', () => {

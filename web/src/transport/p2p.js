@@ -145,6 +145,7 @@ export function createP2PTransport(options) {
         mesh.peerSignal = (to, payload) => membership.sendSignal({ type: MsgType.SIGNAL, from: mesh.myId, to, payload: JSON.stringify(payload) });
         // a link whose ICE doubts its path doubts the relay connection's too: it is rejoined (resumed) first
         mesh.rejoinRelay = () => membership.rejoin('a link\'s ICE lost its path');
+        mesh.watchSilence();
       }
       signalingMs = await signaling.open(peerIdOf(mesh.group, mesh.myId), {
         onConnection: (conn) => mesh.incoming(conn),
