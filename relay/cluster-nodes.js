@@ -41,7 +41,8 @@ export const NODE_TIMEOUT_MS = 3500;
 /**
  * @typedef {object} NodeListener
  * @property {(node: string) => void} [onNodeNew] a node we had not heard of (new, restarted, back after a cut),
- *   one that says hello (it has just (re)connected) or one that asks us (we are new to it): send it our state
+ *   one that says hello (it has just (re)connected), one that asks us (we are new to it), or, when we
+ *   have just reconnected, every node we know: send it our state
  * @property {(node: string) => void} [onNodeGone] a node that said goodbye or fell silent
  * @property {() => void} [onSilenced] this node sent no heartbeat for NODE_TIMEOUT_MS (its process
  *   stalled): the others have dropped its members; announce them to every node again
@@ -82,11 +83,21 @@ export class NodeDirectory {
   start() {
     if (this.timer) return;
     this.sub = this.broker.subscribe(HEARTBEAT_SUBJECT, (data) => this.onHeartbeat(parseJsonBytes(data)));
-    this.broker.onConnectionChange((connected) => { if (connected) this.heartbeat({ hello: true }); });
+    this.broker.onConnectionChange((connected) => { if (connected) this.reconnected(); });
     this.heartbeat({ hello: true });
     this.lastTickAt = performance.now();
     this.timer = setInterval(() => this.tick(), HEARTBEAT_MS);
     this.timer.unref();
+  }
+
+  /**
+   * Back on NATS: a hello asks every node for its state, and every node this one kept meanwhile gets
+   * ours (it may have dropped us while our broker stalled and we kept it; its ask for our state went
+   * to the connection we gave up, and our hello asks nothing of nodes that know us).
+   */
+  reconnected() {
+    this.heartbeat({ hello: true });
+    for (const node of [...this.nodes.keys()]) for (const l of this.listeners) l.onNodeNew?.(node);
   }
 
   /**

@@ -84,14 +84,31 @@ test('a node that (re)connects says hello, and every node sends it their state a
   a.setConnected(false);
   a.setConnected(true);
   assert.deepEqual(newToB, ['aaaa', 'aaaa'], 'B sends its state to A again');
-  assert.deepEqual(newToA, ['bbbb'], 'A hears B\'s plain heartbeat: nothing new');
+  assert.deepEqual(newToA, ['bbbb', 'bbbb'], 'and A, back, sends B its own: B may have dropped it meanwhile');
 
   // a plain heartbeat of a known node is no news
   b.api.publish(HEARTBEAT_SUBJECT, jsonBytes({ node: 'bbbb' }));
-  assert.deepEqual(newToA, ['bbbb']);
+  assert.deepEqual(newToA, ['bbbb', 'bbbb']);
   // a node's own hello (never echoed by NATS, but a node could be told its own) is ignored
   dirA.onHeartbeat({ node: 'aaaa', hello: true });
-  assert.deepEqual(newToA, ['bbbb']);
+  assert.deepEqual(newToA, ['bbbb', 'bbbb']);
+});
+
+test('a node back on NATS sends its state to a node that dropped it while it kept that node', (t) => {
+  const { a, b, dirA, dirB } = twoNodes(t);
+  const newToA = newNodesSeen(dirA);
+  dirA.start();
+  dirB.start();
+  // A's broker stalled: A kept B (no silence counts), B dropped A; B's ask for A's state, sent when
+  // A's old connection delivered a late heartbeat, went nowhere (here: nothing of B's reaches A)
+  a.setConnected(false);
+  dirB.gone('aaaa');
+  b.me.connected = false;
+  a.setConnected(true);
+  assert.deepEqual(newToA, ['bbbb', 'bbbb'], 'A sends B its state on reconnecting, unasked');
+  b.me.connected = true;
+  dirA.heartbeat();
+  assert.ok(dirB.nodes.has('aaaa'), 'and B knows A again from its next heartbeat');
 });
 
 test('a node dropped on one side only is asked for its state when heard again', (t) => {
