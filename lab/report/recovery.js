@@ -192,7 +192,8 @@ export function recoveryRecord({ events, clients, moving }) {
  * relay fallback and back onto a channel, and ICE restarts; nothing for other transports.
  * @param {RecoveryClient[]} clients
  * @returns {{ linksBack?: { redials: number, fallbacks: number, recoveries: number, iceRestarts: number,
- *   iceDisconnects: number, iceFailures: number, iceRestartsStarted: number, networkMoves: number, silentLinks: number } }}
+ *   iceDisconnects: number, iceFailures: number, iceRestartsStarted: number, networkMoves: number, silentLinks: number,
+ *   restartsNewPair: number, restartsSameChannel: number } }}
  */
 export function p2pLinksBack(clients) {
   const counters = clients.map((c) => c.setup?.counters).filter((k) => k && typeof k.connectAttempts === 'number');
@@ -203,6 +204,7 @@ export function p2pLinksBack(clients) {
       redials: sum('retries'), fallbacks: sum('fallbacks'), recoveries: sum('recoveries'), iceRestarts: sum('iceRestarts'),
       iceDisconnects: sum('iceDisconnects'), iceFailures: sum('iceFailures'), iceRestartsStarted: sum('iceRestartsStarted'),
       networkMoves: sum('networkMoves'), silentLinks: sum('silentLinks'),
+      restartsNewPair: sum('restartsNewPair'), restartsSameChannel: sum('restartsSameChannel'),
     },
   };
 }

@@ -58,6 +58,6 @@ test('the run record: per event, members, recovered, p50/p99/max, who fell out, 
 test('p2p runs say how their links came back; other transports say nothing', () => {
   const withCounters = (/** @type {Record<string, number>} */ counters) => ({ ...m, setup: { counters: { connectAttempts: 1, ...counters } } });
   assert.deepEqual(p2pLinksBack([withCounters({ retries: 2, fallbacks: 1 }), withCounters({ retries: 1, recoveries: 1 })]),
-    { linksBack: { redials: 3, fallbacks: 1, recoveries: 1, iceRestarts: 0, iceDisconnects: 0, iceFailures: 0, iceRestartsStarted: 0, networkMoves: 0, silentLinks: 0 } });
+    { linksBack: { redials: 3, fallbacks: 1, recoveries: 1, iceRestarts: 0, iceDisconnects: 0, iceFailures: 0, iceRestartsStarted: 0, networkMoves: 0, silentLinks: 0, restartsNewPair: 0, restartsSameChannel: 0 } });
   assert.deepEqual(p2pLinksBack([m, n]), {});
 });

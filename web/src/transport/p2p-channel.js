@@ -151,6 +151,7 @@ async function readSetup(pc, iceServers) {
   }
   const local = selected && byId.get(selected.localCandidateId);
   const remote = selected && byId.get(selected.remoteCandidateId);
+  const pair = local ? `${describeCandidate(local)} -> ${describeCandidate(remote)}` : null;
   const viaTurn = Boolean(selected) && (isTurnCandidate(local, relayIps) || isTurnCandidate(remote, relayIps));
   const stats = {
     candidateType: local ? `${local.candidateType}/${remote?.candidateType ?? '?'}` : null,
@@ -160,7 +161,30 @@ async function readSetup(pc, iceServers) {
     setupPacketsSent: packetsSent,
     setupPacketsReceived: packetsReceived,
   };
-  return { stats, unsettled: !viaTurn && isHiddenPeerReflexive(remote) };
+  return { stats, pair, unsettled: !viaTurn && isHiddenPeerReflexive(remote) };
+}
+
+/**
+ * One candidate as a pair description names it: type, address (`?` when the browser hides it) and port.
+ * @param {any} candidate an RTCIceCandidateStats, or undefined
+ */
+function describeCandidate(candidate) {
+  if (!candidate) return '?';
+  return `${candidate.candidateType ?? '?'} ${addressOf(candidate) ?? '?'}:${candidate.port ?? '?'}`;
+}
+
+/**
+ * The selected candidate pair, as `host 10.0.1.2:40000 -> srflx 10.0.2.2:50000`, or null
+ * (none yet, or getStats failed): an ICE restart records it before and after, to show the path moved.
+ * @param {RTCPeerConnection} pc
+ * @returns {Promise<string | null>}
+ */
+export async function selectedPair(pc) {
+  try {
+    return (await readSetup(pc)).pair;
+  } catch {
+    return null;
+  }
 }
 
 /**

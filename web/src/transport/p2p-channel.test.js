@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, settledSetupStats, setupStats, summarizeChannels, timeSetupPhases, turnServerIps,
+  CARLAB_CHANNEL_ID, CHANNEL_PARAMS, openCarlabChannel, readChannel, selectedPair, settledSetupStats, setupStats, summarizeChannels, timeSetupPhases, turnServerIps,
 } from './p2p-channel.js';
 import { FakeChannel, FakePeerConnection } from './p2p-fakes.js';
 
@@ -214,4 +214,18 @@ test('settledSetupStats: a remote peer-reflexive candidate with its address hidd
   const t0 = Date.now();
   assert.equal((await settledSetupStats(asPc(pc), { everyMs: 5, waitMs: 50 })).candidateType, 'host/prflx');
   assert.ok(Date.now() - t0 >= 50);
+});
+
+test('selectedPair names the selected pair by type, address and port; null without one or when getStats fails', async () => {
+  const stats = [
+    { id: 'T', type: 'transport', selectedCandidatePairId: 'P' },
+    { id: 'P', type: 'candidate-pair', localCandidateId: 'L', remoteCandidateId: 'R', state: 'succeeded', nominated: true },
+    { id: 'L', type: 'local-candidate', candidateType: 'host', address: '10.201.1.2', port: 51000 },
+    { id: 'R', type: 'remote-candidate', candidateType: 'prflx', port: 52000 }, // its address hidden
+  ];
+  assert.equal(await selectedPair(withStats(stats)), 'host 10.201.1.2:51000 -> prflx ?:52000');
+  assert.equal(await selectedPair(withStats([])), null);
+  const broken = withStats([]);
+  Object.assign(broken, { getStats: async () => { throw new Error('closed'); } });
+  assert.equal(await selectedPair(broken), null);
 });

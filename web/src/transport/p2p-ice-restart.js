@@ -16,6 +16,14 @@ export const RESTART_TIMEOUT_MS = 6000;
 export const GATHER_MAX_MS = 1500;
 /** An unanswered restart offer goes again this often (until answered or RESTART_TIMEOUT_MS). */
 export const RESEND_MS = 1000;
+/** The selected pair is read this long after ICE connects again (a browser names the new pair a moment later). */
+export const PAIR_SETTLE_MS = 250;
+
+/**
+ * What a restart that brought its link back reports: how long it took, and the selected candidate
+ * pair before and after (null: unknown).
+ * @typedef {{ ms: number, pairBefore: string | null, pairAfter: string | null }} RestartOutcome
+ */
 
 /**
  * A restart's SIGNAL payload.
@@ -57,7 +65,8 @@ export class IceRestart {
    * @param {RTCPeerConnection} o.pc
    * @param {boolean} o.initiator this side offers (the dialling side: no glare)
    * @param {(payload: RestartSignal) => void} o.send over the relay to the neighbour
-   * @param {() => void} o.onRestarted connected again after a restart
+   * @param {(outcome: RestartOutcome) => void} o.onRestarted connected again after a restart
+   * @param {(pc: RTCPeerConnection) => Promise<string | null>} [o.readPair] the selected candidate pair (p2p-channel.js selectedPair)
    * @param {(why: string) => void} o.onFailed the restart did not bring it back
    * @param {() => number} o.now
    * @param {(what: 'disconnected' | 'failed' | 'started' | 'moved') => void} [o.count] ICE went disconnected or failed; a
@@ -89,6 +98,8 @@ export class IceRestart {
     this.wasConnected = false;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.moved = null;
+    /** The selected pair when the restart under way began. @type {Promise<string | null>} */
+    this.pairBefore = Promise.resolve(null);
     this.hold(o.pc);
     o.pc.addEventListener('iceconnectionstatechange', () => this.onState());
     o.pc.addEventListener('icecandidate', (ev) => { if (/** @type {RTCPeerConnectionIceEvent} */ (ev).candidate) this.onLocalCandidate(); });
@@ -152,14 +163,25 @@ export class IceRestart {
     if (this.o.initiator && !this.active && this.o.pc.connectionState !== 'closed') void this.start();
   }
 
+  /** A restart begins here (offered or answered): the clock starts, the old pair is read, the timeout armed. */
+  begin() {
+    this.active = true;
+    this.startedAt = this.o.now();
+    this.pairBefore = this.readPair();
+    this.arm();
+  }
+
+  /** @returns {Promise<string | null>} */
+  readPair() {
+    return this.o.readPair ? this.o.readPair(this.o.pc).catch(() => null) : Promise.resolve(null);
+  }
+
   /** Offers new ICE credentials on the same connection. */
   async start() {
     const pc = this.o.pc;
-    this.active = true;
     this.attempt++;
     this.o.count?.('started');
-    this.startedAt = this.o.now();
-    this.arm();
+    this.begin();
     try {
       const offer = await pc.createOffer({ iceRestart: true });
       await pc.setLocalDescription(offer);
@@ -187,9 +209,7 @@ export class IceRestart {
           this.o.send(this.answered.answer);
           return;
         }
-        this.active = true;
-        this.startedAt = this.o.now();
-        this.arm();
+        this.begin();
         await pc.setRemoteDescription({ type: 'offer', sdp: s.sdp });
         await pc.setLocalDescription(await pc.createAnswer());
         await Promise.all([gathered(pc), this.o.ready?.()]);
@@ -224,8 +244,11 @@ export class IceRestart {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.succeeded++;
-    this.lastMs = this.o.now() - this.startedAt;
-    this.o.onRestarted();
+    const ms = this.o.now() - this.startedAt;
+    this.lastMs = ms;
+    const before = this.pairBefore;
+    const after = new Promise((resolve) => setTimeout(resolve, this.o.readPair ? PAIR_SETTLE_MS : 0)).then(() => this.readPair());
+    void Promise.all([before, after]).then(([pairBefore, pairAfter]) => this.o.onRestarted({ ms, pairBefore, pairAfter }));
   }
 
   /** @param {string} why */

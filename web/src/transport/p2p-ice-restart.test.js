@@ -3,7 +3,7 @@
 // and that a restart that does not bring the link back fails it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IceRestart, RESTART_AFTER_MS, readRestartSignal } from './p2p-ice-restart.js';
+import { IceRestart, PAIR_SETTLE_MS, RESTART_AFTER_MS, readRestartSignal } from './p2p-ice-restart.js';
 
 /** A peer connection with what a restart touches. */
 class FakePc extends EventTarget {
@@ -12,6 +12,8 @@ class FakePc extends EventTarget {
     this.iceConnectionState = 'connected';
     this.iceGatheringState = 'complete';
     this.connectionState = 'connected';
+    /** The selected candidate pair getStats would name. */
+    this.pair = 'host 10.0.1.2:5000 -> host 10.0.2.2:6000';
     /** @type {RTCSessionDescriptionInit | null} */
     this.localDescription = null;
     /** @type {RTCSessionDescriptionInit[]} */
@@ -45,11 +47,11 @@ function restartOn(initiator) {
   const pc = new FakePc();
   /** @type {any[]} */
   const sent = [];
-  const events = { restarted: 0, failed: /** @type {string[]} */ ([]), counted: /** @type {string[]} */ ([]) };
+  const events = { restarted: 0, failed: /** @type {string[]} */ ([]), counted: /** @type {string[]} */ ([]), outcomes: /** @type {any[]} */ ([]) };
   const r = new IceRestart({
     pc: /** @type {any} */ (pc), initiator, now: () => performance.now(),
-    send: (p) => sent.push(p), onRestarted: () => { events.restarted++; }, onFailed: (why) => events.failed.push(why),
-    count: (what) => events.counted.push(what),
+    send: (p) => sent.push(p), onRestarted: (o) => { events.restarted++; events.outcomes.push(o); }, onFailed: (why) => events.failed.push(why),
+    count: (what) => events.counted.push(what), readPair: async (c) => /** @type {any} */ (c).pair,
   });
   return { pc, sent, events, r };
 }
@@ -76,9 +78,15 @@ test('the dialling side restarts a link that stays disconnected; the other answe
   assert.deepEqual(b.sent, [{ kind: 'ice-restart', type: 'answer', sdp: 'answer', attempt: 1 }]);
   await a.r.onSignal(/** @type {any} */ (readRestartSignal(JSON.stringify(b.sent[0]))));
   assert.deepEqual(a.pc.remote, [{ type: 'answer', sdp: 'answer' }]);
+  a.pc.pair = 'host 10.0.9.2:5002 -> host 10.0.2.2:6000';
   a.pc.goes('connected');
   b.pc.goes('connected');
-  assert.deepEqual([a.events.restarted, b.events.restarted, a.r.holding()], [1, 1, false]);
+  assert.equal(a.r.holding(), false);
+  await settle(PAIR_SETTLE_MS + 50); // the new pair is read a moment after ICE connects
+  assert.deepEqual([a.events.restarted, b.events.restarted], [1, 1]);
+  assert.deepEqual([a.events.outcomes[0].pairBefore, a.events.outcomes[0].pairAfter],
+    ['host 10.0.1.2:5000 -> host 10.0.2.2:6000', 'host 10.0.9.2:5002 -> host 10.0.2.2:6000'], 'the selected pair, before and after');
+  assert.ok(a.events.outcomes[0].ms >= 0);
   assert.deepEqual(a.events.counted, ['disconnected', 'started', 'failed']);
   assert.deepEqual(a.events.failed, []);
   a.r.stop(); b.r.stop();

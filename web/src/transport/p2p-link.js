@@ -1,7 +1,7 @@
 // One neighbour of the p2p mesh: its PeerJS connection, carlab's channel on
 // it, the setup timings, and the retry state the mesh keeps for it.
 
-import { openCarlabChannel, readChannel, settledSetupStats, timeSetupPhases } from './p2p-channel.js';
+import { openCarlabChannel, readChannel, selectedPair, settledSetupStats, timeSetupPhases } from './p2p-channel.js';
 import { IceRestart } from './p2p-ice-restart.js';
 
 /** Longest time a connection may take to open before it is retried. */
@@ -41,11 +41,17 @@ export const SETUP_TIMEOUT_MS = 15000;
  * @property {(data: any) => void} onMessage a frame on the channel; MessageEvent.data is `any`
  * @property {(payload: import('./p2p-ice-restart.js').RestartSignal) => void} [signal] an ICE restart's offer or
  *   answer to the neighbour (through the relay); without it a dead link is only redialled
- * @property {() => void} [onRestarted] an ICE restart brought the link back
+ * @property {(outcome: RestartRecord) => void} [onRestarted] an ICE restart brought the link back
  * @property {(what: 'disconnected' | 'failed' | 'started' | 'moved') => void} [onIce] ICE went disconnected or failed; a
  *   restart began; our network moved
  * @property {() => Promise<void>} [signalReady] the relay connection the restart signals over is up (rejoined if it
  *   was in doubt)
+ */
+
+/**
+ * An ICE restart that brought a link back, and whether the data channel it came back on is the one
+ * it had (a restart keeps the channel; a redial makes a new one).
+ * @typedef {import('./p2p-ice-restart.js').RestartOutcome & { sameChannel: boolean }} RestartRecord
  */
 
 /** @typedef {ReturnType<typeof setTimeout>} Timer */
@@ -124,11 +130,17 @@ export class P2PLink {
     this.conn = conn;
     const pc = conn.peerConnection;
     this.restart?.stop();
+    /** The channel this connection opens (set below): a restart that comes back on it kept it. @type {RTCDataChannel | null} */
+    let opened = null;
+    const onRestarted = (/** @type {import('./p2p-ice-restart.js').RestartOutcome} */ outcome) => {
+      events.onRestarted?.({ ...outcome, sameChannel: opened !== null && this.channel === opened && opened.readyState === 'open' });
+    };
     this.restart = events.signal
-      ? new IceRestart({ pc, initiator: this.initiator, send: events.signal, onRestarted: () => events.onRestarted?.(), onFailed: events.onFailed, now, count: events.onIce, ready: events.signalReady })
+      ? new IceRestart({ pc, initiator: this.initiator, send: events.signal, onRestarted, onFailed: events.onFailed, now, count: events.onIce, ready: events.signalReady, readPair: selectedPair })
       : null;
     timeSetupPhases(pc, setup, t0, now, onFailed);
     const channel = openCarlabChannel(pc, events.mode);
+    opened = channel;
     this.channel = channel;
     this.setupTimer = setTimeout(() => onFailed(`channel not open after ${SETUP_TIMEOUT_MS} ms`), SETUP_TIMEOUT_MS);
     channel.onopen = async () => {

@@ -48,6 +48,9 @@ export const LINK_SILENCE_MS = 3000;
  * @property {import('./p2p-link.js').LinkPath} path
  * @property {number} setupMs ms from the link being made (relay) or from connect (direct, turn)
  * @property {string} [why] why the link fell back
+ * @property {string | null} [pairBefore] an ICE restart's record: the selected candidate pair before it
+ * @property {string | null} [pairAfter] and after it
+ * @property {boolean} [sameChannel] it came back on the data channel it had
  */
 
 /**
@@ -89,6 +92,8 @@ export function peerIdOf(group, clientId) {
  * @property {number} [recoveries] links moved back from it onto a data channel
  * @property {number} [relayOnly] members reached through the relay from the start (they take no peer connections)
  * @property {number} [iceRestarts] links brought back by an ICE restart (counted at the dialling end)
+ * @property {number} [restartsNewPair] of those, restarts after which the selected candidate pair was another
+ * @property {number} [restartsSameChannel] and restarts that came back on the data channel the link had
  * @property {number} [iceDisconnects] times a link's ICE went disconnected @property {number} [iceFailures] or failed
  * @property {number} [iceRestartsStarted] ICE restarts begun
  * @property {number} [networkMoves] local candidates gathered after a link connected (this side's network changed)
@@ -337,15 +342,29 @@ export class P2PMesh {
           const key = /** @type {const} */ ({ disconnected: 'iceDisconnects', failed: 'iceFailures', started: 'iceRestartsStarted', moved: 'networkMoves' })[what];
           this.counters[key] = (this.counters[key] ?? 0) + 1;
         },
-        onRestarted: () => {
-          if (!link.initiator) return;
-          this.counters.iceRestarts = (this.counters.iceRestarts ?? 0) + 1;
-          /** @type {PathRecord} */
-          const record = { id: link.id, initiator: true, path: link.path, setupMs: link.restart?.lastMs ?? 0, why: 'ICE restart' };
-          this.pathRecords.push(record);
-        },
+        onRestarted: (/** @type {import('./p2p-link.js').RestartRecord} */ outcome) => this.restarted(link, outcome),
       } : {}),
     });
+  }
+
+  /**
+   * An ICE restart brought the link back: counted and recorded at the dialling end, with the
+   * candidate pairs before and after and whether the channel is the one it had.
+   * @param {P2PLink} link @param {import('./p2p-link.js').RestartRecord} outcome
+   */
+  restarted(link, outcome) {
+    if (!link.initiator || this.links.get(link.id) !== link) return;
+    const c = this.counters;
+    c.iceRestarts = (c.iceRestarts ?? 0) + 1;
+    if (outcome.pairBefore && outcome.pairAfter && outcome.pairBefore !== outcome.pairAfter) c.restartsNewPair = (c.restartsNewPair ?? 0) + 1;
+    if (outcome.sameChannel) c.restartsSameChannel = (c.restartsSameChannel ?? 0) + 1;
+    /** @type {PathRecord} */
+    const record = {
+      id: link.id, initiator: true, path: link.path, setupMs: Math.round(outcome.ms), why: 'ICE restart',
+      pairBefore: outcome.pairBefore, pairAfter: outcome.pairAfter, sameChannel: outcome.sameChannel,
+    };
+    this.pathRecords.push(record);
+    if (this.pathRecords.length > 1000) this.pathRecords.shift();
   }
 
   /** Dials the neighbour. @param {P2PLink} link */

@@ -49,6 +49,25 @@ describe('P2PMesh', () => {
     assert.match(peerIdOf('g', 3), /^carlab-[0-9a-z]+-3$/);
   });
 
+  test('an ICE restart that brought a link back is recorded at the dialling end with its pairs and channel', () => {
+    const { mesh, counters } = makeMesh(5);
+    mesh.memberAppeared(2, 'older', 1 | 2); // we have the larger id: we dial
+    const link = /** @type {P2PLink} */ (mesh.links.get(2));
+    mesh.restarted(link, { ms: 412.4, pairBefore: 'host 10.0.1.2:1 -> host 10.0.2.2:2', pairAfter: 'host 10.0.9.2:3 -> host 10.0.2.2:2', sameChannel: true });
+    mesh.restarted(link, { ms: 90, pairBefore: null, pairAfter: null, sameChannel: false });
+    assert.deepEqual([counters.iceRestarts, counters.restartsNewPair, counters.restartsSameChannel], [2, 1, 1]);
+    const records = mesh.pathRecords.filter((r) => r.why === 'ICE restart');
+    assert.deepEqual(records[0], {
+      id: 2, initiator: true, path: link.path, setupMs: 412, why: 'ICE restart',
+      pairBefore: 'host 10.0.1.2:1 -> host 10.0.2.2:2', pairAfter: 'host 10.0.9.2:3 -> host 10.0.2.2:2', sameChannel: true,
+    });
+    // the answering side counts nothing (each link once)
+    const other = makeMesh(1);
+    other.mesh.memberAppeared(2, 'newer', 1 | 2);
+    other.mesh.restarted(/** @type {P2PLink} */ (other.mesh.links.get(2)), { ms: 1, pairBefore: 'a', pairAfter: 'b', sameChannel: true });
+    assert.equal(other.counters.iceRestarts, undefined);
+  });
+
   test('a member the relay says takes no peer connections is never dialled: it is on the relay from the start', () => {
     const { mesh, peer, counters, events } = makeMesh(5);
     mesh.fallback = { send: () => {} };
