@@ -2,7 +2,8 @@
 // members, capability PEER_SIGNAL, docs/protocol.md §5.11): when a link's ICE
 // goes `disconnected` (its path died: a phone changed networks), the dialling
 // side offers new ICE credentials on the same RTCPeerConnection, with its
-// candidates in the SDP, and the other side answers the same way. The
+// candidates in the SDP, and the other side answers the same way (a side
+// that doubts the path but does not dial asks the dialling side to). The
 // connection and its data channel stay; only the selected candidate pair
 // changes. PeerJS 1.5 closes a connection that gets a second offer through
 // its own server, and closes it on ICE `failed`, so while a restart is under
@@ -18,6 +19,8 @@ export const GATHER_MAX_MS = 1500;
 export const RESEND_MS = 1000;
 /** The selected pair is read this long after ICE connects again (a browser names the new pair a moment later). */
 export const PAIR_SETTLE_MS = 250;
+/** How often the selected pair is read while a restart whose ICE stayed connected waits for a new one. */
+export const PAIR_POLL_MS = 100;
 
 /**
  * What a restart that brought its link back reports: how long it took, and the selected candidate
@@ -26,8 +29,9 @@ export const PAIR_SETTLE_MS = 250;
  */
 
 /**
- * A restart's SIGNAL payload.
- * @typedef {{ kind: 'ice-restart', type: 'offer' | 'answer', sdp: string, attempt: number }} RestartSignal
+ * A restart's SIGNAL payload. `request`: the answering side doubts the path (its channel fell
+ * silent: its own network may have moved) and asks the dialling side to restart now; it has no SDP.
+ * @typedef {{ kind: 'ice-restart', type: 'offer' | 'answer' | 'request', sdp: string, attempt: number }} RestartSignal
  */
 
 /**
@@ -52,7 +56,9 @@ export function gathered(pc, maxMs = GATHER_MAX_MS) {
 export function readRestartSignal(payload) {
   let p;
   try { p = JSON.parse(payload); } catch { return null; }
-  if (!p || p.kind !== 'ice-restart' || (p.type !== 'offer' && p.type !== 'answer') || typeof p.sdp !== 'string' || p.sdp.length === 0) return null;
+  if (!p || p.kind !== 'ice-restart') return null;
+  if (p.type === 'request') return { kind: 'ice-restart', type: 'request', sdp: '', attempt: Number(p.attempt) || 0 };
+  if ((p.type !== 'offer' && p.type !== 'answer') || typeof p.sdp !== 'string' || p.sdp.length === 0) return null;
   return { kind: 'ice-restart', type: p.type, sdp: p.sdp, attempt: Number(p.attempt) || 0 };
 }
 
@@ -98,6 +104,12 @@ export class IceRestart {
     this.wasConnected = false;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.moved = null;
+    /** Looks for the new selected pair once offer and answer are applied. @type {ReturnType<typeof setInterval> | null} */
+    this.pairWatch = null;
+    /** Restart requests sent (the answering side asks the dialling one); the one being repeated. */
+    this.requests = 0;
+    /** @type {ReturnType<typeof setInterval> | null} */
+    this.requesting = null;
     /** The selected pair when the restart under way began. @type {Promise<string | null>} */
     this.pairBefore = Promise.resolve(null);
     this.hold(o.pc);
@@ -158,13 +170,34 @@ export class IceRestart {
     }
   }
 
-  /** The path is in doubt (the link fell silent, or the network changed): the dialling side restarts at once. */
+  /**
+   * The path is in doubt (the link fell silent, or the network changed): the dialling side restarts
+   * at once; the other asks it to (once its relay connection is back), again every RESEND_MS until
+   * an offer comes or RESTART_TIMEOUT_MS passes. The side whose network moved is as often the
+   * answering one, and the dialling side's ICE may take many seconds to see the path dead.
+   */
   networkChanged() {
-    if (this.o.initiator && !this.active && this.o.pc.connectionState !== 'closed') void this.start();
+    if (this.active || this.o.pc.connectionState === 'closed') return;
+    if (this.o.initiator) { void this.start(); return; }
+    if (this.requesting) return;
+    this.requests++;
+    const request = /** @type {RestartSignal} */ ({ kind: 'ice-restart', type: 'request', sdp: '', attempt: this.requests });
+    const until = this.o.now() + RESTART_TIMEOUT_MS;
+    this.requesting = setInterval(() => {
+      if (this.active || this.o.now() > until) this.stopRequesting();
+      else this.o.send(request);
+    }, RESEND_MS);
+    void Promise.resolve(this.o.ready?.()).then(() => { if (this.requesting && !this.active) this.o.send(request); });
+  }
+
+  stopRequesting() {
+    if (this.requesting) clearInterval(this.requesting);
+    this.requesting = null;
   }
 
   /** A restart begins here (offered or answered): the clock starts, the old pair is read, the timeout armed. */
   begin() {
+    this.stopRequesting();
     this.active = true;
     this.startedAt = this.o.now();
     this.pairBefore = this.readPair();
@@ -204,6 +237,12 @@ export class IceRestart {
   async onSignal(s) {
     const pc = this.o.pc;
     try {
+      if (s.type === 'request') {
+        // the other side doubts the path: restart now, or send the offer under way again
+        if (!this.o.initiator) return;
+        if (this.active) { if (this.offer) this.o.send(this.offer); } else if (pc.connectionState !== 'closed') await this.start();
+        return;
+      }
       if (s.type === 'offer') {
         if (this.answered?.attempt === s.attempt) {
           this.o.send(this.answered.answer);
@@ -216,10 +255,12 @@ export class IceRestart {
         const answer = /** @type {RestartSignal} */ ({ kind: 'ice-restart', type: 'answer', sdp: /** @type {RTCSessionDescription} */ (pc.localDescription).sdp, attempt: s.attempt });
         this.answered = { attempt: s.attempt, answer };
         this.o.send(answer);
+        this.watchPair();
       } else if (this.active && this.offer && s.attempt === this.attempt) {
         this.offer = null;
         this.quiet();
         await pc.setRemoteDescription({ type: 'answer', sdp: s.sdp });
+        this.watchPair();
       }
     } catch (err) {
       this.give(`ICE restart ${s.type}: ${/** @type {Error} */ (err)?.message ?? err}`);
@@ -231,6 +272,29 @@ export class IceRestart {
     this.timer = setTimeout(() => this.give(`no ICE after a restart in ${RESTART_TIMEOUT_MS} ms`), RESTART_TIMEOUT_MS);
   }
 
+  /**
+   * Offer and answer are applied: the restart is done when ICE holds a pair other than the old one.
+   * A side whose ICE never went disconnected (it had not yet seen the path die) stays `connected`
+   * through the restart and fires no state change; the selected pair is what shows it moved.
+   */
+  watchPair() {
+    if (this.pairWatch) clearInterval(this.pairWatch);
+    this.pairWatch = setInterval(() => void this.checkPair(), PAIR_POLL_MS);
+  }
+
+  async checkPair() {
+    const s = this.o.pc.iceConnectionState;
+    if (!this.active) { this.stopPairWatch(); return; }
+    if (s !== 'connected' && s !== 'completed') return;
+    const [before, now] = await Promise.all([this.pairBefore, this.readPair()]);
+    if (this.active && now !== null && now !== before) this.finish();
+  }
+
+  stopPairWatch() {
+    if (this.pairWatch) clearInterval(this.pairWatch);
+    this.pairWatch = null;
+  }
+
   /** No more resends. */
   quiet() {
     if (this.resend) clearInterval(this.resend);
@@ -238,6 +302,7 @@ export class IceRestart {
   }
 
   finish() {
+    this.stopPairWatch();
     this.active = false;
     this.offer = null;
     this.quiet();
@@ -254,6 +319,7 @@ export class IceRestart {
   /** @param {string} why */
   give(why) {
     if (!this.active) return;
+    this.stopPairWatch();
     this.active = false;
     this.offer = null;
     this.quiet();
@@ -267,6 +333,8 @@ export class IceRestart {
   }
 
   stop() {
+    this.stopRequesting();
+    this.stopPairWatch();
     this.active = false;
     this.offer = null;
     this.quiet();

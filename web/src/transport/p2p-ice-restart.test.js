@@ -3,7 +3,7 @@
 // and that a restart that does not bring the link back fails it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IceRestart, PAIR_SETTLE_MS, RESTART_AFTER_MS, readRestartSignal } from './p2p-ice-restart.js';
+import { IceRestart, PAIR_POLL_MS, PAIR_SETTLE_MS, RESTART_AFTER_MS, readRestartSignal } from './p2p-ice-restart.js';
 
 /** A peer connection with what a restart touches. */
 class FakePc extends EventTarget {
@@ -57,6 +57,8 @@ function restartOn(initiator) {
 }
 
 const settle = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Runs what is queued (not a timer: the mocked tests keep them still). */
+const flush = () => new Promise((resolve) => setImmediate(resolve));
 
 test('the dialling side restarts a link that stays disconnected; the other answers; the link comes back on the same connection', async () => {
   const a = restartOn(true);
@@ -89,6 +91,48 @@ test('the dialling side restarts a link that stays disconnected; the other answe
   assert.ok(a.events.outcomes[0].ms >= 0);
   assert.deepEqual(a.events.counted, ['disconnected', 'started', 'failed']);
   assert.deepEqual(a.events.failed, []);
+  a.r.stop(); b.r.stop();
+});
+
+test('the answering side that doubts its path asks the dialling side, which restarts at once', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const a = restartOn(true);
+  const b = restartOn(false);
+  b.r.networkChanged(); // B's link fell silent: B does not dial, so it asks
+  await flush();
+  assert.deepEqual(b.sent, [{ kind: 'ice-restart', type: 'request', sdp: '', attempt: 1 }]);
+  b.r.networkChanged(); // one request at a time
+  t.mock.timers.tick(1000);
+  assert.equal(b.sent.length, 2, 'sent again until an offer comes');
+  const request = /** @type {any} */ (readRestartSignal(JSON.stringify(b.sent[0])));
+  await b.r.onSignal(request); // a request to the answering side means nothing
+  assert.equal(b.sent.length, 2);
+  await a.r.onSignal(request);
+  assert.equal(a.r.holding(), true, 'A restarts on the request');
+  await flush();
+  assert.deepEqual(a.sent.map((m) => m.type), ['offer']);
+  await a.r.onSignal(request); // a repeated request gets the offer under way again
+  assert.deepEqual(a.sent.map((m) => m.type), ['offer', 'offer']);
+  await b.r.onSignal(/** @type {any} */ (readRestartSignal(JSON.stringify(a.sent[0]))));
+  t.mock.timers.tick(3000);
+  assert.deepEqual(b.sent.map((m) => m.type), ['request', 'request', 'answer'], 'the offer ended the requests');
+  a.r.stop(); b.r.stop();
+});
+
+test('a restart whose ICE never left connected is done when the selected pair moves', async () => {
+  const a = restartOn(true);
+  const b = restartOn(false);
+  a.r.networkChanged(); // a doubt: A's ICE still says connected, and says nothing more
+  await settle();
+  await b.r.onSignal(/** @type {any} */ (readRestartSignal(JSON.stringify(a.sent[0]))));
+  await a.r.onSignal(/** @type {any} */ (readRestartSignal(JSON.stringify(b.sent[0]))));
+  await settle(PAIR_POLL_MS * 3);
+  assert.deepEqual([a.r.holding(), a.events.restarted], [true, 0], 'the same pair: not yet done');
+  a.pc.pair = 'host 10.0.9.2:5002 -> host 10.0.2.2:6000';
+  b.pc.pair = 'host 10.0.2.2:6000 -> host 10.0.9.2:5002';
+  await settle(PAIR_POLL_MS * 2 + PAIR_SETTLE_MS + 50);
+  assert.deepEqual([a.r.holding(), a.events.restarted, b.events.restarted], [false, 1, 1]);
+  assert.equal(a.events.outcomes[0].pairAfter, 'host 10.0.9.2:5002 -> host 10.0.2.2:6000');
   a.r.stop(); b.r.stop();
 });
 
