@@ -11,7 +11,7 @@ import { benchNet } from './bench-run.js';
 test.describe.configure({ retries: 1 });
 
 test('bench --net lossy-5 on p2p: the loss the links dropped, counted', async ({ browserName }) => {
-  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (once is enough: the chromium project runs it)');
   needsNamespacesAndTurn();
   const run = await benchNet('lossy-5', { clients: 4, group: 4, durationS: 10 });
   expect(run.error).toBeUndefined();

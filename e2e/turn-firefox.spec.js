@@ -11,8 +11,8 @@
 // with the assertions of both: a mixed point runs every browser's side of
 // those links.
 //
-// `carlab bench --net` refuses Firefox (lab/commands/bench.js), so this drives
-// the same pieces below it: lab/net's withNetwork builds, shapes and blocks the
+// This drives the pieces below `carlab bench --net`, to block one member's UDP
+// and run points side by side: lab/net's withNetwork builds, shapes and blocks the
 // namespaces, lab/bench/bench.js's runBenchPoint runs the fleet. Firefox starts
 // inside its namespace through runFirefoxInNamespace (lab/bench/bench.js), which
 // forwards the WebDriver BiDi port Playwright needs out of the namespace.
@@ -23,21 +23,23 @@ import { ensureLabPages } from '../lab/pages/build.js';
 import { needsNamespacesAndTurn } from './namespaces.js';
 import { DEFAULT_CYCLE_MS } from '../core/defaults.js';
 import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
+import { netEventsFlag } from '../lab/net/events.js';
 
 /**
  * One bench point of p2p peers, one per browser process, each browser in its
  * own client namespace of `profileName`; browser b is browsers[b % length].
  * @param {string} profileName
- * @param {{ clients: number, group: number, browsers: string[], editsPerMinute?: number, durationS?: number }} fleet
+ * @param {{ clients: number, group: number, browsers: string[], editsPerMinute?: number, durationS?: number,
+ *   netEvents?: import('../lab/net/events.js').NetEventsPlan | null }} fleet
  */
-async function point(profileName, { clients, group, browsers, editsPerMinute = 0, durationS = 6 }) {
+async function point(profileName, { clients, group, browsers, editsPerMinute = 0, durationS = 6, netEvents = null }) {
   const profiles = await prepareNetwork({ list: profileName });
   const profile = /** @type {import('../lab/net/profiles.js').NetProfile} */ (profiles.get(profileName));
   /** @type {import('../lab/shared/flags.js').SweepPoint} */
   const p = { transport: 'p2p', clients, group, cycleMs: DEFAULT_CYCLE_MS, cycleMode: 'pipelined', relays: 0, placement: 'spread', net: profileName };
   const { peersPerBrowser } = benchLayout({ clients, peersPerPage: 1, pagesPerBrowser: 1, interleave: true });
   return withNetwork(profile, peersPerBrowser, (net) => runBenchPoint({
-    point: p, net, durationS, warmupS: 1, updates: 0, ackTimeoutMs: 2000, browsers, peersPerPage: 1, pagesPerBrowser: 1, url: null, editsPerMinute,
+    point: p, net, durationS, warmupS: 1, updates: 0, ackTimeoutMs: 2000, browsers, peersPerPage: 1, pagesPerBrowser: 1, url: null, editsPerMinute, netEvents,
   }));
 }
 
@@ -118,5 +120,32 @@ test.describe('Firefox in namespaces @firefox', () => {
     expect(scene.atEnd).toEqual({ groups: 1, members: 3, agreeing: 3, disagreeing: 0 });
     console.log(`p2p lossy-5 C+F+C scene: ${scene.edits} edits, convergence p50 ${scene.convergenceMs.p50?.toFixed(0)} ms p99 ${scene.convergenceMs.p99?.toFixed(0)} ms, `
       + `disagreement ${scene.disagreementPct.toFixed(1)} %, ${scene.repairs} repairs (${scene.repairRecords} records), loss ${lossy.lossPct.toFixed(1)} %`);
+  });
+
+  test('p2p, two Chromium phones and a Firefox phone: one phone changes networks, its links come back by ICE restart on the same channels @firefox', async ({ browserName }) => {
+    needsNamespaces(browserName);
+    // Chromium (the moving phone: the first of its group), Firefox, Chromium, each behind its link;
+    // at 3 s the moving phone's address is removed and a new one added (lab/net/events.js handover).
+    const plan = netEventsFlag({ events: 'at 3s handover', nets: ['none'], durationS: 11, groups: [3] }).plan;
+    const run = await point('none', { clients: 3, group: 3, browsers: ['chromium', 'firefox'], durationS: 11, netEvents: plan });
+    expect(run.error).toBeUndefined();
+    expect(run.connected).toBe(3);
+    const [event] = run.netEvents.events;
+    expect(event.error).toBeNull();
+    expect(event.newIps).toHaveLength(1);
+    const [recovery] = run.recovery.events;
+    expect(recovery.happened).toBe(true);
+    expect(recovery.recovered, 'the moving phone\'s updates reach both neighbours again, and theirs reach it').toBe(1);
+    expect(recovery.fellOut, 'nobody saw it leave').toBe(0);
+    const back = run.recovery.linksBack;
+    // Firefox's link to the moving phone comes back by ICE restart (the Chromium one by a restart
+    // too, or, when Chromium's own ICE finds the new address first, by itself): never a redial.
+    expect(back.redials).toBe(0);
+    expect(back.fallbacks).toBe(0);
+    expect(back.iceRestarts).toBeGreaterThanOrEqual(1);
+    expect(back.restartsNewPair, 'the selected candidate pair changed').toBe(back.iceRestarts);
+    expect(back.restartsSameChannel, 'on the channel the link had').toBe(back.iceRestarts);
+    console.log(`p2p handover C+F+C: recovered in ${recovery.recoveryMs.max?.toFixed(0)} ms, ${back.iceRestarts} ICE restart(s), `
+      + `${back.networkMoves} network moves, ${back.silentLinks} silent links`);
   });
 });

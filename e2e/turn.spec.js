@@ -11,7 +11,7 @@ import { FALLBACK_AFTER_MS } from '../web/src/transport/p2p-mesh.js';
 
 /** Skips unless this is the chromium project on a machine with namespaces and coturn. @param {string} browserName */
 function needsNamespaces(browserName) {
-  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (Chromium only under --net)');
+  test.skip(browserName !== 'chromium', 'the bench launches its own browsers (once is enough: the chromium project runs it)');
   needsNamespacesAndTurn();
 }
 

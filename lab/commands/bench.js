@@ -66,12 +66,12 @@ ${EDITS_FLAG_HELP}
 
 ${FLEET_HELP}
 
-With --net the server runs in a server namespace and each Chromium process in
+With --net the server runs in a server namespace and each browser process in
 its own client namespace (one link per browser; the profile's rate is per peer,
 so a link with k peers gets k x rate). Pages interleave the peers so the members
 of a working group sit on different links, and p2p crosses two links as between
-two phones. Chromium only: Firefox's WebDriver BiDi connects over a loopback
-port, which a namespace would cut off.
+two phones. Chromium and Firefox (whose WebDriver BiDi port is forwarded out of
+its namespace); not WebKit.
 
   --net-events SPEC    change the moving peers' links during the measured window (needs --net),
                        as \`carlab sim --net-events\` does (see its help for the events); each peer

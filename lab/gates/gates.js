@@ -204,6 +204,22 @@ export const GATES = Object.freeze([
     outage: 'alone 149, beside a busy core 1618', handover: 'alone 443, beside a busy core 642', loss: null,
   }),
   {
+    name: 'net-events-p2p',
+    what: 'on p2p, a Chromium phone beside a Chromium and a Firefox one changes its address: its links come back '
+      + 'by ICE restart (none redialled) and it is back with both neighbours without leaving its group',
+    command: 'bench',
+    args: ['--transport', 'p2p', '--browsers', 'chromium,firefox', '--clients', '3', '--group', '3', '--net', 'none',
+      '--net-events', 'at 3s handover', '--duration', '11', '--warmup', '1'],
+    holds: [
+      { figure: 'recovery.events.0.recovered', op: '>=', bound: 1, measured: 'alone 1, beside a busy core 1' },
+      { figure: 'recovery.events.0.fellOut', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+      // the links' 3 s silence check (p2p-mesh.js LINK_SILENCE_MS), the relay's resume, then the restart
+      { figure: 'recovery.events.0.recoveryMs.max', op: '<', bound: 7000, measured: 'alone 3816-4087, beside a busy core 3824-4581' },
+      { figure: 'recovery.linksBack.iceRestarts', op: '>=', bound: 1, measured: 'alone 1-2, beside a busy core 2' },
+      { figure: 'recovery.linksBack.redials', op: '<=', bound: 0, measured: 'alone 0, beside a busy core 0' },
+    ],
+  },
+  {
     name: 'failover',
     what: 'a relay of three is killed: its clients are back on another within 5 s, and a group moves whole '
       + '(was lab/target/cluster.test.js)',
