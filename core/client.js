@@ -46,6 +46,8 @@ import { CAR_ID, SharedScene } from './scene.js';
  *   sender's queued poses by a newer one (docs/protocol.md §5.13; only relays that granted the capability)
  * @property {(m: import('./protocol.js').Member) => void} onMemberJoined
  * @property {(id: number) => void} onMemberLeft
+ * @property {(m: import('./protocol.js').KeptSceneMsg) => void} [onKeptScene] the scene the server kept of the
+ *   group, to its first member back (docs/protocol.md §5.14)
  * @property {(m: import('./protocol.js').ErrorMsg) => void} [onServerError] an ERROR from the relay:
  *   informational, the session stays open (a refused report, docs/protocol.md §5.9)
  * @property {(code: number, reason: string) => void} onClose the connection is gone for good
@@ -167,6 +169,8 @@ export class CarClient {
     this.freshFrom = null;
     /** @type {Record<string, number>} reports the relay refused (ERROR REPORT_REFUSED), by reason code */
     this.reportsRefused = {};
+    /** The kept scene the server gave us when we were the first member back, or null. @type {{ records: number, applied: number, at: number } | null} */
+    this.sceneRestored = null;
     this.cycle = new ActionCycle({
       mode: options.cycleMode ?? 'gated',
       cycleMs: options.cycleMs ?? DEFAULT_CYCLE_MS,
@@ -203,6 +207,7 @@ export class CarClient {
         onMemberJoined: (m) => this.addMember(m.id, m.name),
         onMemberLeft: (id) => this.removeMember(id),
         onServerError: (m) => this.serverError(m),
+        onKeptScene: (m) => this.restoreScene(m.records),
         onClose: (code, reason) => {
           this.connected = false;
           this.closedWith = { code, reason };
@@ -311,6 +316,19 @@ export class CarClient {
     this.streams.get(id)?.freshness.endWindow(this.now()); // gone: its silence from now on is no freeze
     this.cycle.memberLeft(id);
     this.emit('member-left', { id });
+  }
+
+  /**
+   * The scene the server kept of our group, to us as its first member back (docs/protocol.md §5.14):
+   * each record applied as one from a neighbour (last writer wins); members who join later get
+   * them from us. The scene log and the view hear of them through the scene's onChange.
+   * @param {import('./protocol.js').SceneRecord[]} records
+   */
+  restoreScene(records) {
+    let applied = 0;
+    for (const record of records) if (this.scene.apply(record)) applied++;
+    this.sceneRestored = { records: records.length, applied, at: this.now() };
+    this.emit('scene-restored', this.sceneRestored);
   }
 
   /**

@@ -49,6 +49,13 @@ const layouts = [
   ['WELCOME with capabilities', { type: MsgType.WELCOME, clientId: 7, serverTime: 1, members: [], capabilities: 8 },
     '01 02 00000007 3ff0000000000000 0000 08'],
   ['SUPERSEDED', { type: MsgType.SUPERSEDED, sender: 3, seq: 9, ranges: [4, 5, 7, 8] }, '01 0d 00000003 00000009 02 00000004 00000005 00000007 00000008'],
+  // flag MORE (128): a u32 of MoreFlag capabilities after the token, before a resume secret (§5.1)
+  ['HELLO with more capabilities', { type: MsgType.HELLO, flags: 128 | 16, clientId: 0, group: 'g', name: '', token: '', more: 1, resume: 'ab' },
+    '01 01 90 00000000 01 67 00 00 00000001 02 6162'],
+  ['WELCOME with more capabilities', { type: MsgType.WELCOME, clientId: 7, serverTime: 1, members: [], capabilities: 0, more: 1 },
+    '01 02 00000007 3ff0000000000000 0000 00 00000001'],
+  ['KEPT_SCENE', { type: MsgType.KEPT_SCENE, records: [{ id: 9, version: 2, writer: 1, kind: 1, removed: true, pose: identity() }] },
+    `01 0e 0001 00000009 00000002 00000001 01 01 ${IDENTITY}`],
 ];
 
 for (const [name, message, frame] of layouts) {
@@ -69,13 +76,13 @@ test('every type code has a writer and a reader', () => {
 });
 
 test('a type with no writer is a TypeError, matched exactly as a switch would', () => {
-  for (const type of [0, 14, 255, '5', 'constructor', undefined]) {
+  for (const type of [0, 15, 255, '5', 'constructor', undefined]) {
     assert.throws(() => encode({ type, id: 1 }), { name: 'TypeError', message: `unknown message type ${type}` });
   }
 });
 
 test('a type with no reader is UNKNOWN_TYPE', () => {
-  for (const type of [0, 14, 255]) {
+  for (const type of [0, 15, 255]) {
     const error = decode(Uint8Array.of(1, type));
     assert.ok(error instanceof ProtocolError);
     assert.equal(error.code, 'UNKNOWN_TYPE');
@@ -117,7 +124,11 @@ test('the readers\' own refusals', () => {
   for (const ranges of ['00000005 00000004', '00000004 00000009', '00000004 00000005 00000006 00000007', '00000006 00000007 00000001 00000002']) {
     assert.equal(refusal(`01 0d 00000003 00000009 0${ranges.split(' ').length / 2} ${ranges}`).message, 'SUPERSEDED ranges are not sorted, disjoint and below its seq');
   }
-  assert.equal(refusal('01 02 00000007 3ff0000000000000 0000 08 00').code, 'TRAILING_BYTES', 'a WELCOME\'s capabilities are one byte');
+  assert.equal(refusal('01 02 00000007 3ff0000000000000 0000 08 00000001 00').code, 'TRAILING_BYTES', 'a WELCOME\'s capabilities are one byte and one word');
+  assert.equal(refusal('01 01 80 00000000 01 67 00 00 000001').code, 'TRUNCATED', 'flag MORE without its word');
+  assert.equal(refusal('01 0e 0141').message, 'KEPT_SCENE carries 321 records, at most 320');
+  assert.equal(refusal(`01 0e 0001 00000009 00000000 00000001 01 00 ${IDENTITY}`).message, 'scene record with version 0');
+  assert.throws(() => encode({ type: MsgType.HELLO, flags: 0, group: 'g', more: 1 }), /sets MORE/);
 });
 
 test('running out of bytes, bad UTF-8 and extra bytes are caught around every reader', () => {

@@ -23,6 +23,7 @@ export const MsgType = Object.freeze({
   SIGNAL: 11,
   LINK: 12,
   SUPERSEDED: 13,
+  KEPT_SCENE: 14,
 });
 
 /** @type {Record<number, string>} */
@@ -67,7 +68,28 @@ export const HelloFlag = Object.freeze({
    * ICE restart, which PeerJS's own server cannot carry.
    */
   PEER_SIGNAL: 64,
+  /**
+   * Not a capability of its own: a u32 of more capability bits (MoreFlag) follows the token, and
+   * the WELCOME ends with a u32 of those granted (docs/protocol.md §5.1, §5.2). The one byte of
+   * capability flags is full; capabilities go on in this word.
+   */
+  MORE: 128,
 });
+
+/** The HELLO's second word of capability bits (after flag MORE, docs/protocol.md §5.1). */
+export const MoreFlag = Object.freeze({
+  /**
+   * Capability (docs/protocol.md §5.14): when this member is the first of a group that had emptied
+   * and the server kept its scene, a KEPT_SCENE message with the scene's records follows its WELCOME.
+   */
+  KEPT_SCENE: 1,
+});
+
+/** The MoreFlag capabilities this version knows. */
+export const KNOWN_MORE_CAPABILITIES = MoreFlag.KEPT_SCENE;
+
+/** Most records a KEPT_SCENE carries: every live object a scene can reach and its kept tombstones (§5.14). */
+export const KEPT_SCENE_RECORDS_MAX = 128 + 192;
 
 /** How a member can be reached (WELCOME and MEMBER_JOINED to a client granted REACHABILITY). */
 export const ReachFlag = Object.freeze({
@@ -179,11 +201,12 @@ export class ProtocolError extends Error {
  *   position x, y, z then orientation quaternion x, y, z, w
  * @typedef {{ id: number, name: string, reach?: number }} Member reach: ReachFlag bits, in a WELCOME to a
  *   client granted REACHABILITY
- * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string, resume?: string }} HelloMsg
- *   resume: with flag RESUME, the secret of the session it takes over
- * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number, resume?: string }} WelcomeMsg
+ * @typedef {{ type: 1, flags: number, clientId: number, group: string, name: string, token: string, resume?: string, more?: number }} HelloMsg
+ *   resume: with flag RESUME, the secret of the session it takes over; more: with flag MORE, the MoreFlag capabilities asked for
+ * @typedef {{ type: 2, clientId: number, serverTime: number, members: Member[], capabilities?: number, resume?: string, more?: number }} WelcomeMsg
  *   resume: when RESUME was granted, the secret a later HELLO resumes this session with
- *   `capabilities`: the HELLO's capability flags the relay granted, sent only to a HELLO that asked for one
+ *   `capabilities`: the HELLO's capability flags the relay granted, sent only to a HELLO that asked for one;
+ *   `more`: the MoreFlag capabilities granted, sent only to a HELLO with flag MORE
  * @typedef {{ type: 3, id: number, name: string, reach?: number }} MemberJoinedMsg reach: ReachFlag bits, sent
  *   only to a client granted REACHABILITY
  * @typedef {{ type: 4, id: number }} MemberLeftMsg
@@ -199,6 +222,8 @@ export class ProtocolError extends Error {
  * @typedef {{ type: 9, code: number, reason: string }} ErrorMsg
  * @typedef {{ type: 10, clientId: number, stats: any }} StatsMsg
  * @typedef {{ type: 11, from: number, to: number, payload: string }} SignalMsg
+ * @typedef {{ type: 14, records: SceneRecord[] }} KeptSceneMsg
+ *   relay -> client granted MoreFlag.KEPT_SCENE: the kept scene of the group it is the first member of (§5.14)
  * @typedef {{ type: 13, sender: number, seq: number, ranges: number[] }} SupersededMsg
  *   relay -> client: the relay replaced the sender's queued updates `ranges` (flat [from, to, ...],
  *   sorted, below `seq`) by update `seq` (docs/protocol.md §5.13)
@@ -206,7 +231,7 @@ export class ProtocolError extends Error {
  *   client -> relay only: a p2p link's UPDATE or ACK for the members `peers` (docs/protocol.md
  *   §14.1); the relay hands each of them the carried message itself
  * @typedef {HelloMsg | WelcomeMsg | MemberJoinedMsg | MemberLeftMsg | UpdateMsg | AckMsg
- *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg | SupersededMsg} Message
+ *   | AckedAllMsg | BatchMsg | ErrorMsg | StatsMsg | SignalMsg | LinkMsg | SupersededMsg | KeptSceneMsg} Message
  *   Decoded messages also carry `body`: a view of their bytes without the
  *   version byte (type + payload), so a relay can forward them unchanged.
  */
@@ -292,6 +317,8 @@ function writeHello(w, m) {
   w.str8(m.group, 'group');
   w.str8(m.name ?? '', 'name');
   w.str8(m.token ?? '', 'token');
+  if ((m.flags ?? 0) & HelloFlag.MORE) w.u32(m.more ?? 0);
+  else if (m.more) throw new RangeError('a HELLO that asks for MoreFlag capabilities sets MORE');
   if (m.resume) {
     if (!((m.flags ?? 0) & HelloFlag.RESUME)) throw new RangeError('a HELLO that carries a resume secret sets RESUME');
     w.str8(m.resume, 'resume secret');
@@ -314,6 +341,14 @@ function writeWelcome(w, m) {
     w.str8(m.resume, 'resume secret');
   }
   if (m.capabilities & HelloFlag.REACHABILITY) for (const member of m.members) w.u8(member.reach ?? ReachFlag.RELAY);
+  if (m.more !== undefined) w.u32(m.more);
+}
+
+/** @param {Writer} w @param {KeptSceneMsg} m */
+function writeKeptScene(w, m) {
+  if (m.records.length > KEPT_SCENE_RECORDS_MAX) throw new RangeError(`KEPT_SCENE carries at most ${KEPT_SCENE_RECORDS_MAX} records`);
+  w.u16(m.records.length);
+  for (const record of m.records) writeSceneRecord(w, record);
 }
 
 /** @param {Writer} w @param {MemberJoinedMsg} m */
@@ -475,6 +510,7 @@ const BODY_WRITERS = new Map([
   writerEntry(MsgType.SIGNAL, writeSignal),
   writerEntry(MsgType.LINK, writeLink),
   writerEntry(MsgType.SUPERSEDED, writeSuperseded),
+  writerEntry(MsgType.KEPT_SCENE, writeKeptScene),
 ]);
 
 /**
@@ -656,6 +692,7 @@ function readHello(r) {
   /** @type {HelloMsg} */
   const m = { type: MsgType.HELLO, flags: r.u8(), clientId: r.u32(), group: r.str8(), name: r.str8(), token: r.str8() };
   if (m.group.length === 0) return new ProtocolError('BAD_VALUE', 'HELLO has an empty group');
+  if (m.flags & HelloFlag.MORE) m.more = r.u32();
   // Only a HELLO that sets RESUME may carry a secret; other trailing bytes stay an error.
   if ((m.flags & HelloFlag.RESUME) && r.pos < r.end) m.resume = r.str8();
   return m;
@@ -670,6 +707,7 @@ function readWelcome(r) {
   if (r.pos < r.end) m.capabilities = r.u8();
   if (m.capabilities !== undefined && (m.capabilities & HelloFlag.RESUME)) m.resume = r.str8();
   if (m.capabilities !== undefined && (m.capabilities & HelloFlag.REACHABILITY)) for (const member of m.members) member.reach = r.u8();
+  if (m.capabilities !== undefined && r.pos < r.end) m.more = r.u32(); // only to a HELLO with flag MORE
   return m;
 }
 
@@ -710,20 +748,52 @@ function readSceneBlock(r) {
   const held = r.u16();
   const count = r.u8();
   if (count > SCENE_RECORDS_MAX) return new ProtocolError('BAD_VALUE', `UPDATE carries ${count} scene records, at most ${SCENE_RECORDS_MAX}`);
+  const records = readSceneRecords(r, count);
+  if (records instanceof ProtocolError) return records;
+  return { digest, held, records };
+}
+
+/**
+ * `count` scene records (§15.1), each checked.
+ * @param {Reader} r @param {number} count
+ * @returns {SceneRecord[] | ProtocolError}
+ */
+function readSceneRecords(r, count) {
   /** @type {SceneRecord[]} */
   const records = [];
   for (let i = 0; i < count; i++) {
     const record = { id: r.u32(), version: r.u32(), writer: r.u32(), kind: r.u8(), removed: false, pose: /** @type {Pose} */ ([0, 0, 0, 0, 0, 0, 1]) };
     const flags = r.u8();
     record.pose = r.pose();
-    if (record.kind >= SCENE_KINDS.length) return new ProtocolError('BAD_VALUE', `scene record of unknown kind ${record.kind}`);
-    if (flags & ~SceneRecordFlag.REMOVED) return new ProtocolError('BAD_VALUE', `scene record has unknown flags ${flags}`);
-    if (record.version === 0) return new ProtocolError('BAD_VALUE', 'scene record with version 0');
-    if (!record.pose.every(Number.isFinite)) return new ProtocolError('BAD_VALUE', 'scene record pose is not finite');
+    const problem = sceneRecordProblem(record.kind, flags, record.version, record.pose);
+    if (problem) return new ProtocolError('BAD_VALUE', problem);
     record.removed = (flags & SceneRecordFlag.REMOVED) !== 0;
     records.push(record);
   }
-  return { digest, held, records };
+  return records;
+}
+
+/** @type {BodyReader} */
+function readKeptScene(r) {
+  const count = r.u16();
+  if (count > KEPT_SCENE_RECORDS_MAX) return new ProtocolError('BAD_VALUE', `KEPT_SCENE carries ${count} records, at most ${KEPT_SCENE_RECORDS_MAX}`);
+  const records = readSceneRecords(r, count);
+  if (records instanceof ProtocolError) return records;
+  return { type: MsgType.KEPT_SCENE, records };
+}
+
+/**
+ * What is wrong with a scene record's fields (§15.1), or null: wherever records come from (a frame,
+ * a kept scene read from disk), they are held to the same rules.
+ * @param {number} kind @param {number} flags @param {number} version @param {readonly number[]} pose
+ * @returns {string | null}
+ */
+export function sceneRecordProblem(kind, flags, version, pose) {
+  if (!Number.isInteger(kind) || kind < 0 || kind >= SCENE_KINDS.length) return `scene record of unknown kind ${kind}`;
+  if (flags & ~SceneRecordFlag.REMOVED) return `scene record has unknown flags ${flags}`;
+  if (!Number.isInteger(version) || version < 1 || version > 0xffffffff) return `scene record with version ${version}`;
+  if (pose.length !== 7 || !pose.every(Number.isFinite)) return 'scene record pose is not finite';
+  return null;
 }
 
 /** @type {BodyReader} */
@@ -830,6 +900,7 @@ const BODY_READERS = new Map([
   [MsgType.SIGNAL, readSignal],
   [MsgType.LINK, readLink],
   [MsgType.SUPERSEDED, readSuperseded],
+  [MsgType.KEPT_SCENE, readKeptScene],
 ]);
 
 /**

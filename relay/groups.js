@@ -6,7 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 
-import { CloseCode, HelloFlag, MsgType, WelcomeFlag, ackedAllBody, encode } from '../core/protocol.js';
+import { CloseCode, HelloFlag, KEPT_SCENE_RECORDS_MAX, MoreFlag, MsgType, WelcomeFlag, ackedAllBody, encode } from '../core/protocol.js';
 import { SHARE_BURST_SECONDS, forwardShare, newBudgetCounters } from './budget.js';
 import { tokenHash } from './cluster.js';
 import { reachOf } from './member.js';
@@ -44,6 +44,8 @@ export class Group {
     this.members = new Map();
     /** Members connected to this node (the rest are RemoteMembers). */
     this.localCount = 0;
+    /** Made again from a kept scene its first member (asking for it) has not been given yet. */
+    this.keptScene = false;
   }
 }
 
@@ -66,6 +68,8 @@ export class GroupRegistry {
     this.nextId = 1 + Math.floor(Math.random() * 0x7fff0000);
     /** What the budgets shed or dropped (relay/budget.js). */
     this.budget = newBudgetCounters();
+    /** The groups' scenes, kept when a group empties (relay/scene-keeper.js); null: not kept. @type {import('./scene-keeper.js').SceneKeeper | null} */
+    this.scenes = null;
     /** This node's link to the rest of its cluster, or null for a relay on its own (made last: it reads the registry). @type {import('./cluster.js').ClusterLink | null} */
     this.cluster = linkCluster ? linkCluster(this) : null;
   }
@@ -81,8 +85,21 @@ export class GroupRegistry {
     if (!group) {
       group = new Group(key, hash);
       this.groups.set(key, group);
+      // A kept scene comes back with its group, and with its token: only a member holding it gets in.
+      const kept = this.scenes?.groupMade(group);
+      if (kept) {
+        group.keptScene = true;
+        if (kept.tokenHash !== '') group.tokenHash = kept.tokenHash;
+      }
     }
     return group;
+  }
+
+  /** A group made for a HELLO that was then refused: nobody ever joined it. @param {Group} group */
+  dropUnjoined(group) {
+    if (group.members.size !== 0) return;
+    this.groups.delete(group.key);
+    this.scenes?.scenes.delete(group.key);
   }
 
   /**
@@ -103,7 +120,7 @@ export class GroupRegistry {
     const hash = tokenHash(token);
     const group = this.groupFor(key, hash);
     if (group.tokenHash !== '' && !sameToken(group.tokenHash, hash)) {
-      if (group.members.size === 0) this.groups.delete(key);
+      this.dropUnjoined(group);
       return [CloseCode.FORBIDDEN, 'wrong or missing access token for this group'];
     }
     let id = requestedId;
@@ -117,7 +134,7 @@ export class GroupRegistry {
     if (id === 0) {
       do id = this.nextId++ >>> 0; while (id === 0 || group.members.has(id));
     } else if (group.members.has(id)) {
-      if (group.members.size === 0) this.groups.delete(key);
+      this.dropUnjoined(group);
       return [CloseCode.ID_TAKEN, `client id ${id} is taken in group ${name}`];
     }
     session.id = id;
@@ -130,7 +147,21 @@ export class GroupRegistry {
     group.localCount++;
     this.cluster?.localJoined(session);
     this.welcome(session);
+    this.giveKeptScene(session);
     return null;
+  }
+
+  /**
+   * The first member of a group made again from a kept scene that asked for it gets the scene
+   * (KEPT_SCENE, docs/protocol.md §5.14) right after its WELCOME; a member that did not ask gets it
+   * from the relay never, from a member that did through the scene's own repair (§15.3).
+   * @param {Session} session
+   */
+  giveKeptScene(session) {
+    const group = /** @type {Group} */ (session.group);
+    if (!group.keptScene || !this.scenes || ((session.more ?? 0) & MoreFlag.KEPT_SCENE) === 0) return;
+    group.keptScene = false;
+    session.push(encode({ type: MsgType.KEPT_SCENE, records: this.scenes.recordsFor(group.key).slice(0, KEPT_SCENE_RECORDS_MAX) }).subarray(1));
   }
 
   /**
@@ -155,6 +186,7 @@ export class GroupRegistry {
       // Only a HELLO that asked for a capability gets the byte that answers it (docs/protocol.md §5.2).
       ...(session.capabilities !== null ? { capabilities: session.capabilities | (resumed && resume ? WelcomeFlag.RESUMED : 0) } : {}),
       ...(resume ? { resume: session.resumeSecret } : {}),
+      ...(session.more !== null ? { more: session.more } : {}),
     }).subarray(1));
   }
 
@@ -308,7 +340,10 @@ export class GroupRegistry {
       if (session.ready) other.push(left);
     }
     session.ready = false;
-    if (group.members.size === 0) this.groups.delete(group.key);
+    if (group.members.size === 0) {
+      this.groups.delete(group.key);
+      if (!this.cluster) void this.scenes?.groupEmptied(group);
+    }
   }
 
   /**
@@ -320,6 +355,7 @@ export class GroupRegistry {
   update(sender, msg, now = performance.now()) {
     const body = msg.body;
     const group = /** @type {Group} */ (sender.group);
+    this.scenes?.observe(group.key, body);
     const stats = this.ctx.stats;
     stats.updatesIn++;
     if (msg.seq > sender.newestSeqIn) sender.newestSeqIn = msg.seq;

@@ -9,6 +9,7 @@ import { BUDGET_DEFAULTS } from './budget.js';
 import { linkCounters } from './link.js';
 import { ClusterLink } from './cluster.js';
 import { FlushScheduler } from './flush.js';
+import { SceneKeeper } from './scene-keeper.js';
 import { GroupRegistry } from './groups.js';
 import { LIVENESS_DEFAULTS, LivenessMonitor } from './liveness.js';
 import { checkLagging } from './slow-consumers.js';
@@ -54,6 +55,9 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
  * @property {RelayObserver} [observer] hooks for the process's metrics (server/metrics.js)
  * @property {ReportSink} [reports] where client reports sent as STATS go (the server's study);
  *   without it STATS are discarded
+ * @property {import('./scene-keeper.js').SceneStore | null} [sceneStore] where a group's scene is kept when its last
+ *   member leaves, to be given to its next first member (relay/scene-keeper.js); without it scenes go with their
+ *   group. Not in a cluster (a group's members may be on several nodes)
  */
 
 /**
@@ -106,7 +110,7 @@ export const RELAY_DEFAULTS = Object.freeze({
 /**
  * What sessions and the group registry share.
  * @typedef {object} RelayContext
- * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes' | 'logger' | 'observer' | 'reports'>> & { allowedOrigins?: string[] }} options
+ * @property {Required<Omit<RelayOptions, 'server' | 'allowedOrigins' | 'udp' | 'broker' | 'nodes' | 'logger' | 'observer' | 'reports' | 'sceneStore'>> & { allowedOrigins?: string[] }} options
  * @property {RelayStats} stats
  * @property {(o: Outbox) => void} scheduleFlush
  * @property {(o: Outbox) => void} markBlocked
@@ -156,6 +160,7 @@ export function createRelay(options = {}) {
   });
   const broker = options.broker;
   const groups = new GroupRegistry(ctx, broker ? (g) => new ClusterLink(broker, g, options.nodes) : null);
+  if (options.sceneStore && !broker) groups.scenes = new SceneKeeper(options.sceneStore);
   const liveness = new LivenessMonitor(opts, (/** @type {Session} */ s) => {
     stats.silentEnded++;
     options.logger?.warn(closeFields(s, 1006, `nothing heard for ${opts.livenessTimeoutMs} ms`), 'relay ended a silent socket');

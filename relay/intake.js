@@ -4,7 +4,7 @@
 // session's WebSocket with the same code. Kept apart from createRelay so each
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
-import { CAPABILITY_BITS, CloseCode, KNOWN_CAPABILITIES, HelloFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
+import { CAPABILITY_BITS, CloseCode, HelloFlag, KNOWN_CAPABILITIES, KNOWN_MORE_CAPABILITIES, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
 import { costOf, countsOf } from './budget.js';
 import { scanFrame } from './fast-frame.js';
 import { onLink } from './link.js';
@@ -292,6 +292,7 @@ export function onHello(deps, s, m) {
   s.udp = (m.flags & HelloFlag.UDP) !== 0;
   // Capabilities (docs/protocol.md §5.1): this relay grants every one it knows that was asked for.
   s.capabilities = (m.flags & CAPABILITY_BITS) !== 0 ? m.flags & KNOWN_CAPABILITIES : null;
+  s.more = (m.flags & HelloFlag.MORE) !== 0 ? (m.more ?? 0) & KNOWN_MORE_CAPABILITIES : null;
   if (s.udp && s.membershipOnly) return [CloseCode.PROTOCOL_VIOLATION, 'HELLO flags UDP and MEMBERSHIP_ONLY exclude each other'];
   if (s.udp && !deps.udp.available) return [CloseCode.PROTOCOL_VIOLATION, `relay-udp is not available here: ${deps.udp.unavailableReason}`];
   if (m.resume && deps.resume?.(s, m)) return null;

@@ -387,6 +387,8 @@ export class Session {
     this.batched = false;
     /** The capability flags granted to its HELLO; null when it asked for none (its WELCOME then has no capabilities byte). @type {number | null} */
     this.capabilities = null;
+    /** The MoreFlag capabilities granted (docs/protocol.md §5.1); null when its HELLO had no flag MORE. @type {number | null} */
+    this.more = null;
     this.membershipOnly = false;
     /** relay-udp: updates and ACKs travel on a data channel (HELLO flag UDP). */
     this.udp = false;

@@ -67,9 +67,10 @@ describe('readStartOptions', () => {
       maxPayload: undefined, queueSoftBytes: undefined, queueHardBytes: undefined, ackTimeoutMs: undefined,
       maxMessagesPerSecond: undefined, allowedOrigins: undefined, build: true, qr: true, banner: true, cluster: null, nats: null,
       record: null, dashboardToken: null, reportIntervalMs: 5000,
-      logLevel: 'info', drainTimeoutMs: 5000,
+      logLevel: 'info', drainTimeoutMs: 5000, sceneStore: '.carlab/scenes', sceneTtlMs: 7 * 24 * 3600_000,
     });
     assert.equal(read(['--http']).port, 8080);
+    assert.equal(read(['--no-scene-store']).sceneStore, null, 'scenes not kept');
   });
 
   test('a half cert/key pair is reported before any bad field', () => {

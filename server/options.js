@@ -64,7 +64,14 @@ export class UsageError extends Error {
  * @property {number} reportIntervalMs how often clients report (0: only when leaving)
  * @property {string} logLevel one of LOG_LEVELS (server/log.js)
  * @property {number} drainTimeoutMs bound on a graceful stop after SIGTERM/SIGINT
+ * @property {string | null} sceneStore folder where groups' scenes are kept across restarts; null: not kept
+ * @property {number} sceneTtlMs a kept scene is dropped after this long without a member
  */
+
+/** Default --scene-store: beside the certificates, under the folder carlab start runs in. */
+export const DEFAULT_SCENE_STORE = '.carlab/scenes';
+/** Default --scene-ttl in hours (7 days). */
+export const DEFAULT_SCENE_TTL_H = 168;
 
 /** Default --drain-timeout in seconds: inside the cluster primary's 10 s before it kills a worker. */
 export const DEFAULT_DRAIN_TIMEOUT_S = 5;
@@ -125,6 +132,9 @@ const FLAGS = {
   'report-interval': { type: 'string', placeholder: '<s>', help: `seconds between a client's reports, 0 for only when it leaves (default ${REPORT_LIMITS.intervalMs / 1000}, at least ${REPORT_LIMITS.minIntervalMs / 1000})` },
   'log-level': { type: 'string', placeholder: '<level>', help: `log level: ${LOG_LEVELS.join(', ')} (default ${DEFAULT_LOG_LEVEL}; JSON lines unless stdout is a terminal)` },
   'drain-timeout': { type: 'string', placeholder: '<s>', help: `on SIGTERM/SIGINT, seconds to let clients leave (told 1001: reconnect) before cutting them off (default ${DEFAULT_DRAIN_TIMEOUT_S})` },
+  'scene-store': { type: 'string', placeholder: '<dir>', help: `keep each group's objects in <dir> when its last member leaves, across restarts, for its next first member (default ${DEFAULT_SCENE_STORE}; one process only, not with --cluster or --nats yet)` },
+  'scene-ttl': { type: 'string', placeholder: '<h>', help: `hours a kept scene waits for a member before it is dropped (default ${DEFAULT_SCENE_TTL_H})` },
+  'no-scene-store': { type: 'boolean', help: 'keep no scene: a group\'s objects go with its last member' },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },
   'no-qr': { type: 'boolean', help: 'do not print a QR code' },
   'no-banner': { type: 'boolean', help: 'do not print the URLs (a cluster\'s workers)' },
@@ -308,7 +318,25 @@ export function readStartOptions({ stringOf, booleanOf }, readFile) {
     reportIntervalMs: parseReportInterval(stringOf('report-interval')),
     logLevel: parseLogLevel(stringOf('log-level')),
     drainTimeoutMs: parseDrainTimeout(stringOf('drain-timeout')),
+    ...parseSceneStore(stringOf('scene-store'), stringOf('scene-ttl'), booleanOf('no-scene-store')),
   };
+}
+
+/**
+ * `--scene-store`, `--scene-ttl` and `--no-scene-store`: where scenes are kept, and for how long.
+ *
+ * @param {RawSetting} dir @param {RawSetting} ttl @param {boolean} off
+ * @returns {{ sceneStore: string | null, sceneTtlMs: number }}
+ */
+export function parseSceneStore(dir, ttl, off) {
+  if (off && dir.raw !== undefined) throw new UsageError(`--no-scene-store cannot be used with ${dir.label}`);
+  if (dir.raw !== undefined && dir.raw.trim() === '') throw new UsageError(`${dir.label}: expected a folder, got ''`);
+  let hours = DEFAULT_SCENE_TTL_H;
+  if (ttl.raw !== undefined) {
+    hours = /^\d+(\.\d+)?$/.test(ttl.raw.trim()) ? Number(ttl.raw.trim()) : NaN;
+    if (!(hours > 0 && hours <= 24 * 365)) throw new UsageError(`${ttl.label}: expected hours above 0, at most ${24 * 365}, got '${ttl.raw}'`);
+  }
+  return { sceneStore: off ? null : dir.raw ?? DEFAULT_SCENE_STORE, sceneTtlMs: Math.round(hours * 3600_000) };
 }
 
 /**

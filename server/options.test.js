@@ -69,6 +69,8 @@ describe('parseStartOptions: good input', () => {
       reportIntervalMs: 5000,
       logLevel: 'info',
       drainTimeoutMs: 5000,
+      sceneStore: '.carlab/scenes',
+      sceneTtlMs: 7 * 24 * 3600_000,
     });
   });
 
@@ -100,6 +102,7 @@ describe('parseStartOptions: good input', () => {
       '--no-build', '--no-qr', '--no-banner', '--cluster=3', '--nats', 'nats://10.0.0.5:4222',
       '--log-level', 'DEBUG', '--drain-timeout=2.5',
       '--record', 'study', '--dashboard-token=0123456789abcdef', '--report-interval', '10',
+      '--scene-store', 'kept', '--scene-ttl=1.5',
     ]);
     assert.equal(result.kind, 'options');
     assert.deepEqual(result.options, {
@@ -128,6 +131,8 @@ describe('parseStartOptions: good input', () => {
       reportIntervalMs: 10000,
       logLevel: 'debug',
       drainTimeoutMs: 2500,
+      sceneStore: 'kept',
+      sceneTtlMs: 5_400_000,
     });
   });
 
@@ -245,6 +250,10 @@ describe('parseStartOptions: bad values', () => {
     [['--log-level', 'loud'], /^--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got 'loud'/],
     [['--drain-timeout=-1'], /^--drain-timeout: expected seconds 0\.\.3600, got '-1'/],
     [['--drain-timeout', '5s'], /^--drain-timeout: expected seconds/],
+    [['--scene-ttl', '0'], /^--scene-ttl: expected hours above 0, at most 8760, got '0'/],
+    [['--scene-ttl', '2d'], /^--scene-ttl: expected hours/],
+    [['--scene-store', ''], /^--scene-store: expected a folder, got ''/],
+    [['--no-scene-store', '--scene-store', 'x'], /^--no-scene-store cannot be used with --scene-store/],
     [['--max-messages-per-second', '0'], /^--max-messages-per-second: must be a positive integer, got '0'/],
     [['--max-messages-per-second', 'lots'], /^--max-messages-per-second: must be a positive integer/],
     [['--queue-soft-bytes', '10', '--queue-hard-bytes', '5'], /--queue-soft-bytes \(10\) must not exceed --queue-hard-bytes \(5\)/],

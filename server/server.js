@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 import { RELAY_LIMITS } from '../core/defaults.js';
 import { NodeDirectory, createRelay, pathnameOf } from '../relay/index.js';
+import { DirSceneStore, MemorySceneStore, SCENE_TTL_DEFAULT_MS } from './scene-store.js';
 import { createSignaling } from '../signaling/index.js';
 import { silentLogger } from './log.js';
 import { createMetrics, wantsJson } from './metrics.js';
@@ -97,6 +98,9 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {string} [record] record every accepted client report under this folder (docs/study.md)
  * @property {string} [dashboardToken] the token /dashboard asks for; default: a random one (see `dashboardToken`)
  * @property {number} [reportIntervalMs] how often clients report, told by /config.json (default 5000; 0: only when leaving)
+ * @property {{ dir: string | null, ttlMs?: number } | null} [keptScenes] keep each group's scene when its last member
+ *   leaves and give it to its next first member (docs/operations.md "Kept scenes"): on disk under `dir`, across
+ *   restarts, or in memory (`dir` null); absent or null: not kept. Not with `broker` (a cluster) yet
  */
 
 /**
@@ -113,6 +117,7 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {import('./metrics.js').CarlabMetrics} metrics the Prometheus registry behind /metrics
  * @property {import('./study.js').StudyServices} study client reports, the recording and the dashboard
  * @property {string} dashboardUrl the live dashboard with its token: for the person running the study, never a phone
+ * @property {import('./scene-store.js').DirSceneStore | null} sceneStore where groups' scenes are kept, or null
  */
 
 /**
@@ -140,10 +145,13 @@ export async function createCarlabServer(options = {}) {
   const turn = options.turn
     ? await startTurnServer({ host: isWildcardHost(host) ? '0.0.0.0' : host, publicHost: isWildcardHost(host) ? listLanAddresses()[0] ?? '127.0.0.1' : undefined, ...turnOptions })
     : null;
+  const sceneStore = await openSceneStore(options, logger);
   const study = createStudyServices(options, { broker: options.broker, logger, version: VERSION, onReport: metrics.countReport });
   // The study first: the relay hands it the reports that come as STATS.
-  const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer, reports: { take: study.intake.takeStats } })
+  const { relay, signaling } = await createServices(server, options, { logger, observer: metrics.observer, reports: { take: study.intake.takeStats }, sceneStore })
     .catch((err) => { study.close(); throw err; });
+  const sceneSweep = sceneStore ? setInterval(() => sceneStore.sweep(), SCENE_SWEEP_MS) : null;
+  sceneSweep?.unref();
   metrics.attach({ relay, signaling });
   const serveStatic = createStaticChain([webRoot, ...(options.extraWebRoots ?? [])]);
   let draining = false;
@@ -153,6 +161,7 @@ export async function createCarlabServer(options = {}) {
     hasWebBuild: () => existsSync(path.join(webRoot, 'index.html')),
     isDraining: () => draining,
     reports: study.clientConfig,
+    keptScenes: sceneStore ? { ttlS: Math.round(sceneStore.ttlMs / 1000) } : null,
   });
   server.on('request', createRequestListener(createRequestHandler({ signaling, jsonRoutes, serveStatic, metrics, study }), logger));
   server.on('connect', refuseConnect);
@@ -165,6 +174,7 @@ export async function createCarlabServer(options = {}) {
   } catch (err) {
     await Promise.allSettled([relay.close(), signaling.close(), turn?.close()]);
     study.close();
+    if (sceneSweep) clearInterval(sceneSweep);
     throw err;
   }
 
@@ -183,6 +193,7 @@ export async function createCarlabServer(options = {}) {
     metrics,
     study,
     dashboardUrl: `${urls[0]}dashboard?token=${encodeURIComponent(study.dashboardToken)}`,
+    sceneStore,
     close() {
       if (!closing) {
         draining = true;
@@ -191,6 +202,8 @@ export async function createCarlabServer(options = {}) {
         study.closeFeeds(); // an open dashboard feed would hold the drain to its timeout
         closing = closeGracefully({ server, sockets, services: [relay, signaling], timeoutMs: closeTimeoutMs }).finally(async () => {
           study.close(); // after the clients left: their last reports are recorded
+          if (sceneSweep) clearInterval(sceneSweep);
+          await sceneStore?.flush(); // the scenes of the groups that emptied as their members left
           await turn?.close();
           logger.info({ event: 'closed', ms: Math.round(performance.now() - startedAt) }, 'closed');
         });
@@ -198,6 +211,23 @@ export async function createCarlabServer(options = {}) {
       return closing;
     },
   };
+}
+
+/** How often kept scenes past their time to live are removed. */
+const SCENE_SWEEP_MS = 3600_000;
+
+/**
+ * The store of kept scenes `options.keptScenes` asks for, opened (its files read; damaged ones set
+ * aside and logged), or null: not asked for, or a cluster (not kept there yet).
+ * @param {CarlabServerOptions} options @param {import('./log.js').Logger} logger
+ * @returns {Promise<DirSceneStore | null>}
+ */
+async function openSceneStore(options, logger) {
+  const kept = options.keptScenes;
+  if (!kept || options.broker) return null;
+  const ttlMs = kept.ttlMs ?? SCENE_TTL_DEFAULT_MS;
+  if (kept.dir === null) return new MemorySceneStore({ ttlMs }).open();
+  return new DirSceneStore({ dir: kept.dir, ttlMs, log: logger }).open();
 }
 
 /**
@@ -273,10 +303,10 @@ export function trackSockets(server) {
  * @param {http.Server | https.Server} server
  * @param {CarlabServerOptions} options
  * @param {{ logger: import('./log.js').Logger, observer: import('../relay/index.js').RelayObserver,
- *   reports?: import('../relay/index.js').ReportSink }} hooks
+ *   reports?: import('../relay/index.js').ReportSink, sceneStore?: import('./scene-store.js').DirSceneStore | null }} hooks
  * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
  */
-async function createServices(server, options, { logger, observer, reports }) {
+async function createServices(server, options, { logger, observer, reports, sceneStore }) {
   // One node directory per process: the relay and signaling share its heartbeats.
   const nodes = options.broker ? new NodeDirectory(options.broker) : undefined;
   const relay = await createRelay(withoutUndefined({
@@ -296,6 +326,7 @@ async function createServices(server, options, { logger, observer, reports }) {
     logger,
     observer,
     reports,
+    sceneStore,
   }));
   const signaling = await createSignaling(withoutUndefined({
     server,
@@ -356,9 +387,10 @@ export class JsonAnswer {
  * @param {() => boolean} [parts.isDraining] whether close() began (then /readyz says 503)
  * @param {() => { intervalMs: number, recording: boolean }} [parts.reports] client reports: how often, and
  *   whether this server records them (the pages say so)
+ * @param {{ ttlS: number } | null} [parts.keptScenes] whether this server keeps groups' scenes, and how long (the pages say so)
  * @returns {JsonRoutes}
  */
-export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true, isDraining = () => false, reports }) {
+export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuMeter, hasWebBuild = () => true, isDraining = () => false, reports, keptScenes = null }) {
   return {
     '/healthz': () => ({
       status: 'ok',
@@ -376,6 +408,8 @@ export function createJsonRoutes({ relay, signaling, iceServers, startedAt, cpuM
       relayPath: relay.path,
       peerjs: { path: signaling.path, key: signaling.key },
       ...(reports ? { reports: reports() } : {}),
+      // only when scenes are kept: the pages say so (web/src/ui/kept-notice.js)
+      ...(keptScenes ? { keptScenes } : {}),
     }),
   };
 }

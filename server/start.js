@@ -161,6 +161,7 @@ async function serveNode(options, outDir, extras, { stdout, stderr, logger }) {
       record: options.record ?? undefined,
       dashboardToken: options.dashboardToken ?? undefined,
       reportIntervalMs: options.reportIntervalMs,
+      keptScenes: options.sceneStore === null ? null : { dir: options.sceneStore, ttlMs: options.sceneTtlMs },
       logger,
     });
   } catch (err) {

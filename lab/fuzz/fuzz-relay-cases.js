@@ -46,6 +46,7 @@ function serverOnlyMsg(r) {
     () => ({ type: MsgType.MEMBER_LEFT, id: r.int(1, 9) }),
     () => ({ type: MsgType.ACKED_ALL, sender: r.int(1, 9), seq: 1, acked: 1, dropped: 0 }),
     () => ({ type: MsgType.ERROR, code: 4000, reason: 'nope' }),
+    () => ({ type: MsgType.KEPT_SCENE, records: [{ id: r.int(1, 9), version: 1, writer: 1, kind: 1, removed: false, pose: [0, 0, 0, 0, 0, 0, 1] }] }),
   ])();
 }
 

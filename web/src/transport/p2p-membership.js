@@ -52,6 +52,7 @@ export function membershipHandlers(mesh, h, hooks) {
     onMemberJoined: (m) => mesh.memberAppeared(m.id, m.name, m.reach),
     onMemberLeft: (id) => mesh.memberGone(id),
     onServerError: (m) => h.onServerError?.(m),
+    onKeptScene: (m) => h.onKeptScene?.(m),
     onClose: (code, reason) => {
       mesh.leaveAll();
       const fatal = hooks.fatal();

@@ -19,7 +19,7 @@ test('the membership socket carries the group in its URL and joins membership-on
   ws.open();
   const [hello] = ws.messages();
   assert.ok(!(hello instanceof Error) && hello.type === MsgType.HELLO);
-  assert.equal(hello.flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL | HelloFlag.RESUME);
+  assert.equal(hello.flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL | HelloFlag.RESUME | HelloFlag.MORE);
   assert.equal(hello.group, 'lab 2&x');
   ws.receive({ type: MsgType.WELCOME, clientId: 3, serverTime: 0, members: [] });
   assert.equal((await joined).clientId, 3);

@@ -3,7 +3,7 @@
 // between two attempts.
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CloseCode, HelloFlag, MsgType, WelcomeFlag, unbatch } from '../../../core/protocol.js';
+import { CloseCode, HelloFlag, MoreFlag, MsgType, WelcomeFlag, unbatch } from '../../../core/protocol.js';
 import { RelayConnection } from './relay-connection.js';
 import { fakeWebSocketClass, settle } from './relay-fakes.js';
 
@@ -60,7 +60,7 @@ test('joins with a HELLO on open and resolves on WELCOME', async () => {
   const [ws] = fake.instances;
   assert.equal(ws.url, 'ws://relay/?g=g', 'the URL carries the group');
   ws.open();
-  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME, clientId: 0, group: 'g', name: 'n', token: 't' });
+  assert.deepEqual(hello(ws), { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.MORE, clientId: 0, group: 'g', name: 'n', token: 't', more: MoreFlag.KEPT_SCENE });
   /** @type {any} */
   const update = { type: MsgType.UPDATE, sender: 2, seq: 1, sendTime: 0, pose: [0, 0, 0, 0, 0, 0, 1], object: null };
   ws.receive({ type: MsgType.BATCH, messages: [welcome(5), update] });

@@ -2,7 +2,7 @@
 // state: the HELLO a join sends, how frames are taken from the browser's
 // WebSocket or Node's `ws`, and which handler each decoded message goes to.
 
-import { HelloFlag, MsgType } from '../../../core/protocol.js';
+import { HelloFlag, MoreFlag, MsgType } from '../../../core/protocol.js';
 
 /**
  * What the transport uses of a WebSocket: the browser's and the `ws` package's
@@ -41,8 +41,10 @@ export function helloMessage(mode, join, clientId, resume = '') {
     // A connection that gets UPDATEs asks for superseded marks (docs/protocol.md §5.13): loss counts them apart.
     // Every connection asks for RESUME: a rejoin after a network change takes its session back (§8.10).
     // A p2p member asks how each member can be reached: it dials only those that accept peers (§5.2).
+    // Every connection asks for its group's kept scene, should it be the first one back (§5.14).
     flags: (mode.batched ? HelloFlag.BATCHED : 0) | (mode.membershipOnly ? HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL : HelloFlag.SUPERSEDED_MARKS)
-      | HelloFlag.RESUME | (mode.extraFlags ?? 0),
+      | HelloFlag.RESUME | HelloFlag.MORE | (mode.extraFlags ?? 0),
+    more: MoreFlag.KEPT_SCENE,
     clientId,
     group: join.group,
     name: join.name,
@@ -115,6 +117,7 @@ export function dispatchRelayMessage(m, arrival, sinks) {
     case MsgType.MEMBER_LEFT: h.onMemberLeft(m.id); break;
     case MsgType.SIGNAL: sinks.onSignal?.(m); break;
     case MsgType.ERROR: h.onServerError?.(m); break; // informational: the session stays open
+    case MsgType.KEPT_SCENE: h.onKeptScene?.(m); break;
     default: break;
   }
 }

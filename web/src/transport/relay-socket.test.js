@@ -2,7 +2,7 @@
 // of WebSocket, and which handler each message goes to.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HelloFlag, MsgType } from '../../../core/protocol.js';
+import { HelloFlag, MoreFlag, MsgType } from '../../../core/protocol.js';
 import { dispatchRelayMessage, helloMessage, listenForFrames, relayUrlForGroup } from './relay-socket.js';
 import { FakeWebSocket } from './relay-fakes.js';
 
@@ -10,9 +10,9 @@ const join = { group: 'g', name: 'n' };
 
 test('HELLO: flags by mode, token default empty', () => {
   assert.deepEqual(helloMessage({ batched: true }, join, 0),
-    { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME, clientId: 0, group: 'g', name: 'n', token: '' });
-  assert.equal(helloMessage({ batched: false, membershipOnly: true }, join, 0).flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL | HelloFlag.RESUME);
-  assert.equal(helloMessage({ batched: true, extraFlags: HelloFlag.UDP }, join, 0).flags, HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.UDP);
+    { type: MsgType.HELLO, flags: HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.MORE, clientId: 0, group: 'g', name: 'n', token: '', more: MoreFlag.KEPT_SCENE });
+  assert.equal(helloMessage({ batched: false, membershipOnly: true }, join, 0).flags, HelloFlag.MEMBERSHIP_ONLY | HelloFlag.REACHABILITY | HelloFlag.PEER_SIGNAL | HelloFlag.RESUME | HelloFlag.MORE);
+  assert.equal(helloMessage({ batched: true, extraFlags: HelloFlag.UDP }, join, 0).flags, HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.MORE | HelloFlag.UDP);
   const h = helloMessage({ batched: false }, { ...join, token: 't' }, 9);
   assert.equal(h.clientId, 9);
   assert.equal(h.token, 't');

@@ -36,6 +36,7 @@ import { browserCapabilities } from './capabilities.js';
 import { closeCodeText, joinErrorText, unsupportedTransportText, withTransport } from './join-errors.js';
 import { tokenFrom } from './join-link.js';
 import { showRecordingNotice, startReports, trackingCounts } from './reports.js';
+import { showKeptScenesNotice } from './kept-notice.js';
 import { createDrawnCheck } from './drawn-check.js';
 
 /** @typedef {import('../../../core/protocol.js').Pose} Pose */
@@ -264,6 +265,7 @@ async function joinGroup() {
   hud.clearError('network');
   client.start();
   showRecordingNotice(document.getElementById('study-notice'), config.reports);
+  showKeptScenesNotice(document.getElementById('kept-notice'), config.keptScenes);
   reporter = startReports(client, { baseUrl: location.origin, config: config.reports, tracking: () => trackingCounts(tracking), playout: playoutReport });
   return client;
 }

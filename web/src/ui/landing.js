@@ -11,6 +11,7 @@ import { transportInfo } from '../../../core/transports.js';
 import { browserCapabilities, cameraWarningText, canRun, missingTransportsText, usableTransports } from './capabilities.js';
 import { joinLink as makeJoinLink, makeToken } from './join-link.js';
 import { showRecordingNotice } from './reports.js';
+import { showKeptScenesNotice } from './kept-notice.js';
 
 const form = /** @type {HTMLFormElement} */ (document.getElementById('join'));
 const field = (/** @type {string} */ name) => /** @type {HTMLInputElement | HTMLSelectElement} */ (form.elements.namedItem(name));
@@ -159,8 +160,11 @@ document.getElementById('copy')?.addEventListener('click', async (event) => {
   setTimeout(() => { button.textContent = 'Copy'; }, 1500);
 });
 
-// Say before anyone joins whether this server records measurements for a study.
+// Say before anyone joins whether this server records measurements for a study, and keeps objects.
 fetch('/config.json', { cache: 'no-store' })
   .then((res) => (res.ok ? res.json() : null))
-  .then((config) => showRecordingNotice(document.getElementById('study-notice'), config?.reports))
+  .then((config) => {
+    showRecordingNotice(document.getElementById('study-notice'), config?.reports);
+    showKeptScenesNotice(document.getElementById('kept-notice'), config?.keptScenes);
+  })
   .catch(() => {});

@@ -149,6 +149,9 @@ export class RelayUdpSession {
       onAckedAll: (m) => h.onAckedAll(m),
       onMemberJoined: (m) => this.members.announced(m.id, m.name),
       onMemberLeft: (id) => this.members.departed(id),
+      // The WebSocket's own messages to the client core: the group's kept scene, an ERROR.
+      onKeptScene: (m) => h.onKeptScene?.(m),
+      onServerError: (m) => h.onServerError?.(m),
       onClose: (code, reason) => this.onMembershipClose(code, reason),
       // The WebSocket is away: the core holds its cycle back until it is rejoined.
       onReconnecting: (info) => h.onReconnecting?.(info),

@@ -61,7 +61,7 @@ test('connect: HELLO with the UDP flag, offer over SIGNAL, resolves when the cha
   const s = setup();
   const { joined, socket, pc, channel } = await joinAndAnswer(s);
   const [hello] = socket.messages();
-  assert.ok(!(hello instanceof Error) && hello.type === MsgType.HELLO && hello.flags === (HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.UDP));
+  assert.ok(!(hello instanceof Error) && hello.type === MsgType.HELLO && hello.flags === (HelloFlag.BATCHED | HelloFlag.SUPERSEDED_MARKS | HelloFlag.RESUME | HelloFlag.MORE | HelloFlag.UDP));
   assert.deepEqual(signalsSent(socket), [{ type: 'offer', sdp: 'fake offer', attempt: 1 }]);
   assert.deepEqual(pc.remoteDescription, { type: 'answer', sdp: 'a' });
   socket.receive({ type: MsgType.SIGNAL, from: 0, to: 5, payload: JSON.stringify({ type: 'answer', sdp: 'a', attempt: 9 }) });

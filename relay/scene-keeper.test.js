@@ -1,0 +1,166 @@
+// Kept scenes at the relay (relay/scene-keeper.js, docs/protocol.md §5.14): the
+// records of relayed UPDATEs make the relay's copy of a group's scene; the last
+// member's leaving keeps it; the next first member that asks gets it in a
+// KEPT_SCENE after its WELCOME, a token-protected group's only with its token;
+// a client that did not ask never gets the message.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http from 'node:http';
+import WebSocket from 'ws';
+
+import { CloseCode, HelloFlag, MoreFlag, MsgType, decode, encode, unbatch } from '../core/protocol.js';
+import { MemorySceneStore } from '../server/scene-store.js';
+import { createRelay } from './index.js';
+import { keptRecordsOf, sceneRecordsOf } from './scene-keeper.js';
+import { SharedScene } from '../core/scene.js';
+
+/** @type {(() => Promise<void>)[]} */
+const cleanups = [];
+after(async () => { for (const c of cleanups.reverse()) await c(); });
+
+const ASKS = { flags: HelloFlag.BATCHED | HelloFlag.MORE, more: MoreFlag.KEPT_SCENE };
+
+/** @type {import('../core/protocol.js').Pose} */
+const POSE = [0, 0, 0, 0, 0, 0, 1];
+/** @type {import('../core/scene.js').SceneRecord} */
+const CUBE = { id: 42, version: 1, writer: 0, kind: 1, removed: false, pose: [0.25, 0, -0.5, 0, 0, 0, 1] };
+
+async function startRelay() {
+  const server = http.createServer();
+  const store = new MemorySceneStore();
+  const relay = createRelay({ server, sceneStore: store });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => { await relay.close(); server.close(); });
+  return { relay, store, url: `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay` };
+}
+
+/** @param {() => boolean} done */
+async function until(done, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * A connection that sends one HELLO and records everything it gets.
+ * @param {string} url @param {Partial<import('../core/protocol.js').HelloMsg>} hello
+ */
+async function connect(url, hello) {
+  const ws = new WebSocket(url);
+  /** @type {any[]} */
+  const got = [];
+  const closed = { code: 0 };
+  ws.on('message', (data) => {
+    const m = decode(/** @type {Buffer} */ (data));
+    if (!(m instanceof Error)) got.push(...unbatch(m));
+  });
+  ws.on('close', (code) => { closed.code = code; });
+  await once(ws, 'open');
+  ws.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: 'kept', name: 'n', token: '', ...hello }));
+  cleanups.push(async () => ws.terminate());
+  await until(() => got.some((m) => m.type === MsgType.WELCOME) || closed.code !== 0);
+  const welcome = got.find((m) => m.type === MsgType.WELCOME);
+  return { ws, got, closed, welcome, kept: () => got.find((m) => m.type === MsgType.KEPT_SCENE) };
+}
+
+/**
+ * An UPDATE of `sender` carrying scene records.
+ * @param {number} sender @param {number} seq @param {import('../core/scene.js').SceneRecord[]} records
+ */
+const updateWith = (sender, seq, records) => encode({
+  type: MsgType.UPDATE, sender, seq, sendTime: 0, pose: POSE, object: null, scene: { digest: 0, held: records.length, records },
+});
+
+/** @param {{ ws: WebSocket }} c */
+async function leave(c) {
+  c.ws.close();
+  await once(c.ws, 'close');
+}
+
+test('an UPDATE\'s scene records are read where they are, after the legacy object block too', () => {
+  const records = [CUBE, { ...CUBE, id: 7, version: 3, writer: 9, kind: 4, removed: true }];
+  for (const object of [null, { pose: POSE, version: 2 }]) {
+    const frame = encode({ type: MsgType.UPDATE, sender: 1, seq: 1, sendTime: 0, pose: POSE, object, scene: { digest: 5, held: 2, records } });
+    assert.deepEqual(sceneRecordsOf(frame.subarray(1)), records);
+  }
+  assert.deepEqual(sceneRecordsOf(encode({ type: MsgType.UPDATE, sender: 1, seq: 1, sendTime: 0, pose: POSE, object: null }).subarray(1)), []);
+  const fresh = new SharedScene();
+  assert.deepEqual(keptRecordsOf(fresh), [], 'the car nobody moved is nothing to keep');
+});
+
+test('the last member leaves: the scene is kept; the first member back that asks gets it after its WELCOME', async () => {
+  const { url, store, relay } = await startRelay();
+  const a = await connect(url, { ...ASKS, name: 'a' });
+  const b = await connect(url, { ...ASKS, name: 'b' });
+  assert.equal(a.kept(), undefined, 'a new group has no kept scene');
+  const aId = a.welcome.clientId;
+  const cube = { ...CUBE, writer: aId };
+  a.ws.send(updateWith(aId, 1, [cube]));
+  a.ws.send(updateWith(aId, 2, [{ ...cube, version: 2, pose: [1, 0, 0, 0, 0, 0, 1] }]));
+  await until(() => b.got.filter((m) => m.type === MsgType.UPDATE).length === 2);
+  await leave(a);
+  await leave(b);
+  await until(() => store.get('kept') !== null);
+  assert.deepEqual(store.get('kept')?.records, [{ ...cube, version: 2, pose: [1, 0, 0, 0, 0, 0, 1] }]);
+
+  const c = await connect(url, { ...ASKS, name: 'c' });
+  assert.deepEqual(c.welcome.more, MoreFlag.KEPT_SCENE, 'granted');
+  assert.deepEqual(c.kept()?.records, [{ ...cube, version: 2, pose: [1, 0, 0, 0, 0, 0, 1] }]);
+  assert.ok(c.got.indexOf(c.kept()) > c.got.indexOf(c.welcome), 'after the WELCOME');
+  // only the first member back gets it; the next hears it from the members (§15.3)
+  const d = await connect(url, { ...ASKS, name: 'd' });
+  assert.equal(d.kept(), undefined);
+  assert.equal(relay.groups.scenes?.counters.restored, 1);
+});
+
+test('a client that does not ask never gets KEPT_SCENE; the scene waits for one that does', async () => {
+  const { url, store } = await startRelay();
+  const a = await connect(url, ASKS);
+  a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, writer: a.welcome.clientId }]));
+  await new Promise((r) => setTimeout(r, 50));
+  await leave(a);
+  await until(() => store.get('kept') !== null);
+  const old = await connect(url, { flags: HelloFlag.BATCHED });
+  assert.equal(old.welcome.more, undefined, 'no word it did not ask for');
+  assert.equal(old.kept(), undefined);
+  const asks = await connect(url, ASKS);
+  assert.equal(asks.kept()?.records.length, 1, 'the first member that asks gets it');
+});
+
+test('a kept token-protected scene keeps its token: without it no member gets in, with it the scene comes back', async () => {
+  const { url, store } = await startRelay();
+  const a = await connect(url, { ...ASKS, token: 'secret' });
+  a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, writer: a.welcome.clientId }]));
+  await new Promise((r) => setTimeout(r, 50));
+  await leave(a);
+  await until(() => store.get('kept') !== null);
+  const open = await connect(url, { ...ASKS, token: '' });
+  assert.equal(open.closed.code, CloseCode.FORBIDDEN);
+  const wrong = await connect(url, { ...ASKS, token: 'guess' });
+  assert.equal(wrong.closed.code, CloseCode.FORBIDDEN);
+  assert.ok(store.get('kept'), 'a refused member leaves the kept scene as it was');
+  const right = await connect(url, { ...ASKS, token: 'secret' });
+  assert.equal(right.kept()?.records.length, 1);
+});
+
+test('a group nobody changed keeps nothing, and empties the store of what it had', async () => {
+  const { url, store } = await startRelay();
+  await store.put({ group: 'kept', tokenHash: '', records: [CUBE] });
+  const a = await connect(url, ASKS);
+  assert.equal(a.kept()?.records.length, 1);
+  // a removal is a record too (a tombstone): kept, so a late copy cannot bring the cube back
+  a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, version: 2, writer: a.welcome.clientId, removed: true }]));
+  await new Promise((r) => setTimeout(r, 50));
+  await leave(a);
+  await until(() => store.get('kept')?.records[0].removed === true);
+  await store.remove('kept');
+  const b = await connect(url, ASKS);
+  await leave(b);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(store.get('kept'), null);
+});
