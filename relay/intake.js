@@ -4,7 +4,7 @@
 // session's WebSocket with the same code. Kept apart from createRelay so each
 // check can be driven alone with fake sessions (relay/intake.test.js).
 
-import { CAPABILITY_BITS, CloseCode, HelloFlag, KNOWN_CAPABILITIES, KNOWN_MORE_CAPABILITIES, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
+import { CAPABILITY_BITS, CloseCode, HelloFlag, KNOWN_CAPABILITIES, KNOWN_MORE_CAPABILITIES, MoreFlag, MsgType, MsgTypeName, ProtocolError, decode, encode } from '../core/protocol.js';
 import { costOf, countsOf } from './budget.js';
 import { scanFrame } from './fast-frame.js';
 import { onLink } from './link.js';
@@ -21,7 +21,7 @@ import { onLink } from './link.js';
  * real registry and endpoint, tests pass fakes.
  * @typedef {object} IntakeDeps
  * @property {import('./index.js').RelayContext} ctx options, stats and closeSession
- * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget' | 'cluster'>} groups
+ * @property {Pick<import('./groups.js').GroupRegistry, 'join' | 'update' | 'ack' | 'budget' | 'cluster' | 'scenes'>} groups
  * @property {Pick<import('./udp.js').UdpEndpoint, 'available' | 'unavailableReason' | 'onSignal'>} udp
  * @property {import('./index.js').ReportSink} [reports] where client reports sent as STATS go
  * @property {(s: import('./session.js').Session, hello: import('../core/protocol.js').HelloMsg) => boolean} [resume]
@@ -225,9 +225,31 @@ export function onMessage(deps, s, m, source) {
       return deps.udp.onSignal(s, m);
     case MsgType.LINK:
       return onLink(deps, s, m); // a p2p link's UPDATE or ACK through the relay (relay/link.js)
+    case MsgType.KEPT_SCENE:
+      return onOwnSceneRecords(deps, s, m);
     default:
       return [CloseCode.PROTOCOL_VIOLATION, `${typeNameOf(m.type)} is not sent by clients`];
   }
+}
+
+/**
+ * A p2p member's own scene edits, for the server to keep (docs/protocol.md §5.14): only from a
+ * membership-only session granted KEPT_SCENE, only records it wrote; applied to the relay's copy of
+ * the group's scene, forwarded to nobody.
+ * @param {IntakeDeps} deps
+ * @param {import('./session.js').Session} s
+ * @param {import('../core/protocol.js').KeptSceneMsg} m
+ * @returns {Problem | null}
+ */
+export function onOwnSceneRecords(deps, s, m) {
+  if (!s.membershipOnly || ((s.more ?? 0) & MoreFlag.KEPT_SCENE) === 0) {
+    return [CloseCode.PROTOCOL_VIOLATION, 'KEPT_SCENE is sent only by membership-only (p2p) members granted KEPT_SCENE'];
+  }
+  const foreign = m.records.find((r) => r.writer !== s.id);
+  if (foreign) return [CloseCode.SPOOFED_SENDER, `KEPT_SCENE from ${s.id} carries a record written by ${foreign.writer}`];
+  const group = /** @type {import('./groups.js').Group} */ (s.group);
+  deps.groups.scenes?.observeRecords(group.key, m.records);
+  return null;
 }
 
 /**

@@ -51,6 +51,7 @@ function setup(o = {}) {
       ack: (_s, m) => { calls.push(`ack ${m.sender}/${m.seq}`); },
       budget: newBudgetCounters(),
       cluster: null,
+      scenes: null,
     },
     udp: {
       available: o.udpAvailable ?? true,

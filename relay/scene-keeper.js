@@ -100,7 +100,14 @@ export class SceneKeeper {
    */
   observe(key, body) {
     const records = sceneRecordsOf(body);
-    if (records.length === 0) return;
+    if (records.length > 0) this.observeRecords(key, records);
+  }
+
+  /**
+   * Records of a group's scene (a relayed UPDATE's, or those a p2p member sent of its own edits).
+   * @param {string} key @param {import('../core/scene.js').SceneRecord[]} records
+   */
+  observeRecords(key, records) {
     this.counters.recordsSeen += records.length;
     const scene = this.sceneOf(key);
     for (const record of records) scene.apply(record);

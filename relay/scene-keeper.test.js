@@ -164,3 +164,22 @@ test('a group nobody changed keeps nothing, and empties the store of what it had
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(store.get('kept'), null);
 });
+
+test('a p2p member hands the server its own edits (KEPT_SCENE); nobody else may, nor for another writer', async () => {
+  const { url, store } = await startRelay();
+  const p2p = await connect(url, { ...ASKS, flags: HelloFlag.MEMBERSHIP_ONLY | HelloFlag.MORE, name: 'p2p' });
+  const id = p2p.welcome.clientId;
+  const relayed = await connect(url, { ...ASKS, name: 'relayed' });
+  const spoofer = await connect(url, { ...ASKS, flags: HelloFlag.MEMBERSHIP_ONLY | HelloFlag.MORE, name: 'spoofer' });
+  p2p.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, writer: id }] }));
+  relayed.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, writer: relayed.welcome.clientId }] }));
+  spoofer.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, version: 9, writer: id }] }));
+  await until(() => relayed.closed.code !== 0 && spoofer.closed.code !== 0);
+  assert.equal(relayed.closed.code, CloseCode.PROTOCOL_VIOLATION, 'a relayed member\'s records travel in its UPDATEs');
+  assert.equal(spoofer.closed.code, CloseCode.SPOOFED_SENDER);
+  assert.equal(p2p.closed.code, 0, 'the sender of good records stays');
+  assert.equal(p2p.got.filter((m) => m.type === MsgType.KEPT_SCENE).length, 0, 'forwarded to nobody');
+  await leave(p2p);
+  await until(() => store.get('kept') !== null);
+  assert.deepEqual(store.get('kept')?.records, [{ ...CUBE, writer: id }]);
+});

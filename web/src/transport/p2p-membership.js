@@ -30,6 +30,7 @@ export function createMembership(options) {
  * @property {() => { code: number, reason: string } | null} fatal why the transport closed
  *   itself, reported instead of the membership socket's own close
  * @property {() => void} onIdChanged a rejoin was welcomed under another client id
+ * @property {(w: import('../../../core/protocol.js').WelcomeMsg, sameId: boolean) => void} [onRejoined] any rejoin's WELCOME
  * @property {(fromId: number, m: import('../../../core/protocol.js').Message, arrival: number) => void} deliver
  *   an UPDATE or ACK a neighbour sent through the relay, for the receiving side
  */
@@ -60,7 +61,11 @@ export function membershipHandlers(mesh, h, hooks) {
     },
     // The relay is away: the channels carry on, so the cycle is not paused
     // (no onReconnecting to the client core); the display hears of it.
-    onReconnected: (w) => { if (!mesh.rejoined(w)) hooks.onIdChanged(); },
+    onReconnected: (w) => {
+      const sameId = mesh.rejoined(w);
+      hooks.onRejoined?.(w, sameId);
+      if (!sameId) hooks.onIdChanged();
+    },
     onConnectionStatus: (st) => h.onConnectionStatus?.({ ...st, part: 'membership' }),
   };
 }

@@ -28,6 +28,7 @@ import { P2PSignaling } from './p2p-signaling.js';
 import { P2PReceiver } from './p2p-receive.js';
 import { fanOutUpdate, sendAck } from './p2p-send.js';
 import { createMembership, membershipHandlers } from './p2p-membership.js';
+import { SceneToServer } from './p2p-kept-scene.js';
 
 export { CARLAB_CHANNEL_ID, CHANNEL_PARAMS, readChannel, setupStats } from './p2p-channel.js';
 export { SETUP_TIMEOUT_MS } from './p2p-link.js';
@@ -110,6 +111,7 @@ export function createP2PTransport(options) {
       : { send: relaySend, afterMs: typeof fallbackOption === 'object' ? fallbackOption.afterMs : undefined },
   });
   const relayPath = mesh.fallback ? relaySend : null;
+  const sceneToServer = new SceneToServer((m) => membership.sendSignal(/** @type {any} */ (m)));
   /** @type {number | null} */
   let signalingMs = null;
   /** Why we closed ourselves, reported instead of the membership socket's own 1000. */
@@ -133,6 +135,7 @@ export function createP2PTransport(options) {
       const welcome = await membership.connect(join, membershipHandlers(mesh, h, {
         fatal: () => fatal,
         deliver: (fromId, m, arrival) => { if (handlers) receiver.deliver(fromId, m, arrival || now(), handlers); },
+        onRejoined: (w, sameId) => sceneToServer.rejoined(w, sameId),
         onIdChanged: () => {
           // Our PeerJS id names the old client id: others could no longer dial us.
           fatal = { code: CloseCode.ID_TAKEN, reason: 'rejoined the group with another id' };
@@ -140,6 +143,7 @@ export function createP2PTransport(options) {
         },
       }));
       mesh.myId = welcome.clientId;
+      sceneToServer.welcomed(welcome);
       if (((welcome.capabilities ?? 0) & HelloFlag.PEER_SIGNAL) !== 0) {
         // ICE restarts go through the relay (docs/protocol.md §5.11)
         mesh.peerSignal = (to, payload) => membership.sendSignal({ type: MsgType.SIGNAL, from: mesh.myId, to, payload: JSON.stringify(payload) });
@@ -158,6 +162,7 @@ export function createP2PTransport(options) {
     },
     sendUpdate(update) {
       fanOutUpdate(mesh.links.values(), update, counters, relayPath);
+      sceneToServer.sent(update, mesh.myId);
     },
     sendAck(sender, seq, acker) {
       sendAck(mesh.links.get(sender) ?? null, sender, seq, acker, counters, relayPath);
