@@ -15,11 +15,13 @@ import { waitFor as until } from '../lab/shared/loop-stall.js';
  */
 
 /**
- * Opens a socket to `url`, joins `group` with HELLO `flags` and resolves once WELCOMEd.
+ * Opens a socket to `url`, joins `group` with HELLO `flags` (and any other HELLO fields of `hello`)
+ * and resolves once WELCOMEd, or closed before (a refused HELLO: `id` stays 0).
  * @param {string} url @param {string} group @param {number} flags
+ * @param {Partial<import('../core/protocol.js').HelloMsg>} [hello]
  * @returns {Promise<RawClient>}
  */
-export async function rawClient(url, group, flags) {
+export async function rawClient(url, group, flags, hello = {}) {
   const ws = new WebSocket(url);
   /** @type {RawClient} */
   const c = { ws, got: [], id: 0, closed: null };
@@ -33,7 +35,7 @@ export async function rawClient(url, group, flags) {
     }
   });
   await once(ws, 'open');
-  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '' }));
-  await until(() => c.id !== 0);
+  ws.send(encode({ type: MsgType.HELLO, flags, clientId: 0, group, name: 'n', token: '', ...hello }));
+  await until(() => c.id !== 0 || c.closed !== null);
   return c;
 }

@@ -8,12 +8,13 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
-import WebSocket from 'ws';
 
 import { CloseCode, HelloFlag, MoreFlag, MsgType, decode, encode, unbatch } from '../core/protocol.js';
 import { MemorySceneStore } from '../server/scene-store.js';
 import { createRelay } from './index.js';
 import { keptRecordsOf, sceneRecordsOf } from './scene-keeper.js';
+import { rawClient } from './raw-client-harness.js';
+import { waitFor } from '../lab/shared/loop-stall.js';
 import { SharedScene } from '../core/scene.js';
 
 /** @type {(() => Promise<void>)[]} */
@@ -37,35 +38,16 @@ async function startRelay() {
   return { relay, store, url: `ws://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/relay` };
 }
 
-/** @param {() => boolean} done */
-async function until(done, ms = 2000) {
-  const end = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /**
- * A connection that sends one HELLO and records everything it gets.
+ * A raw client of group 'kept' (relay/raw-client-harness.js), with its WELCOME and the KEPT_SCENE it got.
  * @param {string} url @param {Partial<import('../core/protocol.js').HelloMsg>} hello
  */
 async function connect(url, hello) {
-  const ws = new WebSocket(url);
-  /** @type {any[]} */
-  const got = [];
-  const closed = { code: 0 };
-  ws.on('message', (data) => {
-    const m = decode(/** @type {Buffer} */ (data));
-    if (!(m instanceof Error)) got.push(...unbatch(m));
-  });
-  ws.on('close', (code) => { closed.code = code; });
-  await once(ws, 'open');
-  ws.send(encode({ type: MsgType.HELLO, flags: 0, clientId: 0, group: 'kept', name: 'n', token: '', ...hello }));
-  cleanups.push(async () => ws.terminate());
-  await until(() => got.some((m) => m.type === MsgType.WELCOME) || closed.code !== 0);
-  const welcome = got.find((m) => m.type === MsgType.WELCOME);
-  return { ws, got, closed, welcome, kept: () => got.find((m) => m.type === MsgType.KEPT_SCENE) };
+  const c = await rawClient(url, 'kept', hello.flags ?? 0, hello);
+  cleanups.push(async () => c.ws.terminate());
+  /** @type {any} */
+  const welcome = c.got.find((m) => m.type === MsgType.WELCOME);
+  return Object.assign(c, { welcome, kept: () => /** @type {any} */ (c.got.find((m) => m.type === MsgType.KEPT_SCENE)) });
 }
 
 /**
@@ -76,7 +58,7 @@ const updateWith = (sender, seq, records) => encode({
   type: MsgType.UPDATE, sender, seq, sendTime: 0, pose: POSE, object: null, scene: { digest: 0, held: records.length, records },
 });
 
-/** @param {{ ws: WebSocket }} c */
+/** @param {import('./raw-client-harness.js').RawClient} c */
 async function leave(c) {
   c.ws.close();
   await once(c.ws, 'close');
@@ -102,10 +84,10 @@ test('the last member leaves: the scene is kept; the first member back that asks
   const cube = { ...CUBE, writer: aId };
   a.ws.send(updateWith(aId, 1, [cube]));
   a.ws.send(updateWith(aId, 2, [{ ...cube, version: 2, pose: [1, 0, 0, 0, 0, 0, 1] }]));
-  await until(() => b.got.filter((m) => m.type === MsgType.UPDATE).length === 2);
+  await waitFor(() => b.got.filter((m) => m.type === MsgType.UPDATE).length === 2, 2000);
   await leave(a);
   await leave(b);
-  await until(() => store.get('kept') !== null);
+  await waitFor(() => store.get('kept') !== null);
   assert.deepEqual(store.get('kept')?.records, [{ ...cube, version: 2, pose: [1, 0, 0, 0, 0, 0, 1] }]);
 
   const c = await connect(url, { ...ASKS, name: 'c' });
@@ -124,7 +106,7 @@ test('a client that does not ask never gets KEPT_SCENE; the scene waits for one 
   a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, writer: a.welcome.clientId }]));
   await new Promise((r) => setTimeout(r, 50));
   await leave(a);
-  await until(() => store.get('kept') !== null);
+  await waitFor(() => store.get('kept') !== null);
   const old = await connect(url, { flags: HelloFlag.BATCHED });
   assert.equal(old.welcome.more, undefined, 'no word it did not ask for');
   assert.equal(old.kept(), undefined);
@@ -138,11 +120,11 @@ test('a kept token-protected scene keeps its token: without it no member gets in
   a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, writer: a.welcome.clientId }]));
   await new Promise((r) => setTimeout(r, 50));
   await leave(a);
-  await until(() => store.get('kept') !== null);
+  await waitFor(() => store.get('kept') !== null);
   const open = await connect(url, { ...ASKS, token: '' });
-  assert.equal(open.closed.code, CloseCode.FORBIDDEN);
+  assert.equal(open.closed?.code, CloseCode.FORBIDDEN);
   const wrong = await connect(url, { ...ASKS, token: 'guess' });
-  assert.equal(wrong.closed.code, CloseCode.FORBIDDEN);
+  assert.equal(wrong.closed?.code, CloseCode.FORBIDDEN);
   assert.ok(store.get('kept'), 'a refused member leaves the kept scene as it was');
   const right = await connect(url, { ...ASKS, token: 'secret' });
   assert.equal(right.kept()?.records.length, 1);
@@ -157,7 +139,7 @@ test('a group nobody changed keeps nothing, and empties the store of what it had
   a.ws.send(updateWith(a.welcome.clientId, 1, [{ ...CUBE, version: 2, writer: a.welcome.clientId, removed: true }]));
   await new Promise((r) => setTimeout(r, 50));
   await leave(a);
-  await until(() => store.get('kept')?.records[0].removed === true);
+  await waitFor(() => store.get('kept')?.records[0].removed === true);
   await store.remove('kept');
   const b = await connect(url, ASKS);
   await leave(b);
@@ -174,12 +156,12 @@ test('a p2p member hands the server its own edits (KEPT_SCENE); nobody else may,
   p2p.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, writer: id }] }));
   relayed.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, writer: relayed.welcome.clientId }] }));
   spoofer.ws.send(encode({ type: MsgType.KEPT_SCENE, records: [{ ...CUBE, version: 9, writer: id }] }));
-  await until(() => relayed.closed.code !== 0 && spoofer.closed.code !== 0);
-  assert.equal(relayed.closed.code, CloseCode.PROTOCOL_VIOLATION, 'a relayed member\'s records travel in its UPDATEs');
-  assert.equal(spoofer.closed.code, CloseCode.SPOOFED_SENDER);
-  assert.equal(p2p.closed.code, 0, 'the sender of good records stays');
+  await waitFor(() => relayed.closed !== null && spoofer.closed !== null);
+  assert.equal(relayed.closed?.code, CloseCode.PROTOCOL_VIOLATION, 'a relayed member\'s records travel in its UPDATEs');
+  assert.equal(spoofer.closed?.code, CloseCode.SPOOFED_SENDER);
+  assert.equal(p2p.closed, null, 'the sender of good records stays');
   assert.equal(p2p.got.filter((m) => m.type === MsgType.KEPT_SCENE).length, 0, 'forwarded to nobody');
   await leave(p2p);
-  await until(() => store.get('kept') !== null);
+  await waitFor(() => store.get('kept') !== null);
   assert.deepEqual(store.get('kept')?.records, [{ ...CUBE, writer: id }]);
 });
