@@ -42,8 +42,14 @@ import { connect } from 'nats';
  * @property {() => void} probe asks the server for a sign of life (a PING): called once a heartbeat
  * @property {() => boolean} stalled the server is silent beyond BROKER_SILENCE_MS on a connection not
  *   given up yet: a stall, not a death (relay/cluster-nodes.js counts no peer's silence then)
+ * @property {(bucket: string, options: { ttlMs: number }) => Promise<import('nats').KV>} [keyValue] a JetStream
+ *   key-value bucket, made if missing (the cluster's kept scenes, server/scene-kv.js); rejects with code
+ *   ERR_NO_JETSTREAM when the server runs without JetStream
  * @property {() => Promise<void>} close drains and closes the connection
  */
+
+/** Error code when a key-value bucket is asked of a NATS server without JetStream. */
+export const ERR_NO_JETSTREAM = 'ERR_NO_JETSTREAM';
 
 /**
  * A server silent this long on a live connection is stalled (a PING a second goes unanswered).
@@ -211,6 +217,17 @@ function wrapConnection(nc, url, nodeId) {
       nc.flush().then(() => book.heard(), () => { /* stale or closed: the status says so */ });
     },
     stalled: () => state.connected && book.stalled(),
+    async keyValue(bucket, { ttlMs }) {
+      try {
+        return await nc.jetstream().views.kv(bucket, { history: 1, ttl: ttlMs });
+      } catch (err) {
+        const message = /** @type {Error} */ (err).message;
+        // a server without JetStream has no responder for its API: 503 (or says so in words)
+        if (!/jetstream|^503$/i.test(message) && /** @type {{ code?: string }} */ (err).code !== '503') throw err;
+        throw Object.assign(new Error(`NATS at ${nc.getServer() || url} has no JetStream (${message}): start nats-server with -js `
+          + '(carlab start --cluster does), or run with --no-scene-store'), { code: ERR_NO_JETSTREAM });
+      }
+    },
     async close() {
       if (nc.isClosed()) return;
       await nc.drain().catch(() => nc.close());

@@ -211,6 +211,7 @@ export class GroupRegistry {
    */
   deliverRemote(sender, seq, body) {
     const group = /** @type {Group} */ (sender.group);
+    this.scenes?.observe(group.key, body); // a member on another node: its edits are this node's to keep too
     /** @type {PendingUpdate} */
     const entry = { sender, seq, dest: new Map(), acked: 0, dropped: 0, createdAt: performance.now(), mirror: true };
     for (const member of group.members.values()) {
@@ -342,7 +343,7 @@ export class GroupRegistry {
     session.ready = false;
     if (group.members.size === 0) {
       this.groups.delete(group.key);
-      if (!this.cluster) void this.scenes?.groupEmptied(group);
+      void this.scenes?.groupEmptied(group);
     }
   }
 

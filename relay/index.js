@@ -57,7 +57,7 @@ import { groupOfRequestUrl, isOriginAllowed, listenForUpgrades, rejectUpgrade, s
  *   without it STATS are discarded
  * @property {import('./scene-keeper.js').SceneStore | null} [sceneStore] where a group's scene is kept when its last
  *   member leaves, to be given to its next first member (relay/scene-keeper.js); without it scenes go with their
- *   group. Not in a cluster (a group's members may be on several nodes)
+ *   group. In a cluster, one every node shares (server/scene-kv.js)
  */
 
 /**
@@ -160,7 +160,7 @@ export function createRelay(options = {}) {
   });
   const broker = options.broker;
   const groups = new GroupRegistry(ctx, broker ? (g) => new ClusterLink(broker, g, options.nodes) : null);
-  if (options.sceneStore && !broker) groups.scenes = new SceneKeeper(options.sceneStore);
+  if (options.sceneStore) groups.scenes = new SceneKeeper(options.sceneStore);
   const liveness = new LivenessMonitor(opts, (/** @type {Session} */ s) => {
     stats.silentEnded++;
     options.logger?.warn(closeFields(s, 1006, `nothing heard for ${opts.livenessTimeoutMs} ms`), 'relay ended a silent socket');

@@ -107,7 +107,7 @@ describe('the carlab bin', () => {
   });
 
   test('start serves until SIGTERM, then closes and exits 0', { timeout: 30_000 }, async () => {
-    const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', '0', '--host', '127.0.0.1', '--no-build', '--no-qr'], {
+    const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', '0', '--host', '127.0.0.1', '--no-build', '--no-qr', '--no-scene-store'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, CARLAB_PORT: '', CARLAB_HTTP: '' },
     });

@@ -92,7 +92,7 @@ test('`carlab start` loads no module from lab/ or e2e/ and no devDependency (tra
   const dir = mkdtempSync(path.join(tmpdir(), 'carlab-trace-'));
   const trace = path.join(dir, 'imports.txt');
   const child = spawn(process.execPath, ['--import', path.join(ROOT, 'scripts/import-trace.js'), path.join(ROOT, 'scripts/carlab.js'),
-    'start', '--http', '--host', '127.0.0.1', '--port', '0', '--no-qr', '--no-build'], {
+    'start', '--http', '--host', '127.0.0.1', '--port', '0', '--no-qr', '--no-build', '--no-scene-store'], {
     cwd: ROOT, env: { ...process.env, CARLAB_IMPORT_TRACE: trace }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {

@@ -98,14 +98,15 @@ export function publicAddress(argv, env = process.env) {
  * and on SIGTERM/SIGINT an orderly stop of all of them, NATS last.
  *
  * @param {{ argv: string[], command: string, workers: number, natsUrl: string | null, logger: import('./log.js').Logger,
- *   workerEnv?: Record<string, string>, dashboardToken?: string }} o
+ *   workerEnv?: Record<string, string>, dashboardToken?: string, jetstreamDir?: string }} o
+ *   jetstreamDir: our own nats-server runs JetStream with its store there (the workers' kept scenes)
  *   logger: the primary logs like its workers (JSON lines unless on a terminal); workerEnv: more
  *   environment for every worker (the shared dashboard token: never in argv, where `ps` shows it)
  * @returns {Promise<number>} exit code
  */
 export async function runClusterPrimary(o) {
   const address = publicAddress(o.argv);
-  const nats = o.natsUrl ? null : await startOwnNats(o.logger);
+  const nats = o.natsUrl ? null : await startOwnNats(o.logger, o.jetstreamDir);
   if (nats === undefined) return 1;
   const natsUrl = o.natsUrl ?? /** @type {NonNullable<typeof nats>} */ (nats).url;
   cluster.setupPrimary({
@@ -141,10 +142,11 @@ export async function runClusterPrimary(o) {
  * every unasked exit and restart. Undefined when it cannot start (logged).
  *
  * @param {import('./log.js').Logger} logger
+ * @param {string} [jetstreamDir] JetStream on, stored there
  */
-async function startOwnNats(logger) {
+async function startOwnNats(logger, jetstreamDir) {
   try {
-    const nats = await startSupervisedNatsServer({}, {
+    const nats = await startSupervisedNatsServer(jetstreamDir ? { jetstreamDir } : {}, {
       onExit: (e) => logger.warn({ event: 'nats-exit', pid: e.pid, code: e.code, signal: e.signal, restartInMs: e.restartInMs },
         `nats-server (pid ${e.pid}) exited (${e.signal ?? e.code}); restarting it on the same port in ${e.restartInMs} ms`),
       onRestart: (p) => logger.warn({ event: 'nats-restarted', natsUrl: p.url, pid: p.pid },

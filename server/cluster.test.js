@@ -109,7 +109,7 @@ test('workers run `carlab start --nats URL` with the user\'s flags, on a private
 
 test('carlab start --cluster 2: one port, two nodes, /readyz, a killed worker replaced, SIGTERM stops all, NATS too', { timeout: 90_000 }, async () => {
   const port = await freePort();
-  const run = carlab(['start', '--cluster', '2', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr']);
+  const run = carlab(['start', '--cluster', '2', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--no-scene-store']);
   const base = `http://127.0.0.1:${port}`;
   try {
     // Ready as a cluster node (the web build may be missing in a fresh clone: that check is apart).
@@ -142,10 +142,10 @@ test('carlab start --cluster 2: one port, two nodes, /readyz, a killed worker re
 
 test('an unreachable --nats and a missing nats-server are clear errors', { timeout: 30_000 }, async () => {
   const port = await freePort();
-  const unreachable = carlab(['start', '--http', '--port', '0', '--no-build', '--no-qr', '--nats', `nats://127.0.0.1:${port}`]);
+  const unreachable = carlab(['start', '--http', '--port', '0', '--no-build', '--no-qr', '--no-scene-store', '--nats', `nats://127.0.0.1:${port}`]);
   assert.equal(await unreachable.exited, 1);
   assert.match(unreachable.output(), /cannot reach NATS at nats:\/\/127\.0\.0\.1:\d+/);
-  const missing = carlab(['start', '--http', '--port', '0', '--no-build', '--no-qr', '--cluster', '2'], { CARLAB_NATS_SERVER: '/nonexistent/nats-server' });
+  const missing = carlab(['start', '--http', '--port', '0', '--no-build', '--no-qr', '--no-scene-store', '--cluster', '2'], { CARLAB_NATS_SERVER: '/nonexistent/nats-server' });
   assert.equal(await missing.exited, 1);
   assert.match(missing.output(), /nats-server not found: install it \(apt-get install nats-server\)/);
 });
@@ -367,7 +367,7 @@ function member(base, group, name, WebSocketClass = WebSocket) {
  */
 async function startCluster(n) {
   const port = await freePort();
-  const run = carlab(['start', '--cluster', String(n), '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr']);
+  const run = carlab(['start', '--cluster', String(n), '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--no-scene-store']);
   const base = `http://127.0.0.1:${port}`;
   const failed = (/** @type {Error} */ err) => { throw new Error(`${err.message}; carlab printed:\n${run.output()}`); };
   await until(async () => run.output().includes('"event":"cluster-up"'), 30_000).catch(failed);
@@ -575,7 +575,7 @@ test('--cluster 2 over HTTPS: the primary reads nothing and spreads connections;
   const tls = await loadTlsCertificate({ certDir: dir, hosts: ['127.0.0.1', 'localhost'] });
   const port = await freePort();
   const run = carlab(['start', '--cluster', '2', '--cert', tls.certPath, '--key', /** @type {string} */ (tls.keyPath),
-    '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr']);
+    '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--no-scene-store']);
   const base = `https://127.0.0.1:${port}`;
   /** @type {CarClient[]} */
   const clients = [];
@@ -626,3 +626,63 @@ function getJsonTls(url, ca) {
     req.setTimeout(2000, () => req.destroy());
   });
 }
+
+test('carlab start --cluster 2: a group\'s objects outlive its workers and a nats-server restart (JetStream)', { timeout: 120_000 }, async () => {
+  const port = await freePort();
+  const store = mkdtempSync(path.join(tmpdir(), 'carlab-cluster-scenes-'));
+  const run = carlab(['start', '--cluster', '2', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--scene-store', store]);
+  const base = `http://127.0.0.1:${port}/`;
+  /** @type {CarClient[]} */
+  const clients = [];
+  /** @param {string} name */
+  const member = async (name) => {
+    const c = new CarClient({
+      transport: createTransport('relay', { baseUrl: base, config: { relayPath: '/relay', iceServers: [], peerjs: { path: '/peerjs', key: 'peerjs' } }, WebSocket, reconnect: false }),
+      group: 'kept-in-nats', name, cycleMs: 50, cycleMode: 'pipelined', ackTimeoutMs: 2000, pose: () => [0, 0, 0, 0, 0, 0, 1],
+    });
+    await c.connect();
+    c.start();
+    clients.push(c);
+    return c;
+  };
+  /** @param {CarClient} c */
+  const kinds = (c) => c.scene.objects().filter((o) => o.id !== 0).map((o) => o.kind).sort();
+  try {
+    await until(async () => (await getJson(`${base}readyz`)).body?.checks?.cluster?.ok === true);
+    /** @type {Set<number>} */
+    const workers = new Set();
+    await until(async () => {
+      const { body } = await getJson(`${base}metrics`);
+      if (body?.relay?.cluster?.nodes === 2) workers.add(body.process.pid);
+      return workers.size === 2;
+    });
+    const a = await member('a');
+    const b = await member('b');
+    await waitFor(() => a.members.size === 1 && b.members.size === 1, 10_000, 'the two see each other');
+    a.addObject('cube', [0.25, 0, -0.5, 0, 0, 0, 1]);
+    b.addObject('sphere', [-0.125, 0, 0.5, 0, 0, 0, 1]);
+    await waitFor(() => kinds(a).length === 2 && kinds(b).length === 2, 10_000, 'both hold both objects');
+    await new Promise((r) => setTimeout(r, 300));
+    a.close();
+    b.close();
+    await new Promise((r) => setTimeout(r, 1000)); // the group empties; its scene goes to the bucket
+    // every worker (the group's among them) and the nats-server die; the primary brings them back
+    for (const pid of workers) process.kill(pid, 'SIGKILL');
+    const [natsPid] = run.natsPids();
+    process.kill(natsPid, 'SIGKILL');
+    await until(async () => run.natsPids().length >= 2, 30_000);
+    await until(async () => {
+      const { body } = await getJson(`${base}metrics`);
+      return body?.relay?.cluster?.nodes === 2 && !workers.has(body.process.pid);
+    }, 30_000).catch((err) => { throw new Error(`${err.message}; carlab printed:\n${run.output()}`); });
+    const c = await member('back');
+    await waitFor(() => kinds(c).length === 2, 10_000, 'the first member back holds both objects');
+    assert.deepEqual(kinds(c), [1, 2]);
+  } finally {
+    for (const c of clients) c.close();
+    run.child.kill('SIGTERM');
+    await run.exited;
+    run.endNats();
+    rmSync(store, { recursive: true, force: true });
+  }
+});

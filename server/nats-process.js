@@ -65,8 +65,9 @@ export async function freePort(host = '127.0.0.1') {
 /**
  * Starts nats-server and resolves once it accepts clients.
  *
- * @param {{ port?: number, host?: string, timeoutMs?: number, netns?: string }} [options] `port`: reuse one (a
- *   restart test); `netns`: run it in this network namespace (the lab's multi-machine tests; give `host` an address there)
+ * @param {{ port?: number, host?: string, timeoutMs?: number, netns?: string, jetstreamDir?: string }} [options] `port`: reuse one (a
+ *   restart test); `netns`: run it in this network namespace (the lab's multi-machine tests; give `host` an address there);
+ *   `jetstreamDir`: turn JetStream on (`-js`) with its store there (`-sd`): the cluster's kept scenes live in it
  * @returns {Promise<NatsProcess>}
  */
 export async function startNatsServer(options = {}) {
@@ -74,7 +75,7 @@ export async function startNatsServer(options = {}) {
   const host = options.host ?? '127.0.0.1';
   // In a namespace the port cannot be probed from here: any high port will do there.
   const port = options.port ?? (options.netns ? 4222 : await freePort(host));
-  const argv = [NATS_SERVER_BIN, '-a', host, '-p', String(port)];
+  const argv = [NATS_SERVER_BIN, '-a', host, '-p', String(port), ...(options.jetstreamDir ? ['-js', '-sd', options.jetstreamDir] : [])];
   const [bin, ...args] = options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv;
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';

@@ -180,7 +180,7 @@ describe('structured logs', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'carlab-log-'));
     const file = path.join(dir, 'out.log');
     const fd = openSync(file, 'w');
-    const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', '0', '--host', '127.0.0.1', '--no-build'], {
+    const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', '0', '--host', '127.0.0.1', '--no-build', '--no-scene-store'], {
       stdio: ['ignore', fd, 'ignore'], env: { ...process.env, CARLAB_LOG_LEVEL: 'info' },
     });
     closeSync(fd);
@@ -320,7 +320,7 @@ async function reconnect(url, group, id) {
  * @param {number} drainS
  */
 function startCarlab(port, drainS) {
-  const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', String(port), '--host', '127.0.0.1', '--no-build',
+  const child = spawn(process.execPath, [BIN, 'start', '--http', '--port', String(port), '--host', '127.0.0.1', '--no-build', '--no-scene-store',
     '--drain-timeout', String(drainS)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => { out += d; });

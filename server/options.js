@@ -132,7 +132,7 @@ const FLAGS = {
   'report-interval': { type: 'string', placeholder: '<s>', help: `seconds between a client's reports, 0 for only when it leaves (default ${REPORT_LIMITS.intervalMs / 1000}, at least ${REPORT_LIMITS.minIntervalMs / 1000})` },
   'log-level': { type: 'string', placeholder: '<level>', help: `log level: ${LOG_LEVELS.join(', ')} (default ${DEFAULT_LOG_LEVEL}; JSON lines unless stdout is a terminal)` },
   'drain-timeout': { type: 'string', placeholder: '<s>', help: `on SIGTERM/SIGINT, seconds to let clients leave (told 1001: reconnect) before cutting them off (default ${DEFAULT_DRAIN_TIMEOUT_S})` },
-  'scene-store': { type: 'string', placeholder: '<dir>', help: `keep each group's objects in <dir> when its last member leaves, across restarts, for its next first member (default ${DEFAULT_SCENE_STORE}; one process only, not with --cluster or --nats yet)` },
+  'scene-store': { type: 'string', placeholder: '<dir>', help: `keep each group's objects in <dir> when its last member leaves, across restarts, for its next first member (default ${DEFAULT_SCENE_STORE}; with --cluster or --nats the scenes are in NATS JetStream)` },
   'scene-ttl': { type: 'string', placeholder: '<h>', help: `hours a kept scene waits for a member before it is dropped (default ${DEFAULT_SCENE_TTL_H})` },
   'no-scene-store': { type: 'boolean', help: 'keep no scene: a group\'s objects go with its last member' },
   'no-build': { type: 'boolean', help: 'do not build web/dist, even when it is missing or stale' },

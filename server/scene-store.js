@@ -43,7 +43,15 @@ const RECORDS_MAX = SCENE_OBJECTS_HARD_MAX + SCENE_TOMBSTONES_MAX;
  * @param {string} dir @param {string} group
  */
 export function sceneFile(dir, group) {
-  return path.join(dir, `${createHash('sha256').update(group).digest('hex').slice(0, 32)}.json`);
+  return path.join(dir, `${sceneKey(group)}.json`);
+}
+
+/**
+ * A group's key in a store: 32 hex digits of a hash of its name (a file name, a NATS key).
+ * @param {string} group
+ */
+export function sceneKey(group) {
+  return createHash('sha256').update(group).digest('hex').slice(0, 32);
 }
 
 /**

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { RELAY_LIMITS } from '../core/defaults.js';
 import { NodeDirectory, createRelay, pathnameOf } from '../relay/index.js';
 import { DirSceneStore, MemorySceneStore, SCENE_TTL_DEFAULT_MS } from './scene-store.js';
+import { KvSceneStore, SCENE_BUCKET } from './scene-kv.js';
 import { createSignaling } from '../signaling/index.js';
 import { silentLogger } from './log.js';
 import { createMetrics, wantsJson } from './metrics.js';
@@ -100,7 +101,7 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {number} [reportIntervalMs] how often clients report, told by /config.json (default 5000; 0: only when leaving)
  * @property {{ dir: string | null, ttlMs?: number } | null} [keptScenes] keep each group's scene when its last member
  *   leaves and give it to its next first member (docs/operations.md "Kept scenes"): on disk under `dir`, across
- *   restarts, or in memory (`dir` null); absent or null: not kept. Not with `broker` (a cluster) yet
+ *   restarts, or in memory (`dir` null); with `broker` (a cluster) in a JetStream bucket instead; absent or null: not kept
  */
 
 /**
@@ -117,7 +118,7 @@ const METHODS = Object.freeze({ anywhere: ['GET', 'HEAD'], signaling: ['GET', 'H
  * @property {import('./metrics.js').CarlabMetrics} metrics the Prometheus registry behind /metrics
  * @property {import('./study.js').StudyServices} study client reports, the recording and the dashboard
  * @property {string} dashboardUrl the live dashboard with its token: for the person running the study, never a phone
- * @property {import('./scene-store.js').DirSceneStore | null} sceneStore where groups' scenes are kept, or null
+ * @property {SceneStore | null} sceneStore where groups' scenes are kept, or null
  */
 
 /**
@@ -204,6 +205,7 @@ export async function createCarlabServer(options = {}) {
           study.close(); // after the clients left: their last reports are recorded
           if (sceneSweep) clearInterval(sceneSweep);
           await sceneStore?.flush(); // the scenes of the groups that emptied as their members left
+          if (sceneStore instanceof KvSceneStore) sceneStore.close();
           await turn?.close();
           logger.info({ event: 'closed', ms: Math.round(performance.now() - startedAt) }, 'closed');
         });
@@ -216,16 +218,23 @@ export async function createCarlabServer(options = {}) {
 /** How often kept scenes past their time to live are removed. */
 const SCENE_SWEEP_MS = 3600_000;
 
+/** A store of kept scenes: files (one process), memory, or a JetStream bucket (a cluster). @typedef {DirSceneStore | KvSceneStore} SceneStore */
+
 /**
- * The store of kept scenes `options.keptScenes` asks for, opened (its files read; damaged ones set
- * aside and logged), or null: not asked for, or a cluster (not kept there yet).
+ * The store of kept scenes `options.keptScenes` asks for, opened (its files or its bucket read;
+ * damaged scenes logged and skipped), or null: not asked for. In a cluster (`broker`) the scenes
+ * are in a JetStream bucket every node shares; a NATS without JetStream fails the start, saying so.
  * @param {CarlabServerOptions} options @param {import('./log.js').Logger} logger
- * @returns {Promise<DirSceneStore | null>}
+ * @returns {Promise<SceneStore | null>}
  */
 async function openSceneStore(options, logger) {
   const kept = options.keptScenes;
-  if (!kept || options.broker) return null;
+  if (!kept) return null;
   const ttlMs = kept.ttlMs ?? SCENE_TTL_DEFAULT_MS;
+  if (options.broker) {
+    if (!options.broker.keyValue) return null;
+    return new KvSceneStore({ kv: await options.broker.keyValue(SCENE_BUCKET, { ttlMs }), ttlMs, log: logger }).open();
+  }
   if (kept.dir === null) return new MemorySceneStore({ ttlMs }).open();
   return new DirSceneStore({ dir: kept.dir, ttlMs, log: logger }).open();
 }
@@ -303,7 +312,7 @@ export function trackSockets(server) {
  * @param {http.Server | https.Server} server
  * @param {CarlabServerOptions} options
  * @param {{ logger: import('./log.js').Logger, observer: import('../relay/index.js').RelayObserver,
- *   reports?: import('../relay/index.js').ReportSink, sceneStore?: import('./scene-store.js').DirSceneStore | null }} hooks
+ *   reports?: import('../relay/index.js').ReportSink, sceneStore?: SceneStore | null }} hooks
  * @returns {Promise<{ relay: CarlabServer['relay'], signaling: CarlabServer['signaling'] }>}
  */
 async function createServices(server, options, { logger, observer, reports, sceneStore }) {

@@ -94,6 +94,8 @@ export async function run(argv, { env = process.env, stdout = process.stdout, st
     const dashboardToken = options.dashboardToken ?? randomDashboardToken();
     return runClusterPrimary({
       argv, command: extras.workerCommand ?? 'start', workers: workerCount(options.cluster), natsUrl: options.nats, logger,
+      // the workers keep scenes in JetStream (server/scene-kv.js): our own nats-server gets it, stored beside the scenes
+      jetstreamDir: options.sceneStore === null ? undefined : path.join(options.sceneStore, 'nats'),
       workerEnv: { CARLAB_DASHBOARD_TOKEN: dashboardToken },
       dashboardToken,
     });

@@ -35,7 +35,7 @@ after(async () => {
 async function startCarlab(extra) {
   const port = await freePort();
   const child = spawn(process.execPath, [CARLAB, 'start', '--http', '--host', '127.0.0.1', '--port', String(port),
-    '--no-qr', '--no-banner', '--no-build', '--log-level', 'warn', '--drain-timeout', '0', ...extra], { stdio: ['ignore', 'ignore', 'inherit'] });
+    '--no-qr', '--no-banner', '--no-build', '--no-scene-store', '--log-level', 'warn', '--drain-timeout', '0', ...extra], { stdio: ['ignore', 'ignore', 'inherit'] });
   servers.push(child);
   const url = `http://127.0.0.1:${port}`;
   const end = Date.now() + 30_000;

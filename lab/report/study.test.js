@@ -103,7 +103,7 @@ test('a study survives SIGKILL of its server: a restart on the same DIR adds to 
   t.after(tempCleanup(dir));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const args = ['start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--record', dir, '--log-level', 'warn'];
+  const args = ['start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--no-scene-store', '--record', dir, '--log-level', 'warn'];
   const up = async () => { try { return (await fetch(`${base}/healthz`)).ok; } catch { return false; } };
   let server = carlab(args);
   t.after(() => { server.child.kill('SIGKILL'); });
@@ -152,7 +152,7 @@ test('--cluster 2: a group\'s reports reach both nodes, one study holds them all
   t.after(tempCleanup(dir));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server = carlab(['start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--cluster', '2',
+  const server = carlab(['start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--no-scene-store', '--cluster', '2',
     '--record', dir, '--dashboard-token', TOKEN, '--log-level', 'warn']);
   // SIGTERM: the primary stops its workers and its nats-server (a SIGKILL would orphan them)
   t.after(() => stopGently(server));

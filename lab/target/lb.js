@@ -268,7 +268,7 @@ export async function startBalancer(urls) {
  */
 export async function startCarlabMachine({ netns, host, port, nats, args = [], timeoutMs = 30_000 }) {
   const argv = inNamespace(netns, [process.execPath, CARLAB_BIN, 'start', '--http', '--nats', nats, '--host', host,
-    '--port', String(port), '--no-build', '--no-qr', '--log-level', 'info', ...args]);
+    '--port', String(port), '--no-build', '--no-qr', '--log-level', 'info', '--no-scene-store', ...args]);
   const proc = startProcess(argv[0], argv.slice(1), process.env);
   const url = `http://${host}:${port}`;
   try {

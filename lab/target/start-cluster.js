@@ -39,7 +39,8 @@ const STOP_TIMEOUT_MS = 20_000;
  */
 export function startArgv({ cluster, port, ackTimeoutMs = null }) {
   return [
-    'start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--log-level', 'info',
+    // the lab's runs start from empty groups: no scene kept from an earlier run (docs/operations.md "Kept scenes")
+    'start', '--http', '--host', '127.0.0.1', '--port', String(port), '--no-build', '--no-qr', '--log-level', 'info', '--no-scene-store',
     ...(ackTimeoutMs ? ['--ack-timeout-ms', String(Math.round(ackTimeoutMs))] : []),
     ...(cluster >= 2 ? ['--cluster', String(cluster)] : []),
   ];

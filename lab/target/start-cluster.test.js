@@ -20,7 +20,7 @@ const sink = () => {
 
 test('the server under test is `carlab start --http` on loopback, plus --cluster N from 2 on', () => {
   assert.deepEqual(startArgv({ cluster: 1, port: 4000 }),
-    ['start', '--http', '--host', '127.0.0.1', '--port', '4000', '--no-build', '--no-qr', '--log-level', 'info']);
+    ['start', '--http', '--host', '127.0.0.1', '--port', '4000', '--no-build', '--no-qr', '--log-level', 'info', '--no-scene-store']);
   assert.deepEqual(startArgv({ cluster: 3, port: 4000, ackTimeoutMs: 2000 }).slice(-4), ['--ack-timeout-ms', '2000', '--cluster', '3']);
 });
 
