@@ -8,7 +8,7 @@
 // merges with what the bucket holds (last writer wins per object), so no
 // node's part is lost to another's.
 
-import { keptSceneProblem, SCENE_FILE_FORMAT, SCENE_TTL_DEFAULT_MS, sceneKey } from './scene-store.js';
+import { KeptScenes, keptSceneProblem, SCENE_FILE_FORMAT, sceneKey } from './scene-store.js';
 import { recordHash, wins } from '../core/scene.js';
 
 /** The bucket's name. */
@@ -31,20 +31,15 @@ export function mergeRecords(a, b) {
 /**
  * The kept scenes of a cluster, in a JetStream key-value bucket, read through a watched copy.
  */
-export class KvSceneStore {
+export class KvSceneStore extends KeptScenes {
   /**
    * @param {{ kv: import('nats').KV, ttlMs?: number, log?: import('./scene-store.js').SceneStoreLog, now?: () => number }} options
    */
-  constructor({ kv, ttlMs = SCENE_TTL_DEFAULT_MS, log, now = Date.now }) {
+  constructor({ kv, ...options }) {
+    super(options);
     this.kv = kv;
-    this.ttlMs = ttlMs;
-    this.log = log ?? { warn: () => {} };
-    this.now = now;
-    /** @type {Map<string, import('./scene-store.js').KeptScene>} by group name */
-    this.scenes = new Map();
     /** Which group a key is (deletions name only the key). @type {Map<string, string>} */
     this.groupOfKey = new Map();
-    this.counters = { corrupt: 0, expired: 0, writeErrors: 0, written: 0 };
     /** @type {Set<Promise<void>>} */
     this.writing = new Set();
     /** @type {{ stop(): void } | null} */
@@ -77,29 +72,11 @@ export class KvSceneStore {
     try { data = entry.json(); } catch { data = null; }
     const problem = keptSceneProblem(data) ?? (sceneKey(data.group) !== entry.key ? 'its key is not its group\'s' : null);
     if (problem) {
-      this.counters.corrupt++;
-      this.log.warn({ event: 'scene-store-corrupt', key: entry.key, why: problem }, `kept scene ${entry.key} skipped: ${problem}`);
+      this.reportCorrupt(entry.key, problem);
       return;
     }
     this.groupOfKey.set(entry.key, data.group);
     this.scenes.set(data.group, { group: data.group, tokenHash: data.tokenHash, savedAt: data.savedAt, records: data.records });
-  }
-
-  /** @param {{ savedAt: number }} kept */
-  expired(kept) {
-    return this.now() - kept.savedAt > this.ttlMs;
-  }
-
-  /** @param {string} group @returns {import('./scene-store.js').KeptScene | null} */
-  get(group) {
-    const kept = this.scenes.get(group);
-    if (!kept) return null;
-    if (this.expired(kept)) {
-      this.counters.expired++;
-      void this.remove(group);
-      return null;
-    }
-    return kept;
   }
 
   /**
@@ -118,7 +95,7 @@ export class KvSceneStore {
 
   /** @param {string} group */
   remove(group) {
-    this.scenes.delete(group);
+    void super.remove(group);
     return this.track(this.kv.delete(sceneKey(group)).then(() => {}));
   }
 

@@ -76,22 +76,66 @@ export function keptSceneProblem(data) {
 }
 
 /**
- * The kept scenes of one server, in a directory: read once at open(), then every change written
- * through at once (put, remove). Reads are from memory.
+ * What every store of kept scenes has: the scenes in memory (reads never wait), their time to
+ * live, the counters; the stores differ in where they write (a directory, a JetStream bucket).
  */
-export class DirSceneStore {
-  /**
-   * @param {{ dir: string, ttlMs?: number, log?: SceneStoreLog, now?: () => number }} options
-   */
-  constructor({ dir, ttlMs = SCENE_TTL_DEFAULT_MS, log, now = Date.now }) {
-    this.dir = dir;
+export class KeptScenes {
+  /** @param {{ ttlMs?: number, log?: SceneStoreLog, now?: () => number }} options */
+  constructor({ ttlMs = SCENE_TTL_DEFAULT_MS, log, now = Date.now }) {
     this.ttlMs = ttlMs;
     this.log = log ?? { warn: () => {} };
     this.now = now;
     /** @type {Map<string, KeptScene>} by group name */
     this.scenes = new Map();
-    /** Files that did not read back as a scene (set aside), scenes expired, writes that failed. */
+    /** Scenes that did not read back (set aside or skipped), scenes expired, writes done and failed. */
     this.counters = { corrupt: 0, expired: 0, writeErrors: 0, written: 0 };
+  }
+
+  /** @param {{ savedAt: number }} kept */
+  expired(kept) {
+    return this.now() - kept.savedAt > this.ttlMs;
+  }
+
+  /**
+   * The kept scene of a group, or null (none, or expired: then it is removed).
+   * @param {string} group
+   * @returns {KeptScene | null}
+   */
+  get(group) {
+    const kept = this.scenes.get(group);
+    if (!kept) return null;
+    if (this.expired(kept)) {
+      this.counters.expired++;
+      void this.remove(group);
+      return null;
+    }
+    return kept;
+  }
+
+  /** Forgets a group's kept scene (the stores also delete where they wrote it). @param {string} group @returns {Promise<void>} */
+  remove(group) {
+    this.scenes.delete(group);
+    return Promise.resolve();
+  }
+
+  /** A scene could not be read back: reported, and skipped. @param {string} where @param {string} why */
+  reportCorrupt(where, why) {
+    this.counters.corrupt++;
+    this.log.warn({ event: 'scene-store-corrupt', where, why }, `kept scene ${where} skipped: ${why}`);
+  }
+}
+
+/**
+ * The kept scenes of one server, in a directory: read once at open(), then every change written
+ * through at once (put, remove). Reads are from memory.
+ */
+export class DirSceneStore extends KeptScenes {
+  /**
+   * @param {{ dir: string, ttlMs?: number, log?: SceneStoreLog, now?: () => number }} options
+   */
+  constructor({ dir, ...options }) {
+    super(options);
+    this.dir = dir;
     /** The writes under way, one chain per group, so a later one never lands before an earlier. @type {Map<string, Promise<void>>} */
     this.writing = new Map();
   }
@@ -130,30 +174,8 @@ export class DirSceneStore {
 
   /** @param {string} file @param {string} why */
   async setAside(file, why) {
-    this.counters.corrupt++;
-    this.log.warn({ event: 'scene-store-corrupt', file, why }, `kept scene ${file} skipped: ${why}`);
+    this.reportCorrupt(file, why);
     await rename(file, `${file}.corrupt`).catch(() => {});
-  }
-
-  /** @param {{ savedAt: number }} kept */
-  expired(kept) {
-    return this.now() - kept.savedAt > this.ttlMs;
-  }
-
-  /**
-   * The kept scene of a group, or null (none, or expired: then it is removed).
-   * @param {string} group
-   * @returns {KeptScene | null}
-   */
-  get(group) {
-    const kept = this.scenes.get(group);
-    if (!kept) return null;
-    if (this.expired(kept)) {
-      this.counters.expired++;
-      this.remove(group);
-      return null;
-    }
-    return kept;
   }
 
   /**
@@ -169,7 +191,7 @@ export class DirSceneStore {
 
   /** Forgets a group's kept scene (its file too). @param {string} group */
   remove(group) {
-    this.scenes.delete(group);
+    void super.remove(group);
     return this.chain(group, () => unlink(sceneFile(this.dir, group)).catch((err) => { if (err.code !== 'ENOENT') throw err; }));
   }
 
