@@ -149,6 +149,9 @@ function onScannedFrame(deps, s, m, source) {
       ctx.closeSession(s, problem[0], problem[1]);
       return;
     }
+    // What it handled may have closed it: a slow consumer's own ACKED_ALL can take its unread queue
+    // over the hard bound (4004), and a closed session has no group for the rest of the frame.
+    if (s.closed) return;
   }
 }
 

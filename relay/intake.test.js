@@ -142,6 +142,16 @@ describe('onFrame', () => {
     assert.deepEqual(calls, ['update 1']);
     assert.deepEqual(closes.map((c) => c[0]), [CloseCode.SPOOFED_SENDER]);
   });
+
+  test('a message that closed its own sender (a slow consumer over its bound) ends the frame there', () => {
+    const { calls, deps, session } = setup();
+    const s = session({ joined: true });
+    const fanOut = deps.groups.update;
+    // handling the first UPDATE closes the sender, as its own ACKED_ALL over the hard bound does (4004)
+    deps.groups.update = (sender, m) => { fanOut(sender, m); sender.closed = true; /** @type {any} */ (sender).group = null; };
+    onFrame(deps, s, encodeBatchOfBodies([body(upd(7, 1)), body(upd(7, 2)), body(upd(7, 3))]), true, 'ws');
+    assert.deepEqual(calls, ['update 1'], 'nothing more of the frame is handled for a closed session');
+  });
 });
 
 describe('onMessage', () => {

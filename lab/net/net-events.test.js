@@ -46,6 +46,7 @@ test('carlab sim --net-events: an outage and a handover, recovered on relay', { 
   const relay = runs.find((/** @type {any} */ r) => r.transport === 'relay');
   assert.equal(relay.recovery.lossOutside.lost, 0, 'relay: nothing lost outside the outage, the handover included');
   assert.ok(relay.relay.resumed >= 2, 'the handover was a resume');
-  assert.equal(relay.dups, 0, 'no replayed copy counted twice');
+  assert.equal(relay.dups, 0, `no replayed copy counted twice (relay ${JSON.stringify({ resumed: relay.relay.resumed, replayed: relay.relay.replayed, replaysDropped: relay.relay.replaysDropped })}, `
+    + `slow consumers ${relay.relay.slowConsumers ?? '?'}, recovered ${relay.relay.slowConsumersRecovered ?? '?'}, events ${JSON.stringify(relay.recovery.events.map((/** @type {any} */ e) => e.recoveryMs))})`);
   assert.deepEqual(listNamespaces().filter((n) => n.startsWith(`${NS_PREFIX}${process.pid}-`)), []);
 });
