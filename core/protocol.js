@@ -773,6 +773,25 @@ function readSceneRecords(r, count) {
   return records;
 }
 
+/** Where an UPDATE body's flags byte is: after type, sender, seq, sendTime and pose. */
+const UPDATE_FLAGS_AT = 1 + 4 + 4 + 8 + 28;
+
+/**
+ * The scene records of an UPDATE body (type byte first) that passed the checks (decode() or the
+ * relay's fast path), read where they stand: what the relay keeps of a relayed UPDATE's scene.
+ * @param {Uint8Array} body
+ * @returns {SceneRecord[]}
+ */
+export function sceneRecordsOfUpdate(body) {
+  const flags = body[UPDATE_FLAGS_AT];
+  if ((flags & UpdateFlag.SCENE) === 0) return [];
+  const head = UPDATE_FLAGS_AT + 1 + ((flags & UpdateFlag.OBJECT) ? 32 : 0);
+  const count = body[head + 6];
+  if (!count) return [];
+  const records = readSceneRecords(new Reader(body, head + 7, body.length), count);
+  return records instanceof ProtocolError ? [] : records;
+}
+
 /** @type {BodyReader} */
 function readKeptScene(r) {
   const count = r.u16();

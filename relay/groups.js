@@ -99,7 +99,7 @@ export class GroupRegistry {
   dropUnjoined(group) {
     if (group.members.size !== 0) return;
     this.groups.delete(group.key);
-    this.scenes?.scenes.delete(group.key);
+    this.scenes?.groupDropped(group.key);
   }
 
   /**

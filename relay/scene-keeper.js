@@ -3,43 +3,11 @@
 // writer wins), from the scene records of every UPDATE it relays; when the
 // group's last member leaves, the scene goes to the store; when a group is made
 // again, the store's scene seeds it and its first member gets it in a
-// KEPT_SCENE (docs/protocol.md §5.14). Reading a relayed UPDATE's records costs
-// one byte test for the common UPDATE, which carries none.
+// KEPT_SCENE (docs/protocol.md §5.14). Reading a relayed UPDATE's records (the
+// codec's sceneRecordsOfUpdate) costs one byte test for the common UPDATE, which carries none.
 
-import { SCENE_RECORD_BYTES, SceneRecordFlag, UpdateFlag } from '../core/protocol.js';
+import { sceneRecordsOfUpdate } from '../core/protocol.js';
 import { CAR_ID, SharedScene } from '../core/scene.js';
-
-/** The UPDATE body's flags byte: after type, sender, seq, sendTime and pose. */
-const FLAGS_AT = 1 + 4 + 4 + 8 + 28;
-/** The legacy object block (pose and version) some UPDATEs carry before the scene block. */
-const OBJECT_BYTES = 32;
-/** The scene block's head: digest, held, count. */
-const SCENE_HEAD_BYTES = 7;
-
-/**
- * The scene records of an UPDATE body (type byte first) that passed the relay's checks, or none.
- * @param {Uint8Array} body
- * @returns {import('../core/scene.js').SceneRecord[]}
- */
-export function sceneRecordsOf(body) {
-  const flags = body[FLAGS_AT];
-  if ((flags & UpdateFlag.SCENE) === 0) return [];
-  const head = FLAGS_AT + 1 + ((flags & UpdateFlag.OBJECT) ? OBJECT_BYTES : 0);
-  const count = body[head + 6];
-  if (!count) return [];
-  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
-  const records = [];
-  for (let i = 0, at = head + SCENE_HEAD_BYTES; i < count; i++, at += SCENE_RECORD_BYTES) {
-    /** @type {import('../core/protocol.js').Pose} */
-    const pose = [0, 0, 0, 0, 0, 0, 1];
-    for (let k = 0; k < 7; k++) pose[k] = view.getFloat32(at + 14 + 4 * k);
-    records.push({
-      id: view.getUint32(at), version: view.getUint32(at + 4), writer: view.getUint32(at + 8), kind: body[at + 12],
-      removed: (body[at + 13] & SceneRecordFlag.REMOVED) !== 0, pose,
-    });
-  }
-  return records;
-}
 
 /**
  * What a scene holds worth keeping: every record but the car nobody moved (version 0, which every
@@ -94,12 +62,17 @@ export class SceneKeeper {
     return kept;
   }
 
+  /** A group made for a HELLO that was refused: nobody joined it, its seeded copy goes. @param {string} key */
+  groupDropped(key) {
+    this.scenes.delete(key);
+  }
+
   /**
    * A relayed UPDATE: its scene records, if any, are applied to the group's scene.
    * @param {string} key the group's key @param {Uint8Array} body
    */
   observe(key, body) {
-    const records = sceneRecordsOf(body);
+    const records = sceneRecordsOfUpdate(body);
     if (records.length > 0) this.observeRecords(key, records);
   }
 

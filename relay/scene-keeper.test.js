@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http from 'node:http';
 
-import { CloseCode, HelloFlag, MoreFlag, MsgType, decode, encode, unbatch } from '../core/protocol.js';
+import { CloseCode, HelloFlag, MoreFlag, MsgType, decode, encode, sceneRecordsOfUpdate as sceneRecordsOf, unbatch } from '../core/protocol.js';
 import { MemorySceneStore } from '../server/scene-store.js';
 import { createRelay } from './index.js';
-import { keptRecordsOf, sceneRecordsOf } from './scene-keeper.js';
+import { keptRecordsOf } from './scene-keeper.js';
 import { rawClient } from './raw-client-harness.js';
 import { waitFor } from '../lab/shared/loop-stall.js';
 import { SharedScene } from '../core/scene.js';

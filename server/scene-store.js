@@ -81,7 +81,7 @@ export function keptSceneProblem(data) {
  */
 export class KeptScenes {
   /** @param {{ ttlMs?: number, log?: SceneStoreLog, now?: () => number }} options */
-  constructor({ ttlMs = SCENE_TTL_DEFAULT_MS, log, now = Date.now }) {
+  constructor({ ttlMs = SCENE_TTL_DEFAULT_MS, log, now = Date.now } = {}) {
     this.ttlMs = ttlMs;
     this.log = log ?? { warn: () => {} };
     this.now = now;
@@ -227,12 +227,7 @@ export class DirSceneStore extends KeptScenes {
 /**
  * The same store kept in memory only (a lab server, tests): scenes outlive their group, not the process.
  */
-export class MemorySceneStore extends DirSceneStore {
-  /** @param {{ ttlMs?: number, now?: () => number }} [options] */
-  constructor(options = {}) {
-    super({ dir: '', ...options });
-  }
-
+export class MemorySceneStore extends KeptScenes {
   async open() { return this; }
 
   /** @param {Omit<KeptScene, 'savedAt'>} scene */
@@ -241,9 +236,9 @@ export class MemorySceneStore extends DirSceneStore {
     return Promise.resolve();
   }
 
-  /** @param {string} group */
-  remove(group) {
-    this.scenes.delete(group);
-    return Promise.resolve();
+  async flush() {}
+
+  sweep() {
+    for (const kept of [...this.scenes.values()]) if (this.expired(kept)) { this.counters.expired++; this.scenes.delete(kept.group); }
   }
 }

@@ -218,7 +218,7 @@ export async function createCarlabServer(options = {}) {
 /** How often kept scenes past their time to live are removed. */
 const SCENE_SWEEP_MS = 3600_000;
 
-/** A store of kept scenes: files (one process), memory, or a JetStream bucket (a cluster). @typedef {DirSceneStore | KvSceneStore} SceneStore */
+/** A store of kept scenes: files (one process), memory, or a JetStream bucket (a cluster). @typedef {DirSceneStore | MemorySceneStore | KvSceneStore} SceneStore */
 
 /**
  * The store of kept scenes `options.keptScenes` asks for, opened (its files or its bucket read;

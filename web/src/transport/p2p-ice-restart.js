@@ -301,13 +301,18 @@ export class IceRestart {
     this.resend = null;
   }
 
-  finish() {
+  /** The restart under way is over (done, given up or stopped): no resend, no watch, no timeout. */
+  end() {
     this.stopPairWatch();
     this.active = false;
     this.offer = null;
     this.quiet();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  finish() {
+    this.end();
     this.succeeded++;
     const ms = this.o.now() - this.startedAt;
     this.lastMs = ms;
@@ -319,12 +324,7 @@ export class IceRestart {
   /** @param {string} why */
   give(why) {
     if (!this.active) return;
-    this.stopPairWatch();
-    this.active = false;
-    this.offer = null;
-    this.quiet();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.end();
     // A restart begun on a doubt (a silent channel) that never got an answer fails nothing while
     // ICE still holds a pair: the link goes on as it was.
     const s = this.o.pc.iceConnectionState;
@@ -333,16 +333,11 @@ export class IceRestart {
   }
 
   stop() {
+    this.end();
     this.stopRequesting();
-    this.stopPairWatch();
-    this.active = false;
-    this.offer = null;
-    this.quiet();
     if (this.moved) clearTimeout(this.moved);
     this.moved = null;
-    if (this.timer) clearTimeout(this.timer);
     if (this.pending) clearTimeout(this.pending);
-    this.timer = null;
     this.pending = null;
   }
 }
